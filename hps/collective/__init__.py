@@ -1,0 +1,1 @@
+"""Collective model: hierarchical All-Reduce on multi-dimensional networks (Themis)."""

@@ -1,0 +1,83 @@
+"""Inter-dimension chunk orders, as SPEC "Collective model" states them, in fluid (load) form.
+
+Everything here is a pure jnp function over fixed-shape arrays of D dimensions (padded with
+size-1 dimensions, which take no part), so it jits once and vmaps over networks.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+MAX_CHUNKS = 256
+THEMIS_GAP_FRACTION = 1.0 / 16.0
+
+
+def rs_seconds(size_bytes, dim_size, bandwidth):
+    """Bandwidth time (s) of a Reduce-Scatter phase entered with size_bytes: s·(P−1)/P / B."""
+    return size_bytes * (dim_size - 1.0) / dim_size / bandwidth
+
+
+def ag_seconds(size_bytes, dim_size, bandwidth):
+    """Bandwidth time (s) of an All-Gather phase entered with size_bytes: s·(P−1) / B."""
+    return size_bytes * (dim_size - 1.0) / bandwidth
+
+
+def chunk_loads(order, chunk_bytes, sizes, bandwidths):
+    """Per-dimension bandwidth time (D,) seconds that one chunk puts on the network when it
+    Reduce-Scatters through `order` (D,) int and All-Gathers back in reverse.
+
+    The All-Gather on a dimension enters with the size the Reduce-Scatter left there, so it
+    costs the same as that Reduce-Scatter: (s/P)·(P−1)/B = s·(P−1)/P/B.
+    """
+    n_dims = sizes.shape[0]
+    size_in_order = sizes[order].astype(jnp.float32)
+    entering = chunk_bytes / jnp.cumprod(jnp.concatenate([jnp.ones((1,)), size_in_order[:-1]]))
+    per_position = 2.0 * rs_seconds(entering, size_in_order, bandwidths[order])
+    placed = order[:, None] == jnp.arange(n_dims)[None, :]
+    return jnp.sum(jnp.where(placed, per_position[:, None], 0.0), axis=0)
+
+
+def themis_order(load, chunk_bytes, sizes, bandwidths):
+    """Themis's greedy order for the next chunk given current loads (D,) seconds.
+
+    Least-loaded active dimension first (ties: lower index); if the gap between the most and
+    the least loaded, in bytes of the least loaded dimension, is under chunk/16, the baseline
+    order 0..D−1 instead. Size-1 dimensions sort last and add no load either way.
+    """
+    n_dims = sizes.shape[0]
+    active = sizes > 1
+    key = jnp.where(active, load, jnp.inf)
+    order = jnp.argsort(key, stable=True).astype(jnp.int32)
+    n_active = jnp.sum(active)
+    lo = order[0]
+    hi = order[jnp.maximum(n_active - 1, 0)]
+    p_lo = sizes[lo].astype(jnp.float32)
+    share_lo = jnp.where(p_lo > 1, (p_lo - 1.0) / p_lo, 1.0)
+    gap_bytes = (load[hi] - load[lo]) * bandwidths[lo] / share_lo
+    baseline = jnp.arange(n_dims, dtype=jnp.int32)
+    return jnp.where(gap_bytes < chunk_bytes * THEMIS_GAP_FRACTION, baseline, order)
+
+
+def collective_orders(sizes, bandwidths, total_bytes, n_chunks, use_themis):
+    """Orders for every chunk and the resulting per-dimension loads.
+
+    sizes (D,) int, bandwidths (D,) bytes/s, total_bytes: collective size S, n_chunks: C ≤
+    MAX_CHUNKS (traced), use_themis: bool (traced; False gives the baseline order).
+    Returns (orders (MAX_CHUNKS, D) int32, loads (D,) seconds); rows ≥ C are unused and add no load.
+    """
+    n_dims = sizes.shape[0]
+    chunk_bytes = total_bytes / n_chunks
+    baseline = jnp.arange(n_dims, dtype=jnp.int32)
+
+    def one_chunk(index, carry):
+        load, orders = carry
+        greedy = themis_order(load, chunk_bytes, sizes, bandwidths)
+        order = jnp.where(use_themis, greedy, baseline)
+        load = load + chunk_loads(order, chunk_bytes, sizes, bandwidths)
+        return load, orders.at[index].set(order)
+
+    load0 = jnp.zeros((n_dims,), jnp.float32)
+    orders0 = jnp.tile(baseline, (MAX_CHUNKS, 1))
+    loads, orders = jax.lax.fori_loop(0, n_chunks, one_chunk, (load0, orders0))
+    return orders, loads

@@ -1,0 +1,41 @@
+"""Configuration: typed objects and their validating TOML loaders."""
+
+from hps.config.types import (
+    ALGORITHMS,
+    Catalog,
+    Dimension,
+    Job,
+    JobDefaults,
+    Layer,
+    Network,
+    ResourceType,
+    Workload,
+    steps_per_phase,
+)
+from hps.config.loaders import (
+    load_catalog,
+    load_network,
+    load_workload,
+    parse_schedule,
+    workload_to_toml,
+    write_workload,
+)
+
+__all__ = [
+    "ALGORITHMS",
+    "Catalog",
+    "Dimension",
+    "Job",
+    "JobDefaults",
+    "Layer",
+    "Network",
+    "ResourceType",
+    "Workload",
+    "steps_per_phase",
+    "load_catalog",
+    "load_network",
+    "load_workload",
+    "parse_schedule",
+    "workload_to_toml",
+    "write_workload",
+]

@@ -1,0 +1,305 @@
+"""Validating TOML loaders (and the workload writer) for the SPEC "File formats".
+
+Files carry units in field names (``bandwidth_GiBps``, ``latency_ns``, ``memory_GiB``,
+``peak_TFLOPs``); the typed objects carry bytes, seconds, FLOP and bytes/s (GiB = 2**30 bytes).
+Every problem raises ``hps.ConfigError(file, field, problem)`` with a field path such as
+``resource[2].memory_GiB``; unknown keys are rejected so that typos never pass silently.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import tomllib
+from typing import Any
+
+from hps.config.types import (
+    ALGORITHMS,
+    LAYER_KINDS,
+    RESOURCE_KINDS,
+    Catalog,
+    Dimension,
+    JobDefaults,
+    Layer,
+    Network,
+    ResourceType,
+    Workload,
+)
+from hps.config.validation import (
+    GIB,
+    NANO,
+    TERA,
+    as_number,
+    check_keys,
+    check_unique,
+    describe,
+    field_path,
+    get_choice,
+    get_fraction,
+    get_int,
+    get_name,
+    get_non_negative,
+    get_positive,
+    get_string,
+    get_table_array,
+    read_toml,
+    require_table,
+)
+from hps.errors import ConfigError
+
+MAX_DIMENSIONS = 4
+MAX_RESOURCES = 6
+MAX_LAYERS = 64
+
+DIMENSION_KEYS = ("size", "bandwidth_GiBps", "latency_ns", "algorithm")
+NETWORK_KEYS = ("name", "dimension")
+CATALOG_KEYS = ("name", "resource")
+RESOURCE_KEYS = (
+    "name", "kind", "peak_TFLOPs", "efficiency_dense", "efficiency_sparse", "mem_bw_GiBps",
+    "io_bw_GiBps", "nic_bw_GiBps", "memory_GiB", "price_per_hour", "max_units", "dimension",
+)  # fmt: skip
+LAYER_NUMBERS = (
+    "flops", "mem_bytes", "io_bytes", "act_bytes", "dense_param_bytes", "sparse_param_bytes",
+)  # fmt: skip
+LAYER_KEYS = ("name", "kind", *LAYER_NUMBERS, "measured_time_s")
+DEFAULTS_KEYS = ("batch", "throughput", "samples")
+WORKLOAD_KEYS = ("name", "description", "defaults", "layer")
+
+
+# ---------------------------------------------------------------- networks
+
+
+def parse_dimension(table: dict[str, Any], source: str, prefix: str) -> Dimension:
+    """One ``[[dimension]]``: size (NPUs), bandwidth_GiBps (per NPU) -> B/s, latency_ns -> s."""
+    check_keys(table, DIMENSION_KEYS, DIMENSION_KEYS, source, prefix)
+    return Dimension(
+        size=get_int(table, "size", source, prefix, minimum=1),
+        bandwidth=get_positive(table, "bandwidth_GiBps", source, prefix) * GIB,
+        latency=get_non_negative(table, "latency_ns", source, prefix) * NANO,
+        algorithm=get_choice(table, "algorithm", ALGORITHMS, source, prefix),
+    )
+
+
+def parse_dimensions(table: dict[str, Any], source: str, prefix: str) -> tuple[Dimension, ...]:
+    """The 1 to 4 ``[[dimension]]`` tables of `table`, dimension 1 (innermost) first."""
+    items = get_table_array(table, "dimension", source, prefix, min_len=1, max_len=MAX_DIMENSIONS)
+    path = field_path(prefix, "dimension")
+    return tuple(parse_dimension(d, source, field_path(path, i)) for i, d in enumerate(items))
+
+
+def parse_network(data: dict[str, Any], source: str, prefix: str = "") -> Network:
+    """A standalone network table (``name`` and ``[[dimension]]``) already parsed from TOML."""
+    require_table(data, source, prefix)
+    check_keys(data, NETWORK_KEYS, NETWORK_KEYS, source, prefix)
+    name = get_string(data, "name", source, prefix)
+    return Network(name=name, dimensions=parse_dimensions(data, source, prefix))
+
+
+def load_network(path: str | os.PathLike[str]) -> Network:
+    """Read and validate a network file (``topologies/networks/NAME.toml``)."""
+    return parse_network(read_toml(path), str(path))
+
+
+# ---------------------------------------------------------------- catalogues
+
+
+def parse_resource(table: dict[str, Any], source: str, prefix: str) -> ResourceType:
+    """One ``[[resource]]``: converts TFLOPs -> FLOP/s, GiBps -> B/s, GiB -> bytes."""
+    check_keys(table, RESOURCE_KEYS, RESOURCE_KEYS, source, prefix)
+    name = get_name(table, "name", source, prefix)
+    network = Network(name=name, dimensions=parse_dimensions(table, source, prefix))
+    max_units = get_int(table, "max_units", source, prefix, minimum=1)
+    if max_units > network.total_size:
+        raise ConfigError(
+            source,
+            field_path(prefix, "max_units"),
+            f"must be at most the network size {network.total_size} "
+            f"(product of dimension sizes), got {max_units}",
+        )
+    return ResourceType(
+        name=name,
+        kind=get_choice(table, "kind", RESOURCE_KINDS, source, prefix),
+        peak_flops=get_positive(table, "peak_TFLOPs", source, prefix) * TERA,
+        efficiency_dense=get_fraction(table, "efficiency_dense", source, prefix),
+        efficiency_sparse=get_fraction(table, "efficiency_sparse", source, prefix),
+        mem_bw=get_positive(table, "mem_bw_GiBps", source, prefix) * GIB,
+        io_bw=get_positive(table, "io_bw_GiBps", source, prefix) * GIB,
+        nic_bw=get_positive(table, "nic_bw_GiBps", source, prefix) * GIB,
+        memory=get_positive(table, "memory_GiB", source, prefix) * GIB,
+        price_per_hour=get_positive(table, "price_per_hour", source, prefix),
+        max_units=max_units,
+        network=network,
+    )
+
+
+def parse_catalog(data: dict[str, Any], source: str) -> Catalog:
+    """A catalogue (``name`` and 1 to 6 ``[[resource]]`` with unique names) parsed from TOML."""
+    require_table(data, source, "")
+    check_keys(data, CATALOG_KEYS, CATALOG_KEYS, source, "")
+    name = get_string(data, "name", source, "")
+    items = get_table_array(data, "resource", source, "", min_len=1, max_len=MAX_RESOURCES)
+    check_unique([_raw_name(r) for r in items], source, "resource", "resource")
+    resources = tuple(parse_resource(r, source, f"resource[{i}]") for i, r in enumerate(items))
+    return Catalog(name=name, resources=resources)
+
+
+def load_catalog(path: str | os.PathLike[str]) -> Catalog:
+    """Read and validate a device catalogue (``topologies/catalogs/NAME.toml``)."""
+    return parse_catalog(read_toml(path), str(path))
+
+
+def _raw_name(table: dict[str, Any]) -> Any:
+    """The unvalidated ``name`` of a table (for the duplicate check; validated later)."""
+    name = table.get("name")
+    return name if isinstance(name, str) else object()
+
+
+# ---------------------------------------------------------------- workloads
+
+
+def parse_measured_time(table: Any, source: str, prefix: str) -> dict[str, float]:
+    """``[layer.measured_time_s]``: resource type name -> seconds per sample (> 0)."""
+    require_table(table, source, prefix)
+    times = {}
+    for type_name, value in table.items():
+        path = field_path(prefix, type_name)
+        seconds = as_number(value, source, path)
+        if seconds <= 0:
+            raise ConfigError(source, path, f"must be > 0 seconds per sample, got {value!r}")
+        times[type_name] = seconds
+    return times
+
+
+def parse_layer(table: dict[str, Any], source: str, prefix: str) -> Layer:
+    """One ``[[layer]]``: per-sample FLOP and bytes (≥ 0), kept in the file's units."""
+    check_keys(table, LAYER_KEYS, LAYER_KEYS[:-1], source, prefix)
+    numbers = {key: get_non_negative(table, key, source, prefix) for key in LAYER_NUMBERS}
+    measured = {}
+    if "measured_time_s" in table:
+        path = field_path(prefix, "measured_time_s")
+        measured = parse_measured_time(table["measured_time_s"], source, path)
+    return Layer(
+        name=get_string(table, "name", source, prefix),
+        kind=get_choice(table, "kind", LAYER_KINDS, source, prefix),
+        measured_time=measured,
+        **numbers,
+    )
+
+
+def parse_defaults(table: Any, source: str) -> JobDefaults:
+    """``[defaults]``: batch (samples/iteration), throughput (samples/s), samples (all > 0)."""
+    require_table(table, source, "defaults")
+    check_keys(table, DEFAULTS_KEYS, DEFAULTS_KEYS, source, "defaults")
+    values = {key: get_positive(table, key, source, "defaults") for key in DEFAULTS_KEYS}
+    return JobDefaults(**values)
+
+
+def parse_workload(data: dict[str, Any], source: str) -> Workload:
+    """A workload (``name``, 1 to 64 ``[[layer]]``, optional ``description``/``[defaults]``)."""
+    require_table(data, source, "")
+    check_keys(data, WORKLOAD_KEYS, ("name",), source, "")
+    name = get_string(data, "name", source, "")
+    description = data.get("description", "")
+    if not isinstance(description, str):
+        raise ConfigError(source, "description", f"must be a string, got {describe(description)}")
+    if data.get("layer", []) == []:
+        raise ConfigError(source, "layer", "empty workload: at least one [[layer]] is required")
+    items = get_table_array(data, "layer", source, "", min_len=1, max_len=MAX_LAYERS)
+    check_unique([_raw_name(t) for t in items], source, "layer", "layer")
+    layers = tuple(parse_layer(t, source, f"layer[{i}]") for i, t in enumerate(items))
+    defaults = parse_defaults(data["defaults"], source) if "defaults" in data else None
+    return Workload(name=name, layers=layers, defaults=defaults, description=description)
+
+
+def load_workload(path: str | os.PathLike[str]) -> Workload:
+    """Read and validate a workload file (raw per-sample numbers, SPEC "File formats")."""
+    return parse_workload(read_toml(path), str(path))
+
+
+# ---------------------------------------------------------------- workload writer
+
+
+def _toml_string(text: str) -> str:
+    """A TOML basic string: quotes, backslashes and control characters escaped."""
+    out = []
+    for char in text:
+        if char in '"\\':
+            out.append("\\" + char)
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+
+
+def _toml_float(value: float) -> str:
+    """`repr` of the float, which TOML reads back to the identical float."""
+    return repr(float(value))  # inf and nan are valid TOML too (the loader rejects them)
+
+
+def workload_to_toml(workload: Workload) -> str:
+    """The workload in the SPEC workload format; ``load_workload`` reads it back equal."""
+    lines = [f"name = {_toml_string(workload.name)}"]
+    if workload.description:
+        lines.append(f"description = {_toml_string(workload.description)}")
+    if workload.defaults is not None:
+        lines += ["", "[defaults]"]
+        lines += [f"{k} = {_toml_float(getattr(workload.defaults, k))}" for k in DEFAULTS_KEYS]
+    for layer in workload.layers:
+        lines += ["", "[[layer]]", f"name = {_toml_string(layer.name)}"]
+        lines.append(f"kind = {_toml_string(layer.kind)}")
+        lines += [f"{k} = {_toml_float(getattr(layer, k))}" for k in LAYER_NUMBERS]
+        if layer.measured_time:
+            lines.append("[layer.measured_time_s]  # seconds per sample on each resource type")
+            for type_name, seconds in layer.measured_time.items():
+                lines.append(f"{_toml_string(type_name)} = {_toml_float(seconds)}")
+    return "\n".join(lines) + "\n"
+
+
+def write_workload(workload: Workload, path: str | os.PathLike[str]) -> None:
+    """Validate, then write the workload atomically (temp file in the same folder, os.replace).
+
+    An invalid workload raises ConfigError naming `path` and nothing is written.
+    """
+    text = workload_to_toml(workload)
+    parse_workload(tomllib.loads(text), str(path))
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".workload-", suffix=".toml.tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; a workload file is ordinary data
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+# ---------------------------------------------------------------- command-line schedules
+
+
+def parse_schedule(text: str, catalog: Catalog, n_layers: int, source: str = "--schedule") -> list[int]:
+    """``NAME,NAME,...`` (one resource type name per layer) -> resource indices into `catalog`."""
+    names = [part.strip() for part in text.split(",")]
+    if len(names) != n_layers:
+        raise ConfigError(
+            source,
+            "",
+            f"gives {len(names)} resource type(s) for a workload of {n_layers} layer(s); "
+            f"need one name per layer, got {text!r}",
+        )
+    indices = []
+    for i, name in enumerate(names):
+        if name not in catalog.names:
+            raise ConfigError(
+                source,
+                f"layer[{i}]",
+                f"unknown resource type {name!r}; catalogue {catalog.name!r} has "
+                f"{', '.join(catalog.names)}",
+            )
+        indices.append(catalog.index(name))
+    return indices

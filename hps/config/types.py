@@ -1,0 +1,134 @@
+"""Typed, validated configuration objects. Internal units: bytes, seconds, FLOP, bytes/s.
+
+Loaders (``hps.config.loaders``) turn TOML files into these; ``hps.placement.params`` turns them
+into padded jnp pytrees.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+ALGORITHMS = ("ring", "direct", "switch", "halving_doubling")
+RESOURCE_KINDS = ("cpu", "gpu", "other")
+LAYER_KINDS = ("dense", "sparse")
+COLLECTIVE_POLICIES = ("baseline", "themis")
+
+
+def steps_per_phase(algorithm: str, size: int) -> int:
+    """Steps of one Reduce-Scatter or All-Gather phase on a dimension of `size` NPUs."""
+    if size <= 1:
+        return 0
+    if algorithm == "ring":
+        return size - 1
+    if algorithm in ("direct", "switch"):
+        return 1
+    if algorithm == "halving_doubling":
+        return math.ceil(math.log2(size))
+    raise ValueError(f"unknown algorithm {algorithm!r}")
+
+
+@dataclass(frozen=True)
+class Dimension:
+    """One network dimension. bandwidth: bytes/s per NPU; latency: seconds per step."""
+
+    size: int
+    bandwidth: float
+    latency: float
+    algorithm: str
+
+
+@dataclass(frozen=True)
+class Network:
+    """A multi-dimensional network; dimensions[0] is dimension 1 (innermost)."""
+
+    name: str
+    dimensions: tuple[Dimension, ...]
+
+    @property
+    def total_size(self) -> int:
+        return math.prod(d.size for d in self.dimensions)
+
+
+@dataclass(frozen=True)
+class ResourceType:
+    """A catalogue entry. peak_flops: FLOP/s; *_bw: bytes/s per unit; memory: bytes per unit;
+    price_per_hour: dollars per unit-hour."""
+
+    name: str
+    kind: str
+    peak_flops: float
+    efficiency_dense: float
+    efficiency_sparse: float
+    mem_bw: float
+    io_bw: float
+    nic_bw: float
+    memory: float
+    price_per_hour: float
+    max_units: int
+    network: Network
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """A priced device catalogue."""
+
+    name: str
+    resources: tuple[ResourceType, ...]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(r.name for r in self.resources)
+
+    def index(self, name: str) -> int:
+        return self.names.index(name)
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One layer, per-sample numbers: flops (FLOP, forward+backward), *_bytes (bytes).
+
+    measured_time: optional seconds per sample on named resource types; overrides the roofline.
+    """
+
+    name: str
+    kind: str
+    flops: float
+    mem_bytes: float
+    io_bytes: float
+    act_bytes: float
+    dense_param_bytes: float
+    sparse_param_bytes: float
+    measured_time: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class JobDefaults:
+    """A workload's default job: batch (samples/iteration), throughput floor (samples/s),
+    samples to train."""
+
+    batch: float
+    throughput: float
+    samples: float
+
+
+@dataclass(frozen=True)
+class Workload:
+    """An ordered layer table."""
+
+    name: str
+    layers: tuple[Layer, ...]
+    defaults: JobDefaults | None = None
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Job:
+    """Training job: global batch B (samples/iteration), floor R (samples/s), N samples,
+    the collective policy and its chunk count."""
+
+    batch: float
+    throughput: float
+    samples: float
+    collective: str = "themis"
+    chunks: int = 64

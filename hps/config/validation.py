@@ -1,0 +1,221 @@
+"""Small field checkers shared by the TOML loaders.
+
+Each checker reads one field of an already-parsed TOML table and either returns the value in the
+Python type the config dataclasses want (``int``, ``float``, ``str``) or raises
+``ConfigError(source, field, problem)``. ``field`` is a path such as ``resource[2].memory_GiB``:
+``prefix`` is the path of the table (``""`` at the top level) and ``key`` the field inside it.
+Checkers never convert units; the loaders do that with the constants below.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import tomllib
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from hps.errors import ConfigError
+
+GIB = 2**30  # bytes per GiB (ASTRA-sim's convention)
+TERA = 1e12  # FLOP/s per TFLOP/s
+NANO = 1e-9  # seconds per ns
+
+
+def field_path(prefix: str, key: str | int) -> str:
+    """The path of `key` inside the table at `prefix`: ``resource[2]`` + ``memory_GiB``."""
+    if isinstance(key, int):
+        return f"{prefix}[{key}]"
+    return f"{prefix}.{key}" if prefix else key
+
+
+def toml_type(value: Any) -> str:
+    """The TOML name of a parsed value's type (``string``, ``integer``, ``boolean`` ...)."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "float"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "table"
+    return type(value).__name__  # datetime, date, time
+
+
+def describe(value: Any) -> str:
+    """How an offending value is shown in an error: ``'fast' (string)``."""
+    text = repr(value)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{text} ({toml_type(value)})"
+
+
+def read_toml(path: Any) -> dict[str, Any]:
+    """Parse the TOML file at `path`; a missing, unreadable or malformed file is a ConfigError."""
+    source = str(path)
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError:
+        raise ConfigError(source, "", "file not found") from None
+    except IsADirectoryError:
+        raise ConfigError(source, "", "is a directory, not a TOML file") from None
+    except OSError as err:
+        raise ConfigError(source, "", f"cannot be read: {err.strerror or err}") from None
+    except UnicodeDecodeError as err:
+        raise ConfigError(source, "", f"not valid TOML: not UTF-8 text ({err.reason})") from None
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(source, "", f"not valid TOML: {err}") from None
+
+
+def check_keys(
+    table: dict[str, Any],
+    allowed: Sequence[str],
+    required: Iterable[str],
+    source: str,
+    prefix: str,
+) -> None:
+    """Reject keys outside `allowed` (naming the allowed ones) and missing `required` keys."""
+    for key in table:
+        if key not in allowed:
+            hint = difflib.get_close_matches(key, allowed, n=1)
+            guess = f"did you mean {hint[0]!r}? " if hint else ""
+            raise ConfigError(
+                source,
+                field_path(prefix, key),
+                f"unknown key; {guess}allowed keys: {', '.join(allowed)}",
+            )
+    for key in required:
+        if key not in table:
+            raise ConfigError(source, field_path(prefix, key), "required field is missing")
+
+
+def require_table(value: Any, source: str, path: str) -> dict[str, Any]:
+    """`value` itself, which must be a TOML table."""
+    if not isinstance(value, dict):
+        raise ConfigError(source, path, f"must be a table, got {describe(value)}")
+    return value
+
+
+def get_table_array(
+    table: dict[str, Any],
+    key: str,
+    source: str,
+    prefix: str,
+    *,
+    min_len: int,
+    max_len: int,
+) -> list[dict[str, Any]]:
+    """The array of tables ``[[key]]`` with between `min_len` and `max_len` entries (absent = [])."""
+    path = field_path(prefix, key)
+    items = table.get(key, [])
+    if not isinstance(items, list):
+        raise ConfigError(source, path, f"must be an array of tables [[{key}]], got {describe(items)}")
+    for i, item in enumerate(items):
+        require_table(item, source, field_path(path, i))
+    if len(items) < min_len:
+        raise ConfigError(source, path, f"needs at least {min_len} [[{key}]] entry, got {len(items)}")
+    if len(items) > max_len:
+        raise ConfigError(source, path, f"at most {max_len} [[{key}]] entries allowed, got {len(items)}")
+    return items
+
+
+def get_string(table: dict[str, Any], key: str, source: str, prefix: str) -> str:
+    """A non-empty string field."""
+    value = table[key]
+    path = field_path(prefix, key)
+    if not isinstance(value, str):
+        raise ConfigError(source, path, f"must be a string, got {describe(value)}")
+    if not value.strip():
+        raise ConfigError(source, path, f"must not be empty, got {value!r}")
+    return value
+
+
+def get_name(table: dict[str, Any], key: str, source: str, prefix: str) -> str:
+    """A name usable on the command line: non-empty, no commas, no surrounding whitespace."""
+    value = get_string(table, key, source, prefix)
+    if "," in value or value != value.strip():
+        raise ConfigError(
+            source,
+            field_path(prefix, key),
+            f"must not contain commas or surrounding spaces (names are listed in --schedule), "
+            f"got {value!r}",
+        )
+    return value
+
+
+def get_choice(
+    table: dict[str, Any], key: str, choices: Sequence[str], source: str, prefix: str
+) -> str:
+    """A string field that must be one of `choices`."""
+    value = table[key]
+    path = field_path(prefix, key)
+    if not isinstance(value, str):
+        raise ConfigError(source, path, f"must be one of {', '.join(choices)}; got {describe(value)}")
+    if value not in choices:
+        raise ConfigError(source, path, f"unknown value {value!r}; must be one of {', '.join(choices)}")
+    return value
+
+
+def get_int(table: dict[str, Any], key: str, source: str, prefix: str, *, minimum: int) -> int:
+    """An integer field ≥ `minimum` (booleans and floats are rejected)."""
+    value = table[key]
+    path = field_path(prefix, key)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(source, path, f"must be an integer, got {describe(value)}")
+    if value < minimum:
+        raise ConfigError(source, path, f"must be >= {minimum}, got {value}")
+    return value
+
+
+def as_number(value: Any, source: str, path: str) -> float:
+    """A finite TOML number as float (integers accepted, booleans and strings rejected)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(source, path, f"must be a number, got {describe(value)}")
+    if not math.isfinite(value):
+        raise ConfigError(source, path, f"must be a finite number, got {value!r}")
+    return float(value)
+
+
+def get_positive(table: dict[str, Any], key: str, source: str, prefix: str) -> float:
+    """A number field > 0, as float."""
+    path = field_path(prefix, key)
+    value = as_number(table[key], source, path)
+    if value <= 0:
+        raise ConfigError(source, path, f"must be > 0, got {table[key]!r}")
+    return value
+
+
+def get_non_negative(table: dict[str, Any], key: str, source: str, prefix: str) -> float:
+    """A number field ≥ 0, as float."""
+    path = field_path(prefix, key)
+    value = as_number(table[key], source, path)
+    if value < 0:
+        raise ConfigError(source, path, f"must be >= 0, got {table[key]!r}")
+    return value
+
+
+def get_fraction(table: dict[str, Any], key: str, source: str, prefix: str) -> float:
+    """A number field in (0, 1], as float."""
+    path = field_path(prefix, key)
+    value = as_number(table[key], source, path)
+    if not 0 < value <= 1:
+        raise ConfigError(source, path, f"must be in (0, 1], got {table[key]!r}")
+    return value
+
+
+def check_unique(names: Sequence[str], source: str, array_path: str, what: str) -> None:
+    """Reject a repeated name in the array of tables at `array_path`; names the second one."""
+    seen: dict[str, int] = {}
+    for i, name in enumerate(names):
+        if name in seen:
+            raise ConfigError(
+                source,
+                field_path(field_path(array_path, i), "name"),
+                f"duplicate {what} name {name!r} (also {field_path(array_path, seen[name])})",
+            )
+        seen[name] = i

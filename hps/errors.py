@@ -1,0 +1,26 @@
+"""Typed errors. The CLI prints them without a traceback and exits with status 2."""
+
+from __future__ import annotations
+
+
+class HpsError(Exception):
+    """Base class of every error hps raises on purpose."""
+
+
+class ConfigError(HpsError):
+    """An input file or command-line value is invalid.
+
+    Names the file (or flag), the field and what is wrong, e.g.
+    ``topologies/catalogs/x.toml: resource[2].memory_GiB: must be > 0, got -1``.
+    """
+
+    def __init__(self, source: str, field: str, problem: str):
+        self.source = str(source)
+        self.field = field
+        self.problem = problem
+        where = f"{self.source}: {field}" if field else self.source
+        super().__init__(f"{where}: {problem}")
+
+
+class SearchSpaceTooLarge(HpsError):
+    """An exhaustive search was asked for a space larger than it will enumerate."""

@@ -1,0 +1,188 @@
+"""SPEC's placement cost model as pure jnp functions over padded arrays.
+
+Everything about a stage depends only on (first layer, last layer, type), so
+`segment_table(params)` provisions every segment once — the replica search is vectorised over
+k = 1..K — and `evaluate_with_table` scores a batch of schedules with O(L) gathers each.
+`evaluate_schedules` does both; it jits, and vmaps over schedules, workloads and catalogues.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from hps.placement.allreduce import allreduce_table
+from hps.placement.params import PlacementParams
+
+REASONS = ("feasible", "invalid_type", "memory", "throughput", "pooled_cap")
+FEASIBLE, INVALID_TYPE, MEMORY, THROUGHPUT, POOLED_CAP = range(len(REASONS))
+
+
+@struct.dataclass
+class SegmentTable:
+    """Provisioned stage for every (first layer i, last layer j, type t), each (L, L, T):
+    replicas k_j, stage time (s per iteration) at k_j, reason code (0 when provisionable)."""
+
+    replicas: jnp.ndarray
+    time: jnp.ndarray
+    reason: jnp.ndarray
+
+
+@struct.dataclass
+class ScheduleResult:
+    """Scores of a batch of N schedules. Scalars are (N,); per-stage arrays are (N, L), valid
+    where `stage_end` (one entry per stage, at its last layer). cost is +inf when infeasible;
+    failed_layer is the first layer of the stage that failed, −1 when feasible."""
+
+    feasible: jnp.ndarray
+    reason: jnp.ndarray
+    failed_layer: jnp.ndarray
+    throughput: jnp.ndarray  # samples/s
+    dollars_per_hour: jnp.ndarray
+    cost: jnp.ndarray  # dollars
+    stage_end: jnp.ndarray
+    stage_first: jnp.ndarray
+    replicas: jnp.ndarray
+    stage_time: jnp.ndarray  # seconds per iteration
+
+
+def layer_time(params: PlacementParams) -> jnp.ndarray:
+    """t(l, t), (L, T) seconds per sample: max(compute, memory roofline) + input io, unless measured."""
+    efficiency = jnp.where(
+        params.layer_sparse[:, None], params.efficiency_sparse[None], params.efficiency_dense[None]
+    )
+    compute_s = params.flops[:, None] / (params.peak_flops[None] * efficiency)
+    memory_s = params.mem_bytes[:, None] / params.mem_bw[None]
+    io_s = params.io_bytes[:, None] / params.io_bw[None]
+    roofline = jnp.maximum(compute_s, memory_s) + io_s
+    return jnp.where(params.measured_mask, params.measured_time, roofline)
+
+
+def _segment_membership(params: PlacementParams) -> jnp.ndarray:
+    """(L, L, L) float: [i, j, l] = 1 when layer l lies in segment i..j."""
+    idx = jnp.arange(params.max_layers)
+    inside = (idx[:, None, None] <= idx[None, None, :]) & (idx[None, None, :] <= idx[None, :, None])
+    return inside.astype(jnp.float32)
+
+
+def _boundary_bytes(params: PlacementParams) -> jnp.ndarray:
+    """(L, L) bytes a_in + a_out of segment i..j: act of layer i−1 (0 for the first stage) and
+    of layer j (0 when j is the last layer)."""
+    n_layers = jnp.sum(params.layer_mask)
+    idx = jnp.arange(params.max_layers)
+    act_in = jnp.where(idx > 0, jnp.roll(params.act_bytes, 1), 0.0)
+    act_out = jnp.where(idx < n_layers - 1, params.act_bytes, 0.0)
+    return act_in[:, None] + act_out[None, :]
+
+
+def stage_time(compute_s, boundary_s, sync_s):
+    """time_j(k) = compute + boundary + sync, seconds per iteration."""
+    return compute_s + boundary_s + sync_s
+
+
+def stage_memory(dense_bytes, sparse_bytes, act_sum_bytes, replicas, per_replica_batch):
+    """mem_j(k) = 4·W + sparse/k + (B/k)·Σ act, bytes per unit."""
+    return 4.0 * dense_bytes + sparse_bytes / replicas + per_replica_batch * act_sum_bytes
+
+
+def segment_table(params: PlacementParams) -> SegmentTable:
+    """Provision every segment on every type: k = the smallest k ≤ max_units with
+    B/time(k) ≥ R and mem(k) ≤ memory; otherwise k = max_units and a reason code."""
+    inside = _segment_membership(params)
+    time_sum = jnp.einsum("ijl,lt->ijt", inside, layer_time(params))  # s/sample
+    act_sum = jnp.einsum("ijl,l->ij", inside, params.act_bytes)[..., None, None]
+    dense = jnp.einsum("ijl,l->ij", inside, params.dense_param_bytes)[..., None, None]
+    sparse = jnp.einsum("ijl,l->ij", inside, params.sparse_param_bytes)[..., None, None]
+    boundary = _boundary_bytes(params)[..., None, None]
+    alpha, beta = allreduce_table(params)  # (T, K)
+
+    k = params.unit_grid  # (K,)
+    per_replica_batch = params.batch / k  # samples per replica per iteration
+    compute_s = per_replica_batch * time_sum[..., None]
+    boundary_s = per_replica_batch * 2.0 * boundary / params.nic_bw[:, None]
+    sync_s = jnp.where((k > 1) & (dense > 0), dense * alpha + beta, 0.0)
+    time = stage_time(compute_s, boundary_s, sync_s)  # (L, L, T, K)
+    memory = stage_memory(dense, sparse, act_sum, k, per_replica_batch)
+
+    within_cap = k <= params.max_units[:, None]
+    fits = within_cap & (memory <= params.memory[:, None])
+    ok = fits & (params.batch / time >= params.throughput)
+    any_ok = jnp.any(ok, axis=-1)
+    fallback = jnp.maximum(params.max_units - 1, 0)
+    chosen = jnp.where(any_ok, jnp.argmax(ok, axis=-1), fallback)
+    reason = jnp.where(any_ok, FEASIBLE, THROUGHPUT)
+    reason = jnp.where(jnp.any(fits, axis=-1), reason, MEMORY)
+    reason = jnp.where(params.type_mask, reason, INVALID_TYPE)
+    chosen_time = jnp.take_along_axis(time, chosen[..., None], axis=-1)[..., 0]
+    return SegmentTable(
+        replicas=(chosen + 1).astype(jnp.int32),
+        time=chosen_time,
+        reason=reason.astype(jnp.int32),
+    )
+
+
+def _stage_structure(schedules, layer_mask):
+    """Stage first layer (N, L) and stage-end mask (N, L) of each schedule."""
+    idx = jnp.arange(schedules.shape[-1])
+    n_layers = jnp.sum(layer_mask)
+    previous = jnp.concatenate([jnp.full_like(schedules[:, :1], -1), schedules[:, :-1]], axis=1)
+    following = jnp.concatenate([schedules[:, 1:], jnp.full_like(schedules[:, :1], -1)], axis=1)
+    starts = (idx == 0) | (schedules != previous)
+    first = jax.lax.cummax(jnp.where(starts, idx, 0), axis=1)
+    ends = layer_mask & ((idx == n_layers - 1) | (schedules != following))
+    return first, ends
+
+
+def _first_where(mask, values, default):
+    """values at the first True of mask along axis 1, or default where none."""
+    pick = jnp.take_along_axis(values, jnp.argmax(mask, axis=1)[:, None], axis=1)[:, 0]
+    return jnp.where(jnp.any(mask, axis=1), pick, default)
+
+
+def evaluate_with_table(table: SegmentTable, params: PlacementParams, schedules) -> ScheduleResult:
+    """Score schedules (N, L) int (type index per layer; padded layers ignored)."""
+    n_types, n_layers = params.max_types, params.max_layers
+    schedules = schedules.astype(jnp.int32)
+    bad_type = params.layer_mask & ((schedules < 0) | (schedules >= n_types))
+    types = jnp.clip(schedules, 0, n_types - 1)
+    first, ends = _stage_structure(types, params.layer_mask)
+
+    flat = (first * n_layers + jnp.arange(n_layers)) * n_types + types
+    replicas = jnp.where(ends, table.replicas.reshape(-1)[flat], 0)
+    time = table.time.reshape(-1)[flat]
+    stage_reason = jnp.where(ends, table.reason.reshape(-1)[flat], FEASIBLE)
+
+    throughput = jnp.min(jnp.where(ends, params.batch / time, jnp.inf), axis=1)
+    dollars = jnp.sum(replicas * params.price_per_hour[types], axis=1)
+    units = jnp.einsum("nlt,nl->nt", jax.nn.one_hot(types, n_types, dtype=jnp.float32), replicas)
+    over_cap = units > params.max_units
+    pooled_fail = ends & jnp.take_along_axis(over_cap, types, axis=1)
+
+    own_fail = stage_reason != FEASIBLE
+    reason = jnp.where(jnp.any(pooled_fail, axis=1), POOLED_CAP, FEASIBLE)
+    reason = jnp.where(jnp.any(own_fail, axis=1), _first_where(own_fail, stage_reason, 0), reason)
+    failed = jnp.where(
+        jnp.any(own_fail, axis=1), _first_where(own_fail, first, -1), _first_where(pooled_fail, first, -1)
+    )
+    reason = jnp.where(jnp.any(bad_type, axis=1), INVALID_TYPE, reason)
+    failed = jnp.where(jnp.any(bad_type, axis=1), _first_where(bad_type, first, -1), failed)
+    feasible = reason == FEASIBLE
+    cost = jnp.where(feasible, dollars * (params.samples / throughput) / 3600.0, jnp.inf)
+    return ScheduleResult(
+        feasible=feasible,
+        reason=reason,
+        failed_layer=failed,
+        throughput=throughput,
+        dollars_per_hour=dollars,
+        cost=cost,
+        stage_end=ends,
+        stage_first=first,
+        replicas=replicas,
+        stage_time=jnp.where(ends, time, 0.0),
+    )
+
+
+def evaluate_schedules(params: PlacementParams, schedules) -> ScheduleResult:
+    """The whole model: provision every segment, then score schedules (N, L)."""
+    return evaluate_with_table(segment_table(params), params, schedules)

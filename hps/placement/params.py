@@ -1,0 +1,174 @@
+"""Padded jnp pytrees of one placement instance (workload × catalogue × job).
+
+Shapes: L layers, T resource types, D = 4 network dimensions, K replica counts (k = 1..K).
+Padding: layers and types carry masks; padded network dimensions have size 1 (they drop out).
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from hps.config.types import ALGORITHMS, Catalog, Job, Workload
+from hps.errors import ConfigError
+
+MAX_DIMS = 4
+ALGORITHM_CODE = {name: code for code, name in enumerate(ALGORITHMS)}
+
+
+@struct.dataclass
+class PlacementParams:
+    """One instance. Per-layer arrays (L,) are per sample: FLOP, bytes. Per-type arrays (T,):
+    FLOP/s, bytes/s, bytes, $/unit-hour. Network arrays (T, D). Job scalars: batch (samples
+    per iteration), throughput floor (samples/s), samples to train."""
+
+    layer_mask: jnp.ndarray
+    layer_sparse: jnp.ndarray
+    flops: jnp.ndarray
+    mem_bytes: jnp.ndarray
+    io_bytes: jnp.ndarray
+    act_bytes: jnp.ndarray
+    dense_param_bytes: jnp.ndarray
+    sparse_param_bytes: jnp.ndarray
+    measured_time: jnp.ndarray  # (L, T) seconds per sample
+    measured_mask: jnp.ndarray  # (L, T) bool
+    type_mask: jnp.ndarray
+    peak_flops: jnp.ndarray
+    efficiency_dense: jnp.ndarray
+    efficiency_sparse: jnp.ndarray
+    mem_bw: jnp.ndarray
+    io_bw: jnp.ndarray
+    nic_bw: jnp.ndarray
+    memory: jnp.ndarray
+    price_per_hour: jnp.ndarray
+    max_units: jnp.ndarray  # (T,) int32
+    net_size: jnp.ndarray  # (T, D) int32
+    net_bandwidth: jnp.ndarray  # (T, D) bytes/s
+    net_latency: jnp.ndarray  # (T, D) seconds per step
+    net_algorithm: jnp.ndarray  # (T, D) int32, index into ALGORITHMS
+    unit_grid: jnp.ndarray  # (K,) float32, 1..K; its length fixes K
+    batch: jnp.ndarray
+    throughput: jnp.ndarray
+    samples: jnp.ndarray
+    use_themis: jnp.ndarray  # bool scalar
+    chunks: jnp.ndarray  # int32 scalar
+
+    @property
+    def max_layers(self) -> int:
+        return self.layer_mask.shape[-1]
+
+    @property
+    def max_types(self) -> int:
+        return self.type_mask.shape[-1]
+
+    @property
+    def max_replicas(self) -> int:
+        return self.unit_grid.shape[-1]
+
+
+def _pad(values, length, fill=0.0, dtype=np.float32):
+    out = np.full((length,), fill, dtype=dtype)
+    out[: len(values)] = values
+    return out
+
+
+def _layer_arrays(workload: Workload, catalog: Catalog, max_layers: int, max_types: int):
+    layers = workload.layers
+    measured = np.zeros((max_layers, max_types), np.float32)
+    measured_mask = np.zeros((max_layers, max_types), bool)
+    for i, layer in enumerate(layers):
+        for type_name, seconds in layer.measured_time.items():
+            if type_name in catalog.names:
+                measured[i, catalog.index(type_name)] = seconds
+                measured_mask[i, catalog.index(type_name)] = True
+    field = lambda name: _pad([getattr(l, name) for l in layers], max_layers)  # noqa: E731
+    return dict(
+        layer_mask=_pad([True] * len(layers), max_layers, False, bool),
+        layer_sparse=_pad([l.kind == "sparse" for l in layers], max_layers, False, bool),
+        flops=field("flops"),
+        mem_bytes=field("mem_bytes"),
+        io_bytes=field("io_bytes"),
+        act_bytes=field("act_bytes"),
+        dense_param_bytes=field("dense_param_bytes"),
+        sparse_param_bytes=field("sparse_param_bytes"),
+        measured_time=measured,
+        measured_mask=measured_mask,
+    )
+
+
+def _type_arrays(catalog: Catalog, max_types: int):
+    res = catalog.resources
+    field = lambda name: _pad([getattr(r, name) for r in res], max_types, 1.0)  # noqa: E731
+    size = np.ones((max_types, MAX_DIMS), np.int32)
+    bandwidth = np.ones((max_types, MAX_DIMS), np.float32)
+    latency = np.zeros((max_types, MAX_DIMS), np.float32)
+    algorithm = np.zeros((max_types, MAX_DIMS), np.int32)
+    for t, r in enumerate(res):
+        for d, dim in enumerate(r.network.dimensions):
+            size[t, d] = dim.size
+            bandwidth[t, d] = dim.bandwidth
+            latency[t, d] = dim.latency
+            algorithm[t, d] = ALGORITHM_CODE[dim.algorithm]
+    return dict(
+        type_mask=_pad([True] * len(res), max_types, False, bool),
+        peak_flops=field("peak_flops"),
+        efficiency_dense=field("efficiency_dense"),
+        efficiency_sparse=field("efficiency_sparse"),
+        mem_bw=field("mem_bw"),
+        io_bw=field("io_bw"),
+        nic_bw=field("nic_bw"),
+        memory=field("memory"),
+        price_per_hour=field("price_per_hour"),
+        max_units=_pad([r.max_units for r in res], max_types, 0, np.int32),
+        net_size=size,
+        net_bandwidth=bandwidth,
+        net_latency=latency,
+        net_algorithm=algorithm,
+    )
+
+
+def validate_job(job: Job, source: str = "job") -> None:
+    """Raise ConfigError for a non-positive batch, floor or sample count, or a bad policy."""
+    for name in ("batch", "throughput", "samples"):
+        value = getattr(job, name)
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+            raise ConfigError(source, name, f"must be a positive number, got {value!r}")
+    if job.collective not in ("baseline", "themis"):
+        raise ConfigError(source, "collective", f"must be baseline or themis, got {job.collective!r}")
+    if not 1 <= job.chunks <= 256:
+        raise ConfigError(source, "chunks", f"must be in 1..256, got {job.chunks!r}")
+
+
+def build_params(
+    workload: Workload,
+    catalog: Catalog,
+    job: Job,
+    *,
+    max_layers: int | None = None,
+    max_types: int | None = None,
+    max_replicas: int | None = None,
+) -> PlacementParams:
+    """Pad one instance to (max_layers, max_types, max_replicas); defaults fit it exactly."""
+    validate_job(job)
+    max_layers = max_layers or len(workload.layers)
+    max_types = max_types or len(catalog.resources)
+    max_replicas = max_replicas or max(r.max_units for r in catalog.resources)
+    if len(workload.layers) > max_layers or len(catalog.resources) > max_types:
+        raise ConfigError(workload.name, "layer", "instance larger than the padded shape")
+    if max(r.max_units for r in catalog.resources) > max_replicas:
+        raise ConfigError(catalog.name, "max_units", f"above the padded replica count {max_replicas}")
+    arrays = _layer_arrays(workload, catalog, max_layers, max_types)
+    arrays.update(_type_arrays(catalog, max_types))
+    arrays = {k: jnp.asarray(v) for k, v in arrays.items()}
+    return PlacementParams(
+        **arrays,
+        unit_grid=jnp.arange(1, max_replicas + 1, dtype=jnp.float32),
+        batch=jnp.float32(job.batch),
+        throughput=jnp.float32(job.throughput),
+        samples=jnp.float32(job.samples),
+        use_themis=jnp.asarray(job.collective == "themis"),
+        chunks=jnp.int32(job.chunks),
+    )

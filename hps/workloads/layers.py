@@ -1,0 +1,395 @@
+"""Pure builders of `Layer`s from architecture hyperparameters.
+
+Every number a builder returns is **per sample** (SPEC.md "Workload (layer table)"):
+
+- ``flops``: FLOP, forward + backward. A multiply-add is 2 FLOP; backward costs about twice the
+  forward (gradients w.r.t. inputs and w.r.t. weights), so dense compute is 3x the forward FLOP.
+- ``mem_bytes``: bytes of memory traffic per sample, forward + backward. Weights are read once per
+  iteration, not per sample, so they are not counted; what is counted are the activations (or, for
+  sparse layers, the embedding rows) a sample touches.
+- ``io_bytes``: bytes of raw input data the layer reads per sample (feature ids are int64, 8 bytes;
+  labels 4 bytes; dense features fp32).
+- ``act_bytes``: bytes of the output activation per sample (its gradient comes back the same size).
+- ``dense_param_bytes`` / ``sparse_param_bytes``: bytes of parameters (fp32, 4 bytes each); dense ones
+  are all-reduced among replicas, sparse ones (embedding tables) are sharded.
+
+Activation functions (ReLU, GELU, sigmoid) are folded into the layer they follow.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+
+from hps.config.types import Layer
+
+FP32_BYTES = 4.0
+"""Bytes of one fp32 parameter, activation or gradient element."""
+ID_BYTES = 8.0
+"""Bytes of one raw feature id (int64) in the input data."""
+LABEL_BYTES = 4.0
+"""Bytes of one sample's label in the input data."""
+FWD_BWD = 3.0
+"""Forward + backward compute, or activation traffic, as a multiple of the forward pass."""
+
+
+def _layer(name: str, kind: str = "dense", **numbers: float) -> Layer:
+    values = {
+        k: float(numbers.get(k, 0.0))
+        for k in ("flops", "mem_bytes", "io_bytes", "act_bytes", "dense_param_bytes", "sparse_param_bytes")
+    }
+    return Layer(name=name, kind=kind, **values)
+
+
+def embedding(
+    name: str,
+    slots: int,
+    ids_per_slot: float,
+    rows: float,
+    dim: int,
+    pooled: bool = True,
+    label_bytes: float = LABEL_BYTES,
+    dense_features: int = 0,
+) -> Layer:
+    """A sparse embedding lookup over `slots` feature slots, `ids_per_slot` ids each.
+
+    - sparse_param_bytes = rows * dim * 4 (one fp32 table of `rows` x `dim`).
+    - lookups = slots * ids_per_slot rows touched per sample.
+    - flops = 3 * lookups * dim when pooled (forward sum-pooling adds, backward gradient scatter into
+      each touched row, optimizer update of each row); 2 * lookups * dim unpooled (no pooling adds).
+    - mem_bytes = 3 * lookups * dim * 4: each touched row is read in forward, and read + written
+      (read-modify-write of the sparse update) in backward.
+    - io_bytes = lookups * 8 (raw int64 ids) + label_bytes + dense_features * 4 (fp32 dense
+      features, read here and passed through).
+    - act_bytes = slots * dim * 4 pooled (one vector per slot), lookups * dim * 4 unpooled, plus the
+      dense features passed through.
+    """
+    lookups = slots * ids_per_slot
+    touched = lookups * dim
+    out_elems = slots * dim if pooled else lookups * dim
+    return _layer(
+        name,
+        "sparse",
+        flops=(3.0 if pooled else 2.0) * touched,
+        mem_bytes=FWD_BWD * touched * FP32_BYTES,
+        io_bytes=lookups * ID_BYTES + label_bytes + dense_features * FP32_BYTES,
+        act_bytes=(out_elems + dense_features) * FP32_BYTES,
+        sparse_param_bytes=rows * dim * FP32_BYTES,
+    )
+
+
+def dense(name: str, d_in: int, d_out: int, rows: int = 1) -> Layer:
+    """A fully connected layer d_in -> d_out (with bias), applied to `rows` vectors per sample.
+
+    - flops = 3 * 2 * d_in * d_out * rows (forward matmul, x3 for forward + backward).
+    - dense_param_bytes = (d_in * d_out + d_out) * 4.
+    - mem_bytes = 3 * (d_in + d_out) * rows * 4: input read and output written in forward; output
+      gradient and input read, input gradient written in backward.
+    - act_bytes = d_out * rows * 4.
+    """
+    return _layer(
+        name,
+        flops=FWD_BWD * 2.0 * d_in * d_out * rows,
+        mem_bytes=FWD_BWD * (d_in + d_out) * rows * FP32_BYTES,
+        act_bytes=d_out * rows * FP32_BYTES,
+        dense_param_bytes=(d_in * d_out + d_out) * FP32_BYTES,
+    )
+
+
+def mlp(prefix: str, d_in: int, widths: Iterable[int]) -> tuple[Layer, ...]:
+    """Consecutive `dense` layers d_in -> widths[0] -> widths[1] ..., named prefix1, prefix2, ..."""
+    layers, width = [], d_in
+    for i, d_out in enumerate(widths, start=1):
+        layers.append(dense(f"{prefix}{i}", width, d_out))
+        width = d_out
+    return tuple(layers)
+
+
+def concat(name: str, elements: int) -> Layer:
+    """Concatenation of inputs totalling `elements` fp32 values per sample (no compute).
+
+    mem_bytes = 4 * elements * 4 (forward read + write, backward read + write of the split gradient);
+    act_bytes = elements * 4.
+    """
+    return _layer(name, mem_bytes=4.0 * elements * FP32_BYTES, act_bytes=elements * FP32_BYTES)
+
+
+def elementwise(name: str, elements: int, flops_per_element: float = 1.0, inputs: int = 1) -> Layer:
+    """A parameter-free elementwise op (scale, residual add, activation) over `elements` outputs.
+
+    flops = 3 * flops_per_element * elements; mem_bytes = 3 * (inputs + 1) * elements * 4;
+    act_bytes = elements * 4.
+    """
+    return _layer(
+        name,
+        flops=FWD_BWD * flops_per_element * elements,
+        mem_bytes=FWD_BWD * (inputs + 1) * elements * FP32_BYTES,
+        act_bytes=elements * FP32_BYTES,
+    )
+
+
+def dot_interaction(name: str, vectors: int, dim: int) -> Layer:
+    """DLRM dot interaction: pairwise dot products of `vectors` vectors of `dim` (the bottom-MLP output
+    and one pooled embedding per table), concatenated with the bottom-MLP output.
+
+    Forward is a batched (vectors x dim) @ (dim x vectors) product: 2 * vectors^2 * dim FLOP; x3.
+    Output = vectors * (vectors - 1) / 2 + dim values; act_bytes = output * 4;
+    mem_bytes = 3 * (vectors * dim + output) * 4.
+    """
+    out = vectors * (vectors - 1) // 2 + dim
+    return _layer(
+        name,
+        flops=FWD_BWD * 2.0 * vectors * vectors * dim,
+        mem_bytes=FWD_BWD * (vectors * dim + out) * FP32_BYTES,
+        act_bytes=out * FP32_BYTES,
+    )
+
+
+def fm_interaction(name: str, fields: int, dim: int) -> Layer:
+    """Factorisation-machine second-order term 0.5 * ((sum_f v_f)^2 - sum_f v_f^2) over `fields`
+    embeddings of `dim`, reduced to one scalar.
+
+    Forward: fields*dim adds (sum), 2*fields*dim (sum of squares), ~3*dim (square, subtract,
+    reduce): (3 * fields + 3) * dim FLOP; x3. mem_bytes = 3 * (fields * dim + 1) * 4; act = 4 bytes.
+    """
+    return _layer(
+        name,
+        flops=FWD_BWD * (3.0 * fields + 3.0) * dim,
+        mem_bytes=FWD_BWD * (fields * dim + 1) * FP32_BYTES,
+        act_bytes=FP32_BYTES,
+    )
+
+
+def cosine(name: str, dim: int) -> Layer:
+    """Cosine similarity of two `dim` vectors (two-tower matching score): ~6 * dim FLOP forward
+    (dot, two norms); x3. mem_bytes = 3 * (2 * dim + 1) * 4; act = one fp32 score."""
+    return _layer(
+        name,
+        flops=FWD_BWD * 6.0 * dim,
+        mem_bytes=FWD_BWD * (2 * dim + 1) * FP32_BYTES,
+        act_bytes=FP32_BYTES,
+    )
+
+
+def loss(name: str, logits: int) -> Layer:
+    """Softmax / sigmoid cross-entropy over `logits` values per sample (label read by the first
+    layer): ~5 FLOP per logit forward, x3; mem_bytes = 3 * 2 * logits * 4; act = one fp32 loss."""
+    return _layer(
+        name,
+        flops=FWD_BWD * 5.0 * logits,
+        mem_bytes=FWD_BWD * 2.0 * logits * FP32_BYTES,
+        act_bytes=FP32_BYTES,
+    )
+
+
+def nce_output(name: str, positions: int, negatives: int, rows: float, dim: int) -> Layer:
+    """Sparse output table of NCE / negative sampling (word2vec): for each of `positions` targets,
+    gather the true row and `negatives` rows sampled in-layer from the unigram table.
+
+    - sparse_param_bytes = rows * (dim + 1) * 4 (output vectors and biases).
+    - lookups = positions * (1 + negatives); flops = 2 * lookups * (dim + 1) (backward scatter and
+      optimizer update; the forward gather has no arithmetic).
+    - mem_bytes = 3 * lookups * (dim + 1) * 4 (read forward, read-modify-write backward).
+    - io_bytes = positions * 8 (target ids; negatives are sampled, not read).
+    - act_bytes = lookups * (dim + 1) * 4 (the gathered rows, passed to `nce_score`).
+    """
+    lookups = positions * (1 + negatives)
+    touched = lookups * (dim + 1)
+    return _layer(
+        name,
+        "sparse",
+        flops=2.0 * touched,
+        mem_bytes=FWD_BWD * touched * FP32_BYTES,
+        io_bytes=positions * ID_BYTES,
+        act_bytes=touched * FP32_BYTES,
+        sparse_param_bytes=rows * (dim + 1) * FP32_BYTES,
+    )
+
+
+def nce_score(name: str, positions: int, negatives: int, dim: int) -> Layer:
+    """NCE scoring: for each position, dot the context vector with its 1 + `negatives` output rows,
+    add the bias and take the binary logistic loss.
+
+    Forward: positions * (1 + negatives) * (2 * dim + 6) FLOP; x3. mem_bytes = 3 * (positions * dim +
+    positions * (1 + negatives) * (dim + 2)) * 4; act = one fp32 loss.
+    """
+    logits = positions * (1 + negatives)
+    return _layer(
+        name,
+        flops=FWD_BWD * logits * (2.0 * dim + 6.0),
+        mem_bytes=FWD_BWD * (positions * dim + logits * (dim + 2)) * FP32_BYTES,
+        act_bytes=FP32_BYTES,
+    )
+
+
+def with_carry(layer: Layer, elements: float) -> Layer:
+    """`layer` also passing `elements` fp32 values per sample through to the next layer unchanged
+    (e.g. embeddings that skip the bottom MLP); adds elements * 4 to act_bytes."""
+    return dataclasses.replace(layer, act_bytes=layer.act_bytes + elements * FP32_BYTES)
+
+
+def merge(name: str, parts: Iterable[Layer]) -> Layer:
+    """One layer made of `parts` run in sequence: sums of flops, bytes and parameters; act_bytes of
+    the last part; kind sparse if any part is sparse."""
+    parts = tuple(parts)
+    total = {
+        k: sum(getattr(p, k) for p in parts)
+        for k in ("flops", "mem_bytes", "io_bytes", "dense_param_bytes", "sparse_param_bytes")
+    }
+    kind = "sparse" if any(p.kind == "sparse" for p in parts) else "dense"
+    return _layer(name, kind, act_bytes=parts[-1].act_bytes, **total)
+
+
+# --- vision ------------------------------------------------------------------------------------
+
+
+def conv_out(size: int, kernel: int, stride: int) -> int:
+    """Output height/width of a convolution or pool with 'same'-style padding kernel // 2."""
+    return (size + 2 * (kernel // 2) - kernel) // stride + 1
+
+
+def conv2d(
+    name: str, h: int, w: int, c_in: int, c_out: int, kernel: int, stride: int = 1, bn_relu: bool = True
+) -> Layer:
+    """A kernel x kernel convolution (no bias) on an h x w x c_in input, optionally followed by
+    batch norm and ReLU.
+
+    - forward multiply-adds = kernel^2 * c_in * c_out * h_out * w_out; flops = 3 * 2 * MACs, plus
+      3 * 5 FLOP per output element for BN + ReLU.
+    - dense_param_bytes = (kernel^2 * c_in * c_out + 2 * c_out [BN gamma, beta]) * 4.
+    - mem_bytes = 3 * (input + output elements) * 4, plus 3 * 2 * output * 4 for BN + ReLU.
+    - act_bytes = h_out * w_out * c_out * 4.
+    """
+    out = conv_out(h, kernel, stride) * conv_out(w, kernel, stride) * c_out
+    macs = kernel * kernel * c_in * out
+    bn = 1.0 if bn_relu else 0.0
+    return _layer(
+        name,
+        flops=FWD_BWD * (2.0 * macs + bn * 5.0 * out),
+        mem_bytes=FWD_BWD * (h * w * c_in + out + bn * 2.0 * out) * FP32_BYTES,
+        act_bytes=out * FP32_BYTES,
+        dense_param_bytes=(kernel * kernel * c_in * c_out + bn * 2 * c_out) * FP32_BYTES,
+    )
+
+
+def pool2d(name: str, h: int, w: int, c: int, kernel: int, stride: int) -> Layer:
+    """Max / average pooling of an h x w x c input: kernel^2 FLOP per output forward, x3;
+    mem_bytes = 3 * (input + output) * 4; act_bytes = output * 4."""
+    out = conv_out(h, kernel, stride) * conv_out(w, kernel, stride) * c
+    return _layer(
+        name,
+        flops=FWD_BWD * kernel * kernel * out,
+        mem_bytes=FWD_BWD * (h * w * c + out) * FP32_BYTES,
+        act_bytes=out * FP32_BYTES,
+    )
+
+
+def bottleneck(name: str, h: int, w: int, c_in: int, mid: int, stride: int = 1, expansion: int = 4) -> Layer:
+    """A ResNet v1.5 bottleneck block: 1x1 (c_in -> mid), 3x3 stride `stride` (mid -> mid), 1x1
+    (mid -> expansion * mid), each with BN; a 1x1 strided projection + BN on the shortcut when the
+    shape changes; residual add + ReLU. Numbers are the sums of the parts (see `conv2d`)."""
+    c_out = expansion * mid
+    h2, w2 = conv_out(h, 3, stride), conv_out(w, 3, stride)
+    parts = [
+        conv2d(f"{name}.conv1", h, w, c_in, mid, 1),
+        conv2d(f"{name}.conv2", h, w, mid, mid, 3, stride),
+        conv2d(f"{name}.conv3", h2, w2, mid, c_out, 1),
+    ]
+    if stride != 1 or c_in != c_out:
+        parts.append(conv2d(f"{name}.downsample", h, w, c_in, c_out, 1, stride))
+    parts.append(elementwise(f"{name}.add_relu", h2 * w2 * c_out, flops_per_element=2.0, inputs=2))
+    return merge(name, parts)
+
+
+# --- transformer -------------------------------------------------------------------------------
+
+
+def token_embedding(
+    name: str, seq_len: int, vocab: int, hidden: int, max_position: int = 512, type_vocab: int = 2,
+    label_bytes: float = LABEL_BYTES,
+) -> Layer:
+    """BERT input embeddings (word + position + token type, then LayerNorm) for `seq_len` tokens.
+
+    A dense layer: the tables are small and all replicas keep them whole (all-reduced).
+    - dense_param_bytes = ((vocab + max_position + type_vocab) * hidden + 2 * hidden) * 4.
+    - flops = 3 * 12 * seq_len * hidden (two adds, ~10 for LayerNorm, per element).
+    - mem_bytes = 3 * 6 * seq_len * hidden * 4 (three rows read, sum written, LayerNorm read/write).
+    - io_bytes = 3 * seq_len * 8 (token ids, segment ids, attention mask) + label_bytes.
+    - act_bytes = seq_len * hidden * 4.
+    """
+    elems = seq_len * hidden
+    return _layer(
+        name,
+        flops=FWD_BWD * 12.0 * elems,
+        mem_bytes=FWD_BWD * 6.0 * elems * FP32_BYTES,
+        io_bytes=3.0 * seq_len * ID_BYTES + label_bytes,
+        act_bytes=elems * FP32_BYTES,
+        dense_param_bytes=((vocab + max_position + type_vocab) * hidden + 2 * hidden) * FP32_BYTES,
+    )
+
+
+def attention_block(name: str, seq_len: int, hidden: int, heads: int) -> Layer:
+    """Multi-head self-attention sub-layer (QKV projections, scores over seq_len, softmax, context,
+    output projection, residual add, LayerNorm), S = seq_len, H = hidden, h = heads.
+
+    - forward FLOP = 8 S H^2 (projections) + 4 S^2 H (scores, context) + 5 h S^2 (softmax)
+      + 10 S H (residual, LayerNorm); flops = 3x that.
+    - dense_param_bytes = (4 H^2 + 4 H + 2 H) * 4.
+    - mem_bytes = 3 * (12 S H + 4 h S^2) * 4 (activations touched in forward, x3).
+    - act_bytes = S H * 4.
+    """
+    s, d = seq_len, hidden
+    fwd = 8.0 * s * d * d + 4.0 * s * s * d + 5.0 * heads * s * s + 10.0 * s * d
+    return _layer(
+        name,
+        flops=FWD_BWD * fwd,
+        mem_bytes=FWD_BWD * (12.0 * s * d + 4.0 * heads * s * s) * FP32_BYTES,
+        act_bytes=s * d * FP32_BYTES,
+        dense_param_bytes=(4 * d * d + 4 * d + 2 * d) * FP32_BYTES,
+    )
+
+
+def ffn_block(name: str, seq_len: int, hidden: int, ffn: int) -> Layer:
+    """Transformer feed-forward sub-layer H -> F (GELU) -> H, residual add, LayerNorm.
+
+    - forward FLOP = 4 S H F (two matmuls) + 8 S F (GELU) + 10 S H; flops = 3x that.
+    - dense_param_bytes = (2 H F + F + H + 2 H) * 4.
+    - mem_bytes = 3 * (5 S H + 4 S F) * 4; act_bytes = S H * 4.
+    """
+    s, d, f = seq_len, hidden, ffn
+    return _layer(
+        name,
+        flops=FWD_BWD * (4.0 * s * d * f + 8.0 * s * f + 10.0 * s * d),
+        mem_bytes=FWD_BWD * (5.0 * s * d + 4.0 * s * f) * FP32_BYTES,
+        act_bytes=s * d * FP32_BYTES,
+        dense_param_bytes=(2 * d * f + f + d + 2 * d) * FP32_BYTES,
+    )
+
+
+def transformer_layer(name: str, seq_len: int, hidden: int, heads: int, ffn: int) -> tuple[Layer, Layer]:
+    """One encoder layer as two table rows: `{name}.attention` and `{name}.ffn`."""
+    return (
+        attention_block(f"{name}.attention", seq_len, hidden, heads),
+        ffn_block(f"{name}.ffn", seq_len, hidden, ffn),
+    )
+
+
+def pretraining_heads(name: str, hidden: int, vocab: int, masked: int) -> Layer:
+    """BERT pre-training heads: pooler (H -> H, tanh) + next-sentence classifier on [CLS], and the
+    masked-LM head on `masked` positions (H -> H transform, GELU, LayerNorm, decoder tied to the word
+    embedding, vocab softmax).
+
+    - forward FLOP = 2 H^2 + 4 H (pooler, NSP) + masked * (2 H^2 + 15 H + 2 H V + 5 V); x3.
+    - dense_param_bytes = (H^2 + H + 2 H + 2 + H^2 + 3 H + V) * 4 (the decoder matrix is the tied
+      word embedding, counted in `token_embedding`; only its output bias is here).
+    - mem_bytes = 3 * masked * (3 H + 3 V) * 4; act_bytes = 4 (the loss).
+    """
+    d, v = hidden, vocab
+    fwd = 2.0 * d * d + 4.0 * d + masked * (2.0 * d * d + 15.0 * d + 2.0 * d * v + 5.0 * v)
+    return _layer(
+        name,
+        flops=FWD_BWD * fwd,
+        mem_bytes=FWD_BWD * masked * (3.0 * d + 3.0 * v) * FP32_BYTES,
+        act_bytes=FP32_BYTES,
+        dense_param_bytes=(2 * d * d + 6 * d + 2 + v) * FP32_BYTES,
+    )

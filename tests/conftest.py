@@ -1,0 +1,15 @@
+"""Test session set-up: 8 fake CPU devices and JAX's persistent compilation cache.
+
+XLA_FLAGS must be set before JAX is imported, so this runs first.
+"""
+
+import os
+
+os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import jax  # noqa: E402
+
+_CACHE = os.environ.get("JAX_COMPILATION_CACHE_DIR", os.path.join(os.path.dirname(__file__), "..", ".jax_cache"))
+jax.config.update("jax_compilation_cache_dir", os.path.abspath(_CACHE))
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)

@@ -1,0 +1,71 @@
+"""Random placement instances for the model-vs-reference tests (plain Python, seeded)."""
+
+from __future__ import annotations
+
+import random
+
+from hps.config.types import ALGORITHMS, Catalog, Dimension, Job, Layer, Network, ResourceType, Workload
+
+GiB = 2.0**30
+
+
+def random_network(rng: random.Random, name: str) -> Network:
+    dims = []
+    for _ in range(rng.randint(1, 3)):
+        dims.append(
+            Dimension(
+                size=rng.choice([1, 2, 3, 4, 8]),
+                bandwidth=rng.uniform(1, 300) * GiB,
+                latency=rng.uniform(0, 10e-6),
+                algorithm=rng.choice(ALGORITHMS),
+            )
+        )
+    return Network(name, tuple(dims))
+
+
+def random_resource(rng: random.Random, name: str) -> ResourceType:
+    network = random_network(rng, name)
+    return ResourceType(
+        name=name,
+        kind=rng.choice(["cpu", "gpu"]),
+        peak_flops=rng.uniform(1, 300) * 1e12,
+        efficiency_dense=rng.uniform(0.05, 0.6),
+        efficiency_sparse=rng.uniform(0.005, 0.3),
+        mem_bw=rng.uniform(50, 2000) * GiB,
+        io_bw=rng.uniform(0.1, 4) * GiB,
+        nic_bw=rng.uniform(1, 50) * GiB,
+        memory=rng.uniform(8, 512) * GiB,
+        price_per_hour=rng.uniform(0.2, 5.0),
+        max_units=rng.randint(1, network.total_size),
+        network=network,
+    )
+
+
+def random_layer(rng: random.Random, index: int) -> Layer:
+    sparse = rng.random() < 0.3
+    return Layer(
+        name=f"l{index}",
+        kind="sparse" if sparse else "dense",
+        flops=rng.uniform(1e3, 1e8),
+        mem_bytes=rng.uniform(1e3, 1e6),
+        io_bytes=rng.choice([0.0, rng.uniform(1e2, 1e4)]),
+        act_bytes=rng.uniform(1e2, 1e5),
+        dense_param_bytes=0.0 if sparse else rng.choice([0.0, rng.uniform(1e4, 5e8)]),
+        sparse_param_bytes=rng.uniform(1, 400) * GiB if sparse else 0.0,
+    )
+
+
+def random_instance(rng: random.Random, n_layers=None, n_types=None):
+    """(workload, catalog, job) with a floor drawn so that some schedules fail on throughput."""
+    n_layers = n_layers or rng.randint(1, 8)
+    n_types = n_types or rng.randint(1, 4)
+    workload = Workload("random", tuple(random_layer(rng, i) for i in range(n_layers)))
+    catalog = Catalog("random", tuple(random_resource(rng, f"t{i}") for i in range(n_types)))
+    job = Job(
+        batch=float(rng.choice([256, 1024, 4096, 8192])),
+        throughput=10 ** rng.uniform(2, 6),
+        samples=10 ** rng.uniform(6, 10),
+        collective=rng.choice(["baseline", "themis"]),
+        chunks=rng.choice([1, 4, 16, 64]),
+    )
+    return workload, catalog, job
