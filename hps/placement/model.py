@@ -134,40 +134,56 @@ def _stage_structure(schedules, layer_mask):
     return first, ends
 
 
-def _first_where(mask, values, default):
-    """values at the first True of mask along axis 1, or default where none."""
-    pick = jnp.take_along_axis(values, jnp.argmax(mask, axis=1)[:, None], axis=1)[:, 0]
-    return jnp.where(jnp.any(mask, axis=1), pick, default)
+def _packed_segments(table: SegmentTable, params: PlacementParams) -> jnp.ndarray:
+    """5 flat (L·L·T,) float32 columns [replicas, time s, throughput samples/s, $/hour, reason
+    code], entry (i·L + j)·T + t for the stage of layers i..j on type t."""
+    price = params.price_per_hour[None, None, :]
+    columns = [
+        table.replicas.astype(jnp.float32),
+        table.time,
+        params.batch / table.time,
+        table.replicas * price,
+        table.reason.astype(jnp.float32),
+    ]
+    return [c.reshape(-1) for c in columns]
 
 
 def evaluate_with_table(table: SegmentTable, params: PlacementParams, schedules) -> ScheduleResult:
-    """Score schedules (N, L) int (type index per layer; padded layers ignored)."""
+    """Score schedules (N, L) int (type index per layer; padded layers ignored).
+
+    The first failing stage is found with one min over keys first_layer·8 + reason (stages are
+    in layer order), so no per-schedule branching or argmax is needed.
+    """
     n_types, n_layers = params.max_types, params.max_layers
     schedules = schedules.astype(jnp.int32)
-    bad_type = params.layer_mask & ((schedules < 0) | (schedules >= n_types))
+    layer_mask = params.layer_mask
+    bad_type = layer_mask & ((schedules < 0) | (schedules >= n_types))
     types = jnp.clip(schedules, 0, n_types - 1)
     first, ends = _stage_structure(types, params.layer_mask)
 
     flat = (first * n_layers + jnp.arange(n_layers)) * n_types + types
-    replicas = jnp.where(ends, table.replicas.reshape(-1)[flat], 0)
-    time = table.time.reshape(-1)[flat]
-    stage_reason = jnp.where(ends, table.reason.reshape(-1)[flat], FEASIBLE)
+    columns = _packed_segments(table, params)
+    replicas, time, stage_thr, stage_rate, stage_reason = (columns[c][flat] for c in range(5))
+    replicas = jnp.where(ends, replicas, 0.0)
+    stage_reason = jnp.where(ends, stage_reason.astype(jnp.int32), FEASIBLE)
 
-    throughput = jnp.min(jnp.where(ends, params.batch / time, jnp.inf), axis=1)
-    dollars = jnp.sum(replicas * params.price_per_hour[types], axis=1)
-    units = jnp.einsum("nlt,nl->nt", jax.nn.one_hot(types, n_types, dtype=jnp.float32), replicas)
-    over_cap = units > params.max_units
-    pooled_fail = ends & jnp.take_along_axis(over_cap, types, axis=1)
+    throughput = jnp.min(jnp.where(ends, stage_thr, jnp.inf), axis=1)
+    dollars = jnp.sum(jnp.where(ends, stage_rate, 0.0), axis=1)
+    over_cap = jnp.zeros(types.shape, bool)
+    for t in range(n_types):
+        of_type = types == t
+        units = jnp.sum(jnp.where(of_type, replicas, 0.0), axis=1, keepdims=True)
+        over_cap = over_cap | (of_type & (units > params.max_units[t]))
 
-    own_fail = stage_reason != FEASIBLE
-    reason = jnp.where(jnp.any(pooled_fail, axis=1), POOLED_CAP, FEASIBLE)
-    reason = jnp.where(jnp.any(own_fail, axis=1), _first_where(own_fail, stage_reason, 0), reason)
-    failed = jnp.where(
-        jnp.any(own_fail, axis=1), _first_where(own_fail, first, -1), _first_where(pooled_fail, first, -1)
-    )
-    reason = jnp.where(jnp.any(bad_type, axis=1), INVALID_TYPE, reason)
-    failed = jnp.where(jnp.any(bad_type, axis=1), _first_where(bad_type, first, -1), failed)
-    feasible = reason == FEASIBLE
+    no_stage = 8 * n_layers
+    own_key = jnp.min(jnp.where(stage_reason != FEASIBLE, first * 8 + stage_reason, no_stage), axis=1)
+    pooled_key = jnp.min(jnp.where(ends & over_cap, first * 8 + POOLED_CAP, no_stage), axis=1)
+    bad_key = jnp.min(jnp.where(bad_type, first * 8 + INVALID_TYPE, no_stage), axis=1)
+    key = jnp.where(own_key < no_stage, own_key, pooled_key)
+    key = jnp.where(bad_key < no_stage, bad_key, key)
+    feasible = key == no_stage
+    reason = jnp.where(feasible, FEASIBLE, key % 8)
+    failed = jnp.where(feasible, -1, key // 8)
     cost = jnp.where(feasible, dollars * (params.samples / throughput) / 3600.0, jnp.inf)
     return ScheduleResult(
         feasible=feasible,
@@ -178,7 +194,7 @@ def evaluate_with_table(table: SegmentTable, params: PlacementParams, schedules)
         cost=cost,
         stage_end=ends,
         stage_first=first,
-        replicas=replicas,
+        replicas=replicas.astype(jnp.int32),
         stage_time=jnp.where(ends, time, 0.0),
     )
 

@@ -1,0 +1,1 @@
+"""Reports: JSON-ready dicts and plain-text tables of results (no printing here)."""

@@ -1,0 +1,76 @@
+"""The `hps evaluate` JSON contract (SPEC "Command contracts") from the placement model's output."""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from hps.config.types import Catalog, Job, Workload
+from hps.placement import REASONS, build_params, evaluate_schedules
+from hps.report.tables import format_table
+
+_evaluate = jax.jit(evaluate_schedules)
+
+
+def _finite_or_none(value: float):
+    return value if math.isfinite(value) else None
+
+
+def schedule_report(workload: Workload, catalog: Catalog, job: Job, schedule: list[int]) -> dict:
+    """Evaluate one schedule (type index per layer) and return the SPEC `hps evaluate` keys.
+
+    reason: null when feasible, else the reason code name plus the failing stage's first layer
+    (e.g. "memory at stage starting at layer 0 (embedding)"). cost is null when infeasible.
+    """
+    params = build_params(workload, catalog, job)
+    result = _evaluate(params, jnp.asarray([schedule], jnp.int32))
+    row = jax.tree.map(lambda x: np.asarray(x)[0], result)
+    reason = None
+    if not row.feasible:
+        layer = int(row.failed_layer)
+        reason = f"{REASONS[int(row.reason)]} at the stage starting at layer {layer} ({workload.layers[layer].name})"
+    stages = [
+        {
+            "type": catalog.names[schedule[end]],
+            "first_layer": int(row.stage_first[end]),
+            "last_layer": int(end),
+            "replicas": int(row.replicas[end]),
+            "time": float(row.stage_time[end]),
+        }
+        for end in np.flatnonzero(row.stage_end)
+    ]
+    return {
+        "feasible": bool(row.feasible),
+        "reason": reason,
+        "reason_code": REASONS[int(row.reason)],
+        "throughput": float(row.throughput),
+        "dollars_per_hour": float(row.dollars_per_hour),
+        "cost": _finite_or_none(float(row.cost)),
+        "stages": stages,
+        "schedule": [catalog.names[t] for t in schedule],
+    }
+
+
+def format_report(report: dict, workload: Workload) -> str:
+    """Human-readable summary and per-stage table of a `schedule_report`."""
+    rows = [
+        [
+            i,
+            s["type"],
+            f"{s['first_layer']}-{s['last_layer']}",
+            f"{workload.layers[s['first_layer']].name} .. {workload.layers[s['last_layer']].name}",
+            s["replicas"],
+            s["time"],
+        ]
+        for i, s in enumerate(report["stages"])
+    ]
+    table = format_table(["stage", "type", "layers", "names", "replicas", "time_s"], rows)
+    status = "feasible" if report["feasible"] else f"INFEASIBLE: {report['reason']}"
+    cost = "-" if report["cost"] is None else f"${report['cost']:,.2f}"
+    return (
+        f"{table}\n\n{status}\nthroughput  {report['throughput']:,.0f} samples/s\n"
+        f"price       ${report['dollars_per_hour']:,.2f}/hour\ncost        {cost}"
+    )

@@ -1,0 +1,46 @@
+"""Placement search baselines (SPEC "Baselines every comparison includes"): single-type plans,
+greedy per layer, random search, a genetic algorithm, and exhaustive search as the optimum.
+
+Every method is `method(params, *, key=None, budget=None, ...) -> SearchResult`.
+"""
+
+from __future__ import annotations
+
+from hps.errors import ConfigError
+from hps.placement.params import PlacementParams
+from hps.search.exhaustive import exhaustive, search_space
+from hps.search.genetic import genetic
+from hps.search.greedy import greedy
+from hps.search.random import random_search
+from hps.search.result import SearchResult
+from hps.search.single import single
+
+METHODS = {
+    "single": single,
+    "greedy": greedy,
+    "random": random_search,
+    "genetic": genetic,
+    "exhaustive": exhaustive,
+}
+
+
+def run_search(method: str, params: PlacementParams, *, key=None, budget: int | None = None, **options) -> SearchResult:
+    """Run one named method. budget: evaluations for random (default 25,600) and genetic
+    (generations = budget // population; default 256 × 100), an evaluation cap for greedy,
+    the space limit for exhaustive (default 2^24); single ignores it. options go to the method."""
+    if method not in METHODS:
+        raise ConfigError("--method", "method", f"unknown search method {method!r}; choose one of {', '.join(METHODS)}")
+    return METHODS[method](params, key=key, budget=budget, **options)
+
+
+__all__ = [
+    "METHODS",
+    "SearchResult",
+    "exhaustive",
+    "genetic",
+    "greedy",
+    "random_search",
+    "run_search",
+    "search_space",
+    "single",
+]

@@ -1,0 +1,26 @@
+"""Fixed-size batches of schedules scored inside one jitted loop, with a running best carried along."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+
+from hps.placement.model import SegmentTable
+from hps.placement.params import PlacementParams
+from hps.search.scoring import Scored, batch_best, merge, nothing, score
+
+# make_batch(batch index) -> (schedules (B, L) int32, valid (B,) bool)
+MakeBatch = Callable[[jnp.ndarray], tuple[jnp.ndarray, jnp.ndarray]]
+
+
+def best_over_batches(table: SegmentTable, params: PlacementParams, make_batch: MakeBatch, n_batches) -> Scored:
+    """The best schedule over batches 0..n_batches−1 (traced count: one compile serves all)."""
+
+    def body(index, best):
+        schedules, valid = make_batch(index)
+        return merge(best, batch_best(score(table, params, schedules, valid)))
+
+    return jax.lax.fori_loop(0, n_batches, body, nothing(params.max_layers))
+
