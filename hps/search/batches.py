@@ -9,7 +9,7 @@ import jax.numpy as jnp
 
 from hps.placement.model import SegmentTable
 from hps.placement.params import PlacementParams
-from hps.search.scoring import Scored, batch_best, merge, nothing, score
+from hps.search.scoring import RANK_FEASIBLE, Scored, batch_best, merge, nothing, score
 
 # make_batch(batch index) -> (schedules (B, L) int32, valid (B,) bool)
 MakeBatch = Callable[[jnp.ndarray], tuple[jnp.ndarray, jnp.ndarray]]
@@ -20,7 +20,8 @@ def best_over_batches(table: SegmentTable, params: PlacementParams, make_batch: 
 
     def body(index, best):
         schedules, valid = make_batch(index)
-        return merge(best, batch_best(score(table, params, schedules, valid)))
+        scored = score(table, params, schedules, valid, penalty_needed=best.rank != RANK_FEASIBLE)
+        return merge(best, batch_best(scored))
 
     return jax.lax.fori_loop(0, n_batches, body, nothing(params.max_layers))
 

@@ -62,14 +62,21 @@ def infeasibility_penalty(table: SegmentTable, params: PlacementParams, schedule
     return shortfall + failing_fraction + overflow
 
 
-def score(table: SegmentTable, params: PlacementParams, schedules, valid=None) -> Scored:
-    """Score a batch (N, L) of schedules; rows where `valid` is False get rank 2."""
+def score(table: SegmentTable, params: PlacementParams, schedules, valid=None, penalty_needed=True) -> Scored:
+    """Score a batch (N, L) of schedules; rows where `valid` is False get rank 2. When
+    `penalty_needed` (may be traced) is False and no row is feasible, the infeasible rows tie at
+    penalty 0: a batched search passes False once it holds a feasible schedule, saving the work."""
     schedules = jnp.where(params.layer_mask, schedules.astype(jnp.int32), 0)
     result = evaluate_with_table(table, params, schedules)
-    penalty = infeasibility_penalty(table, params, schedules, result)
+    candidate = jnp.ones_like(result.feasible) if valid is None else valid
+    skip = jnp.any(result.feasible & candidate) | jnp.logical_not(penalty_needed)
+    penalty = jax.lax.cond(
+        skip,
+        lambda: jnp.zeros_like(result.cost),
+        lambda: infeasibility_penalty(table, params, schedules, result).astype(result.cost.dtype),
+    )
     rank = jnp.where(result.feasible, RANK_FEASIBLE, RANK_INFEASIBLE)
-    if valid is not None:
-        rank = jnp.where(valid, rank, RANK_NONE)
+    rank = jnp.where(candidate, rank, RANK_NONE)
     return Scored(
         schedule=schedules,
         rank=rank.astype(jnp.int32),

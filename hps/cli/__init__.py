@@ -1,0 +1,1 @@
+"""The `hps` command line: parses, calls the library, prints. Nothing imports it."""

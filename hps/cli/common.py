@@ -1,0 +1,57 @@
+"""Arguments and input resolution shared by several commands."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+from hps.config.loaders import load_catalog
+from hps.config.paths import resolve_topology
+from hps.config.types import Job, Workload
+from hps.errors import ConfigError
+from hps.placement import validate_job
+from hps.workloads import resolve_workload
+
+DEFAULT_CATALOG = "cloud-2024"
+
+
+def add_instance_args(parser: argparse.ArgumentParser) -> None:
+    """--catalog, --workload and the job flags (defaults: the workload's own job defaults)."""
+    parser.add_argument("--catalog", default=DEFAULT_CATALOG, help="catalogue TOML file or shipped name (default: %(default)s)")
+    parser.add_argument("--workload", required=True, help="workload TOML file or zoo name (see `hps workload list`)")
+    parser.add_argument("--batch", type=float, help="global batch B, samples per iteration (default: the workload's)")
+    parser.add_argument("--throughput", type=float, help="throughput floor R, samples/s (default: the workload's)")
+    parser.add_argument("--samples", type=float, help="samples to train N (default: the workload's)")
+    parser.add_argument("--collective", choices=("themis", "baseline"), default="themis", help="stage All-Reduce policy")
+    parser.add_argument("--chunks", type=int, default=64, help="All-Reduce chunks (default: %(default)s)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def resolve_instance(args):
+    """(workload, catalog, job) from parsed args; ConfigError names the flag that is missing."""
+    workload = resolve_workload(args.workload)
+    catalog = load_catalog(resolve_topology(args.catalog, "catalogs", "--catalog"))
+    return workload, catalog, resolve_job(args, workload)
+
+
+def resolve_job(args, workload: Workload) -> Job:
+    defaults = workload.defaults
+    values = {}
+    for name in ("batch", "throughput", "samples"):
+        value = getattr(args, name)
+        if value is None:
+            if defaults is None:
+                raise ConfigError(f"--{name}", name, f"workload {workload.name!r} has no default; give --{name}")
+            value = getattr(defaults, name)
+        values[name] = value
+    job = Job(**values, collective=args.collective, chunks=args.chunks)
+    for name in ("batch", "throughput", "samples"):
+        if not (math.isfinite(values[name]) and values[name] > 0):
+            raise ConfigError(f"--{name}", name, f"must be a positive number, got {values[name]!r}")
+    validate_job(job, source="command line")
+    return job
+
+
+def print_json(payload) -> None:
+    print(json.dumps(payload, indent=2, allow_nan=False))

@@ -1,0 +1,83 @@
+"""`hps search`: placement baselines (single, greedy, random, genetic, exhaustive) on one instance."""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import jax
+from tqdm import tqdm
+
+from hps.cli.common import add_instance_args, print_json, resolve_instance
+from hps.errors import SearchSpaceTooLarge
+from hps.placement import REASONS, build_params
+from hps.report.placement import format_report, schedule_report
+from hps.report.tables import format_table
+from hps.search import METHODS, run_search
+
+ALL = "all"
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("search", help="find the cheapest feasible placement with a baseline search")
+    add_instance_args(parser)
+    parser.add_argument(
+        "--method", default=ALL, choices=(ALL, *METHODS),
+        help="search method, or 'all' to compare every method (default)",
+    )  # fmt: skip
+    parser.add_argument("--budget", type=int, help="evaluations for random/genetic; space limit for exhaustive")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.set_defaults(run=run)
+
+
+def _summary(result, catalog) -> dict:
+    return {
+        "method": result.method,
+        "schedule": [catalog.names[t] for t in result.schedule],
+        "feasible": result.feasible,
+        "reason": None if result.feasible else REASONS[result.reason],
+        "cost": result.cost if math.isfinite(result.cost) else None,
+        "throughput": result.throughput,
+        "dollars_per_hour": result.dollars_per_hour,
+        "evaluations": result.evaluations,
+        "wall_seconds": result.wall_seconds,
+    }
+
+
+def _run_methods(methods, params, args, show_progress):
+    results, skipped = [], {}
+    bar = tqdm(methods, desc="search", disable=not show_progress, file=sys.stderr, leave=False)
+    for method in bar:
+        bar.set_postfix_str(method)
+        try:
+            results.append(run_search(method, params, key=jax.random.key(args.seed), budget=args.budget))
+        except SearchSpaceTooLarge as error:
+            if len(methods) == 1:
+                raise
+            skipped[method] = str(error)
+    return results, skipped
+
+
+def run(args) -> int:
+    workload, catalog, job = resolve_instance(args)
+    params = build_params(workload, catalog, job)
+    methods = list(METHODS) if args.method == ALL else [args.method]
+    results, skipped = _run_methods(methods, params, args, show_progress=not args.json)
+    best = min(results, key=lambda r: (not r.feasible, r.cost))
+    report = schedule_report(workload, catalog, job, list(best.schedule))
+    if args.json:
+        payload = {**report, "method": best.method, "results": [_summary(r, catalog) for r in results]}
+        payload["skipped"] = skipped
+        print_json(payload)
+        return 0
+    print(f"{workload.name} on {catalog.name}: batch {job.batch:g}, floor {job.throughput:g} samples/s, {job.samples:g} samples")
+    rows = [
+        [s["method"], s["cost"], s["feasible"], s["throughput"], s["evaluations"], s["wall_seconds"], ",".join(s["schedule"])]
+        for s in map(lambda r: _summary(r, catalog), results)
+    ]
+    print(format_table(["method", "cost_$", "feasible", "samples_per_s", "evaluations", "wall_s", "schedule"], rows))
+    for method, why in skipped.items():
+        print(f"{method}: skipped: {why}")
+    print(f"\nbest ({best.method}):")
+    print(format_report(report, workload))
+    return 0

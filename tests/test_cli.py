@@ -1,0 +1,81 @@
+"""Command contracts (SPEC "Command contracts") and clear errors: exit 2, no traceback."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from hps.cli.main import main
+
+SMALL = ["--catalog", "small", "--workload", "ctr-dnn", "--batch", "1024", "--throughput", "1000", "--samples", "1e8"]
+EVALUATE_KEYS = {"feasible", "reason", "throughput", "dollars_per_hour", "cost", "stages"}
+STAGE_KEYS = {"type", "first_layer", "last_layer", "replicas", "time"}
+
+
+def run_json(capsys, argv):
+    assert main(argv) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_evaluate_json_has_the_contract_keys(capsys):
+    out = run_json(capsys, ["evaluate", *SMALL, "--schedule", "cpu,cpu,gpu-a,gpu-a,gpu-a,gpu-a,gpu-a", "--json"])
+    assert EVALUATE_KEYS <= out.keys()
+    assert [s["type"] for s in out["stages"]] == ["cpu", "gpu-a"]
+    assert all(STAGE_KEYS <= s.keys() for s in out["stages"])
+    assert out["stages"][0]["first_layer"] == 0 and out["stages"][-1]["last_layer"] == 6
+    if out["feasible"]:
+        assert out["reason"] is None and out["cost"] > 0
+
+
+def test_evaluate_reports_which_stage_failed_on_an_infeasible_floor(capsys):
+    argv = ["evaluate", *SMALL[:-4], "--throughput", "1e12", "--samples", "1e8", "--json"]
+    out = run_json(capsys, [*argv, "--schedule", ",".join(["gpu-b"] * 7)])
+    assert out["feasible"] is False and out["cost"] is None
+    assert "layer 0" in out["reason"]
+
+
+def test_search_exhaustive_json_matches_evaluate_of_its_schedule(capsys):
+    found = run_json(capsys, ["search", *SMALL, "--method", "exhaustive", "--json"])
+    again = run_json(capsys, ["evaluate", *SMALL, "--schedule", ",".join(found["schedule"]), "--json"])
+    assert found["cost"] == pytest.approx(again["cost"], rel=1e-6)
+    assert found["results"][0]["evaluations"] == 3**7
+
+
+def test_workload_export_round_trips_through_evaluate(tmp_path, capsys):
+    path = tmp_path / "ctr.toml"
+    assert main(["workload", "export", "ctr-dnn", "--out", str(path)]) == 0
+    by_file = run_json(capsys, ["evaluate", *SMALL[:2], "--workload", str(path), *SMALL[4:], "--schedule", ",".join(["cpu"] * 7), "--json"])
+    by_name = run_json(capsys, ["evaluate", *SMALL, "--schedule", ",".join(["cpu"] * 7), "--json"])
+    assert by_file == by_name
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["evaluate", *SMALL, "--schedule", "cpu,cpu"], "--schedule"),
+        (["evaluate", *SMALL, "--schedule", ",".join(["tpu"] * 7)], "unknown resource type 'tpu'"),
+        (["evaluate", "--catalog", "nope", "--workload", "ctr-dnn", "--schedule", "cpu"], "--catalog"),
+        (["evaluate", "--workload", "no-such-model", "--schedule", "cpu"], "unknown workload"),
+        (["evaluate", *SMALL[:4], "--throughput", "-5", "--schedule", ",".join(["cpu"] * 7)], "--throughput"),
+        (["search", *SMALL, "--method", "exhaustive", "--budget", "10"], "genetic"),
+    ],
+)
+def test_bad_input_gives_one_clear_error_and_exit_2(argv, needle, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert needle in err and "Traceback" not in err
+
+
+def test_broken_catalog_file_exits_2_without_traceback(tmp_path):
+    broken = tmp_path / "broken.toml"
+    broken.write_text("name = 'x'\n[[resource]\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "hps.cli.main", "evaluate", "--catalog", str(broken), "--workload", "ctr-dnn", "--schedule", "cpu"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert str(broken) in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.stdout == ""
