@@ -16,14 +16,16 @@ from hps.config.loaders import load_catalog
 from hps.config.paths import resolve_topology
 from hps.config.types import Job
 from hps.placement import build_params, evaluate_schedules
+from hps.search import exhaustive
 from hps.workloads import build_workload
 
 BENCH_HIDDEN = (1024, 1024, 512, 512, 512, 256, 256, 256, 128, 128, 64, 32)  # 16 layers in all
+EXHAUSTIVE_HIDDEN = (1024, 512, 512, 256, 128, 64)  # 10 layers: 4^10 schedules on cloud-2024
 
 
-def bench_instance():
-    """(workload, catalog, job) of the benchmark."""
-    workload = build_workload("ctr-dnn", hidden=BENCH_HIDDEN)
+def bench_instance(hidden=BENCH_HIDDEN):
+    """(workload, catalog, job) of the benchmark: CTR-DNN with `hidden` MLP widths on cloud-2024."""
+    workload = build_workload("ctr-dnn", hidden=hidden)
     catalog = load_catalog(resolve_topology("cloud-2024", "catalogs", "--catalog"))
     defaults = workload.defaults
     return workload, catalog, Job(defaults.batch, defaults.throughput, defaults.samples)
@@ -47,6 +49,7 @@ def run(schedules_per_call: int = 65_536, min_seconds: float = 2.0, seed: int = 
     )
     return {
         "jax_per_s": jax_per_s,
+        "exhaustive_4pow10_s": exhaustive_seconds(),
         "reference_per_s": reference_per_s,
         "speedup": jax_per_s / reference_per_s,
         "compile_s": compile_s,
@@ -55,3 +58,10 @@ def run(schedules_per_call: int = 65_536, min_seconds: float = 2.0, seed: int = 
         "schedules_per_call": schedules_per_call,
         "device": str(jax.devices()[0]),
     }
+
+
+def exhaustive_seconds() -> float:
+    """Wall seconds of an exhaustive search over 4^10 schedules, compile excluded (warm-up)."""
+    workload, catalog, job = bench_instance(EXHAUSTIVE_HIDDEN)
+    params = build_params(workload, catalog, job)
+    return exhaustive(params, warmup=True).wall_seconds

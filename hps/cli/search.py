@@ -50,7 +50,9 @@ def _run_methods(methods, params, args, show_progress):
     for method in bar:
         bar.set_postfix_str(method)
         try:
-            results.append(run_search(method, params, key=jax.random.key(args.seed), budget=args.budget))
+            results.append(
+                run_search(method, params, key=jax.random.key(args.seed), budget=args.budget, warmup=True)
+            )
         except SearchSpaceTooLarge as error:
             if len(methods) == 1:
                 raise
@@ -75,7 +77,7 @@ def run(args) -> int:
         [s["method"], s["cost"], s["feasible"], s["throughput"], s["evaluations"], s["wall_seconds"], ",".join(s["schedule"])]
         for s in map(lambda r: _summary(r, catalog), results)
     ]
-    print(format_table(["method", "cost_$", "feasible", "samples_per_s", "evaluations", "wall_s", "schedule"], rows))
+    print(format_table(["method", "cost_$", "feasible", "samples_per_s", "evaluations", "search_s", "schedule"], rows))
     for method, why in skipped.items():
         print(f"{method}: skipped: {why}")
     print(f"\nbest ({best.method}):")

@@ -24,12 +24,15 @@ METHODS = {
 }
 
 
-def run_search(method: str, params: PlacementParams, *, key=None, budget: int | None = None, **options) -> SearchResult:
-    """Run one named method. budget: evaluations for random (default 25,600) and genetic
-    (generations = budget // population; default 256 × 100), an evaluation cap for greedy,
+def run_search(
+    method: str, params: PlacementParams, *, key=None, budget: int | None = None, **options
+) -> SearchResult:
+    """Run one named method. budget: evaluations for random (default 51,200) and genetic
+    (generations = budget // population; default 1024 × 50), an evaluation cap for greedy,
     the space limit for exhaustive (default 2^24); single ignores it. options go to the method."""
     if method not in METHODS:
-        raise ConfigError("--method", "method", f"unknown search method {method!r}; choose one of {', '.join(METHODS)}")
+        choices = ", ".join(METHODS)
+        raise ConfigError("--method", "method", f"unknown search method {method!r}; choose one of {choices}")
     return METHODS[method](params, key=key, budget=budget, **options)
 
 

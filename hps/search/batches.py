@@ -15,7 +15,9 @@ from hps.search.scoring import RANK_FEASIBLE, Scored, batch_best, merge, nothing
 MakeBatch = Callable[[jnp.ndarray], tuple[jnp.ndarray, jnp.ndarray]]
 
 
-def best_over_batches(table: SegmentTable, params: PlacementParams, make_batch: MakeBatch, n_batches) -> Scored:
+def best_over_batches(
+    table: SegmentTable, params: PlacementParams, make_batch: MakeBatch, n_batches
+) -> Scored:
     """The best schedule over batches 0..n_batches−1 (traced count: one compile serves all)."""
 
     def body(index, best):

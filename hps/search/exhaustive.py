@@ -65,12 +65,11 @@ def exhaustive(
     warmup: bool = False,
 ) -> SearchResult:
     """The true optimum over all T^L schedules; evaluations = T^L. Raises SearchSpaceTooLarge
-    when T^L > limit (budget, when given, is taken as the limit). key is unused."""
+    when T^L > limit (budget, when given, is taken as the limit; either is capped at 2^30, as
+    schedule indices are int32). key is unused."""
     del key
     started = time.perf_counter()
-    limit = limit if budget is None else budget
-    if limit > MAX_LIMIT:
-        raise ValueError(f"exhaustive limit {limit} above {MAX_LIMIT} (schedule indices are int32)")
+    limit = min(int(limit if budget is None else budget), MAX_LIMIT)
     n_layers, n_types = real_sizes(params)
     total = n_types**n_layers
     if total > limit:

@@ -17,24 +17,40 @@ import time
 import jax
 import jax.numpy as jnp
 
+from hps.errors import ConfigError
 from hps.placement.model import SegmentTable
 from hps.placement.params import PlacementParams
-from hps.search.random import random_schedules
+from hps.search.random import random_schedules, uniform_below
 from hps.search.result import SearchResult
-from hps.search.scoring import batch_best, merge, nothing, order, prepare, prepare_table, real_sizes, score, to_result
+from hps.search.scoring import (
+    batch_best,
+    merge,
+    nothing,
+    order,
+    prepare,
+    prepare_table,
+    real_sizes,
+    score,
+    to_result,
+)
 
-POPULATION = 256
-GENERATIONS = 100
+POPULATION = 1024
+GENERATIONS = 50
 TOURNAMENT = 3
 ELITES = 4
-SEGMENT_RATE = 0.3
+SEGMENT_RATE = 0.5
 CROSSOVERS = ("two_point", "uniform")
 
 
-def _run_mask(key, n_rows: int, n_layers, max_layers: int) -> jnp.ndarray:
-    """(n_rows, max_layers) bool: a random run lo ≤ l < hi of the real layers per row."""
-    ends = jax.random.randint(key, (2, n_rows, 1), 0, n_layers + 1)
-    lo, hi = jnp.minimum(ends[0], ends[1]), jnp.maximum(ends[0], ends[1])
+def _chance(bits, probability) -> jnp.ndarray:
+    """True with the given probability, from uniform uint32 bits (24-bit resolution)."""
+    return (bits >> 8).astype(jnp.float32) * 2.0**-24 < probability
+
+
+def _run_mask(bits, n_layers, max_layers: int) -> jnp.ndarray:
+    """(rows, max_layers) bool from bits (rows, 2): a random run lo ≤ l < hi of the real layers."""
+    ends = uniform_below(bits, n_layers + 1)
+    lo, hi = jnp.min(ends, axis=1, keepdims=True), jnp.max(ends, axis=1, keepdims=True)
     layer = jnp.arange(max_layers)
     return (lo <= layer) & (layer < hi)
 
@@ -48,26 +64,31 @@ def _initial_population(key, params: PlacementParams, population: int, n_types) 
     return pop.at[:rows].set(singles)
 
 
-def _breed(key, pop, position, n_layers, n_types, mutation_rate, segment_rate, *, tournament, elites, crossover):
-    """Children (population − elites, L) from tournament-selected parents."""
+def _breed(
+    key, pop, position, n_layers, n_types, mutation_rate, segment_rate, *, tournament, elites, crossover
+):
+    """Children (population − elites, L) from tournament-selected parents. All randomness comes
+    from one draw of uint32 bits: one generator call compiles much faster than eight."""
     population, max_layers = pop.shape
     n_children = population - elites
-    k_select, k_cross, k_gene, k_type, k_seg, k_seg_on, k_seg_type = jax.random.split(key, 7)
-    contenders = jax.random.randint(k_select, (2, n_children, tournament), 0, population)
+    widths = (2 * tournament, 2, max_layers, max_layers, max_layers, 2, 1, 1)
+    bits = jax.random.bits(key, (n_children, sum(widths)), jnp.uint32)
+    cuts = [sum(widths[:i]) for i in range(len(widths) + 1)]
+    select, cross, cross_uniform, gene, gene_type, seg, seg_on, seg_type = (
+        bits[:, a:b] for a, b in zip(cuts[:-1], cuts[1:])
+    )
+    contenders = uniform_below(select, population).reshape(n_children, 2, tournament)
     pick = jnp.argmin(position[contenders], axis=-1)
     winners = jnp.take_along_axis(contenders, pick[..., None], axis=-1)[..., 0]
-    mothers, fathers = pop[winners[0]], pop[winners[1]]
+    mothers, fathers = pop[winners[:, 0]], pop[winners[:, 1]]
     if crossover == "two_point":
-        from_father = _run_mask(k_cross, n_children, n_layers, max_layers)
+        from_father = _run_mask(cross, n_layers, max_layers)
     else:
-        from_father = jax.random.bernoulli(k_cross, 0.5, mothers.shape)
+        from_father = _chance(cross_uniform, 0.5)
     children = jnp.where(from_father, fathers, mothers)
-    mutate = jax.random.bernoulli(k_gene, mutation_rate, children.shape)
-    children = jnp.where(mutate, random_schedules(k_type, n_types, children.shape), children)
-    painted = _run_mask(k_seg, n_children, n_layers, max_layers)
-    painted &= jax.random.bernoulli(k_seg_on, segment_rate, (n_children, 1))
-    paint = random_schedules(k_seg_type, n_types, (n_children, 1))
-    return jnp.where(painted, paint, children)
+    children = jnp.where(_chance(gene, mutation_rate), uniform_below(gene_type, n_types), children)
+    painted = _run_mask(seg, n_layers, max_layers) & _chance(seg_on, segment_rate)
+    return jnp.where(painted, uniform_below(seg_type, n_types), children)
 
 
 @functools.lru_cache(maxsize=None)
@@ -76,7 +97,9 @@ def _evolver(population: int, generations: int, tournament: int, elites: int, cr
     breed = functools.partial(_breed, tournament=tournament, elites=elites, crossover=crossover)
 
     @jax.jit
-    def evolve(table: SegmentTable, params: PlacementParams, key, n_layers, n_types, mutation_rate, segment_rate):
+    def evolve(
+        table: SegmentTable, params: PlacementParams, key, n_layers, n_types, mutation_rate, segment_rate
+    ):
         real = jnp.arange(params.max_layers) < n_layers
         init_key, key = jax.random.split(key)
         pop = jnp.where(real, _initial_population(init_key, params, population, n_types), 0)
@@ -86,12 +109,14 @@ def _evolver(population: int, generations: int, tournament: int, elites: int, cr
             scored = score(table, params, pop)
             best = merge(best, batch_best(scored))
             ranked = order(scored)
-            position = jnp.zeros((population,), jnp.int32).at[ranked].set(jnp.arange(population, dtype=jnp.int32))
+            places = jnp.arange(population, dtype=jnp.int32)
+            position = jnp.zeros((population,), jnp.int32).at[ranked].set(places)
             children = breed(gen_key, pop, position, n_layers, n_types, mutation_rate, segment_rate)
             next_pop = jnp.concatenate([pop[ranked[:elites]], children], axis=0)
             return (jnp.where(real, next_pop, 0), best), None
 
-        (_, best), _ = jax.lax.scan(generation, (pop, nothing(params.max_layers)), jax.random.split(key, generations))
+        start = (pop, nothing(params.max_layers))
+        (_, best), _ = jax.lax.scan(generation, start, jax.random.split(key, generations))
         return best
 
     return evolve
@@ -112,20 +137,30 @@ def genetic(
     table: SegmentTable | None = None,
     warmup: bool = False,
 ) -> SearchResult:
-    """Best schedule of a GA run. budget (optional) sets generations = max(1, budget // population);
-    evaluations = population × generations. mutation_rate defaults to 1 / real layers (per gene);
+    """Best schedule of a GA run; evaluations = population × generations. budget (optional) sets
+    generations = budget // population (below one population: one generation of `budget`
+    individuals), so evaluations ≤ budget. mutation_rate (per gene) defaults to 1 / real layers;
     segment_rate is the chance per child of painting a random run of layers with one type."""
     started = time.perf_counter()
     if crossover not in CROSSOVERS:
         raise ValueError(f"crossover must be one of {CROSSOVERS}, got {crossover!r}")
-    if not 0 <= elites < population or tournament < 1:
-        raise ValueError(f"need 0 ≤ elites < population and tournament ≥ 1, got {elites}, {population}, {tournament}")
     if budget is not None:
-        generations = max(1, int(budget) // population)
+        if budget < 1:
+            problem = f"the genetic search needs at least 1 evaluation, got {budget}"
+            raise ConfigError("--budget", "budget", problem)
+        population = min(population, int(budget))
+        elites = min(elites, population - 1)
+        generations = int(budget) // population
+    if not 0 <= elites < population or tournament < 1 or generations < 1:
+        raise ValueError(
+            f"need 0 ≤ elites < population, tournament ≥ 1 and generations ≥ 1, "
+            f"got {elites}, {population}, {tournament}, {generations}"
+        )
     key = jax.random.key(0) if key is None else key
     n_layers, n_types = real_sizes(params)
     mutation_rate = 1.0 / max(n_layers, 1) if mutation_rate is None else mutation_rate
-    args = (key, jnp.int32(n_layers), jnp.int32(n_types), jnp.float32(mutation_rate), jnp.float32(segment_rate))
+    rates = (jnp.float32(mutation_rate), jnp.float32(segment_rate))
+    args = (key, jnp.int32(n_layers), jnp.int32(n_types), *rates)
     evolve = _evolver(population, generations, tournament, elites, crossover)
     make_table = prepare_table(params, warmup=warmup)
     search = prepare(evolve, params, *args, warmup=warmup)

@@ -24,7 +24,9 @@ def _start(table: SegmentTable, params: PlacementParams) -> Scored:
 
 
 @jax.jit
-def _sweep(table: SegmentTable, params: PlacementParams, current: Scored, n_layers) -> tuple[Scored, jnp.ndarray]:
+def _sweep(
+    table: SegmentTable, params: PlacementParams, current: Scored, n_layers
+) -> tuple[Scored, jnp.ndarray]:
     """One pass over layers 0..n_layers−1, each scoring all T types for that layer in one batch.
     Returns the new best and whether it differs from `current`."""
     types = jnp.arange(params.max_types, dtype=jnp.int32)

@@ -42,13 +42,14 @@ def real_sizes(params: PlacementParams) -> tuple[int, int]:
 
 
 def infeasibility_penalty(table: SegmentTable, params: PlacementParams, schedules, result) -> jnp.ndarray:
-    """(N,) ≥ 0, lower is closer to feasible: throughput shortfall 1 − min(thr/R, 1), plus the
-    fraction of layers in stages that cannot be provisioned, plus the units over each type's
-    pooled max_units relative to that cap."""
+    """(N,) ≥ 0, lower is closer to feasible, the sum of three terms:
+    the throughput shortfall ln(R / throughput) where below the floor R (0 at or above it);
+    the fraction of real layers in stages that cannot be provisioned (memory or throughput);
+    Σ_t max(0, units_t − max_units_t) / max_units_t, the units over each type's pooled cap."""
     n_layers, n_types = params.max_layers, params.max_types
     idx = jnp.arange(n_layers)
-    shortfall = 1.0 - jnp.clip(result.throughput / params.throughput, 0.0, 1.0)
-    shortfall = jnp.nan_to_num(shortfall, nan=1.0)
+    shortfall = jnp.maximum(jnp.log(params.throughput / result.throughput), 0.0)
+    shortfall = jnp.nan_to_num(shortfall, nan=0.0, posinf=1e30)
     types = jnp.clip(schedules, 0, n_types - 1)
     flat = (result.stage_first * n_layers + idx) * n_types + types
     stage_fails = result.stage_end & (table.reason.reshape(-1)[flat] != FEASIBLE)
@@ -62,19 +63,26 @@ def infeasibility_penalty(table: SegmentTable, params: PlacementParams, schedule
     return shortfall + failing_fraction + overflow
 
 
-def score(table: SegmentTable, params: PlacementParams, schedules, valid=None, penalty_needed=True) -> Scored:
-    """Score a batch (N, L) of schedules; rows where `valid` is False get rank 2. When
-    `penalty_needed` (may be traced) is False and no row is feasible, the infeasible rows tie at
-    penalty 0: a batched search passes False once it holds a feasible schedule, saving the work."""
+def score(
+    table: SegmentTable, params: PlacementParams, schedules, valid=None, penalty_needed=True
+) -> Scored:
+    """Score a batch (N, L) of schedules; rows where `valid` is False get rank 2.
+
+    `penalty_needed` may be a traced bool: where it is False, or a row of the batch is feasible,
+    the penalty is skipped (infeasible rows tie at 0): a batched search passes "no feasible
+    schedule held yet" and saves the work. The constant True (default) always computes it."""
     schedules = jnp.where(params.layer_mask, schedules.astype(jnp.int32), 0)
     result = evaluate_with_table(table, params, schedules)
     candidate = jnp.ones_like(result.feasible) if valid is None else valid
-    skip = jnp.any(result.feasible & candidate) | jnp.logical_not(penalty_needed)
-    penalty = jax.lax.cond(
-        skip,
-        lambda: jnp.zeros_like(result.cost),
-        lambda: infeasibility_penalty(table, params, schedules, result).astype(result.cost.dtype),
-    )
+
+    def penalize():
+        return infeasibility_penalty(table, params, schedules, result).astype(result.cost.dtype)
+
+    if penalty_needed is True:
+        penalty = penalize()
+    else:
+        skip = jnp.any(result.feasible & candidate) | jnp.logical_not(penalty_needed)
+        penalty = jax.lax.cond(skip, lambda: jnp.zeros_like(result.cost), penalize)
     rank = jnp.where(result.feasible, RANK_FEASIBLE, RANK_INFEASIBLE)
     rank = jnp.where(candidate, rank, RANK_NONE)
     return Scored(
@@ -104,11 +112,10 @@ def batch_best(scored: Scored) -> Scored:
 
 
 def better(a: Scored, b: Scored) -> jnp.ndarray:
-    """True when single schedule a ranks strictly before b."""
-    return (a.rank < b.rank) | (
-        (a.rank == b.rank)
-        & ((a.primary < b.primary) | ((a.primary == b.primary) & (a.dollars_per_hour < b.dollars_per_hour)))
-    )
+    """True when single schedule a is a candidate and ranks strictly before b."""
+    same_rank = a.rank == b.rank
+    cheaper = (a.primary < b.primary) | ((a.primary == b.primary) & (a.dollars_per_hour < b.dollars_per_hour))
+    return (a.rank < RANK_NONE) & ((a.rank < b.rank) | (same_rank & cheaper))
 
 
 def merge(current: Scored, candidate: Scored) -> Scored:
