@@ -156,3 +156,22 @@ def test_evaluation_compiles_once_across_instances():
         params = build_params(w, c, j, max_layers=MAX_LAYERS, max_types=MAX_TYPES, max_replicas=MAX_REPLICAS)
         fn(params, jnp.zeros((2, MAX_LAYERS), jnp.int32))
     assert len(traces) == 1
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_direct_evaluation_equals_the_segment_table_path_and_the_reference(seed):
+    """evaluate_direct (no segment table, for RL) scores exactly like evaluate_schedules."""
+    from hps.placement.direct import evaluate_direct
+
+    direct = jax.jit(evaluate_direct)
+    rng = random.Random(100 + seed)
+    for _ in range(40):
+        workload, catalog, job = random_instance(rng)
+        schedules = [[rng.randrange(len(catalog.resources)) for _ in workload.layers] for _ in range(4)]
+        params = build_params(
+            workload, catalog, job, max_layers=MAX_LAYERS, max_types=MAX_TYPES, max_replicas=MAX_REPLICAS
+        )
+        padded = np.zeros((4, MAX_LAYERS), np.int32)
+        padded[:, : len(workload.layers)] = schedules
+        result = direct(params, jnp.asarray(padded))
+        check_against_reference(workload, catalog, job, schedules, result)

@@ -10,12 +10,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from hps.collective.network import steps_per_phase
 from hps.collective.themis import collective_orders
-from hps.config.types import ALGORITHMS
-
-_RING = ALGORITHMS.index("ring")
-_HALVING_DOUBLING = ALGORITHMS.index("halving_doubling")
-_MAX_LOG2 = 16
 
 
 def used_sizes(sizes, replicas):
@@ -28,14 +24,6 @@ def used_sizes(sizes, replicas):
         used.append(p)
         filled = filled * p
     return jnp.stack(used).astype(jnp.int32)
-
-
-def steps_per_phase(algorithm, size):
-    """Steps of one phase: ring P−1, direct 1, switch 1, halving_doubling ⌈log2 P⌉; 0 when P = 1."""
-    ceil_log2 = jnp.sum(jnp.left_shift(1, jnp.arange(_MAX_LOG2)) < size[..., None], axis=-1)
-    steps = jnp.where(algorithm == _RING, size - 1, 1)
-    steps = jnp.where(algorithm == _HALVING_DOUBLING, ceil_log2, steps)
-    return jnp.where(size > 1, steps, 0).astype(jnp.float32)
 
 
 def allreduce_coefficients(sizes, bandwidths, latencies, algorithms, replicas, chunks, use_themis):

@@ -86,40 +86,56 @@ def stage_memory(dense_bytes, sparse_bytes, act_sum_bytes, replicas, per_replica
     return 4.0 * dense_bytes + sparse_bytes / replicas + per_replica_batch * act_sum_bytes
 
 
-def segment_table(params: PlacementParams) -> SegmentTable:
-    """Provision every segment on every type: k = the smallest k ≤ max_units with
-    B/time(k) ≥ R and mem(k) ≤ memory; otherwise k = max_units and a reason code."""
-    inside = _segment_membership(params)
-    time_sum = jnp.einsum("ijl,lt->ijt", inside, layer_time(params))  # s/sample
-    act_sum = jnp.einsum("ijl,l->ij", inside, params.act_bytes)[..., None, None]
-    dense = jnp.einsum("ijl,l->ij", inside, params.dense_param_bytes)[..., None, None]
-    sparse = jnp.einsum("ijl,l->ij", inside, params.sparse_param_bytes)[..., None, None]
-    boundary = _boundary_bytes(params)[..., None, None]
-    alpha, beta = allreduce_table(params)  # (T, K)
+def provision(params, time_sum, boundary, dense, sparse, act_sum, nic_bw, alpha, beta, memory_cap, max_units, type_ok):
+    """SPEC's provisioning, vectorised over k = 1..K: k = the smallest k ≤ max_units with
+    B/time(k) ≥ R and mem(k) ≤ memory; otherwise k = max_units and a reason code.
 
-    k = params.unit_grid  # (K,)
+    Stage inputs broadcast to one shape S: time_sum (s/sample), boundary (a_in + a_out bytes),
+    dense / sparse / act_sum (bytes), nic_bw (bytes/s), memory_cap (bytes), max_units, type_ok;
+    alpha, beta are (S..., K) All-Reduce coefficients. Returns (replicas, time s, reason), each S.
+    """
+    expand = lambda x: jnp.asarray(x)[..., None]  # noqa: E731
+    k = params.unit_grid
     per_replica_batch = params.batch / k  # samples per replica per iteration
-    compute_s = per_replica_batch * time_sum[..., None]
-    boundary_s = per_replica_batch * 2.0 * boundary / params.nic_bw[:, None]
+    compute_s = per_replica_batch * expand(time_sum)
+    boundary_s = per_replica_batch * 2.0 * expand(boundary) / expand(nic_bw)
+    dense = expand(dense)
     sync_s = jnp.where((k > 1) & (dense > 0), dense * alpha + beta, 0.0)
-    time = stage_time(compute_s, boundary_s, sync_s)  # (L, L, T, K)
-    memory = stage_memory(dense, sparse, act_sum, k, per_replica_batch)
+    time = stage_time(compute_s, boundary_s, sync_s)  # (S..., K)
+    memory = stage_memory(dense, expand(sparse), expand(act_sum), k, per_replica_batch)
 
-    within_cap = k <= params.max_units[:, None]
-    fits = within_cap & (memory <= params.memory[:, None])
+    fits = (k <= expand(max_units)) & (memory <= expand(memory_cap))
     ok = fits & (params.batch / time >= params.throughput)
     any_ok = jnp.any(ok, axis=-1)
-    fallback = jnp.maximum(params.max_units - 1, 0)
-    chosen = jnp.where(any_ok, jnp.argmax(ok, axis=-1), fallback)
+    chosen = jnp.where(any_ok, jnp.argmax(ok, axis=-1), jnp.maximum(max_units - 1, 0))
     reason = jnp.where(any_ok, FEASIBLE, THROUGHPUT)
     reason = jnp.where(jnp.any(fits, axis=-1), reason, MEMORY)
-    reason = jnp.where(params.type_mask, reason, INVALID_TYPE)
+    reason = jnp.where(type_ok, reason, INVALID_TYPE)
     chosen_time = jnp.take_along_axis(time, chosen[..., None], axis=-1)[..., 0]
-    return SegmentTable(
-        replicas=(chosen + 1).astype(jnp.int32),
-        time=chosen_time,
-        reason=reason.astype(jnp.int32),
+    return (chosen + 1).astype(jnp.int32), chosen_time, reason.astype(jnp.int32)
+
+
+def segment_table(params: PlacementParams) -> SegmentTable:
+    """Provision every segment i..j on every type t: arrays (L, L, T)."""
+    inside = _segment_membership(params)
+    time_sum = jnp.einsum("ijl,lt->ijt", inside, layer_time(params))  # s/sample
+    per_segment = lambda values: jnp.einsum("ijl,l->ij", inside, values)[..., None]  # noqa: E731
+    alpha, beta = allreduce_table(params)  # (T, K)
+    replicas, time, reason = provision(
+        params,
+        time_sum,
+        _boundary_bytes(params)[..., None],
+        per_segment(params.dense_param_bytes),
+        per_segment(params.sparse_param_bytes),
+        per_segment(params.act_bytes),
+        params.nic_bw,
+        alpha,
+        beta,
+        params.memory,
+        params.max_units,
+        params.type_mask,
     )
+    return SegmentTable(replicas=replicas, time=time, reason=reason)
 
 
 def _stage_structure(schedules, layer_mask):
@@ -163,7 +179,14 @@ def evaluate_with_table(table: SegmentTable, params: PlacementParams, schedules)
 
     flat = (first * n_layers + jnp.arange(n_layers)) * n_types + types
     columns = _packed_segments(table, params)
-    replicas, time, stage_thr, stage_rate, stage_reason = (columns[c][flat] for c in range(5))
+    stages = [columns[c][flat] for c in range(5)]  # replicas, time, thr, $/hour, reason
+    return score_stages(params, types, first, ends, bad_type, *stages)
+
+
+def score_stages(params, types, first, ends, bad_type, replicas, time, stage_thr, stage_rate, stage_reason):
+    """Plan-level scores from per-layer stage values (N, L), valid at stage ends: replicas,
+    time (s), throughput (samples/s), $/hour and reason code of the stage ending at each layer."""
+    n_types, n_layers = params.max_types, params.max_layers
     replicas = jnp.where(ends, replicas, 0.0)
     stage_reason = jnp.where(ends, stage_reason.astype(jnp.int32), FEASIBLE)
 
