@@ -1,0 +1,98 @@
+"""`hps collective`: one All-Reduce on a multi-dimensional network under a scheduling policy,
+the topology suite (`--suite`), or a data-parallel iteration (`--iteration WORKLOAD`)."""
+
+from __future__ import annotations
+
+import re
+
+from hps.cli.common import print_json
+from hps.collective import studies
+from hps.config.loaders import load_catalog, load_network
+from hps.config.paths import TOPOLOGIES, resolve_topology
+from hps.errors import ConfigError
+from hps.report.collective import format_iteration, format_suite
+from hps.report.gantt import save_gantt
+from hps.report.tables import format_table
+from hps.workloads import resolve_workload
+
+POLICY_CHOICES = ("baseline", "themis", "roundrobin", "best-fixed", "learned")
+_UNITS = {"": 1, "B": 1, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "KB": 1e3, "MB": 1e6, "GB": 1e9}
+
+
+def parse_size(text: str) -> float:
+    """'1073741824', '1GiB', '256 MiB', '1e9' -> bytes."""
+    match = re.fullmatch(r"\s*([0-9.eE+-]+)\s*([A-Za-z]*)\s*", text)
+    unit = match.group(2).upper() if match else None
+    try:
+        value = float(match.group(1)) * _UNITS[unit] if match else None
+    except (KeyError, ValueError):
+        value = None
+    if value is None or not value > 0:
+        raise ConfigError("--size", "size", f"must be a positive size like 1GiB or 1073741824, got {text!r}")
+    return value
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("collective", help="simulate an All-Reduce on a multi-dimensional network")
+    parser.add_argument("--network", default="3d-switch-8x8x8", help="network TOML file or shipped name")
+    parser.add_argument("--size", default="1GiB", help="All-Reduce size in bytes (suffixes KiB, MiB, GiB)")
+    parser.add_argument("--chunks", type=int, default=64)
+    parser.add_argument("--policy", default="themis", choices=POLICY_CHOICES)
+    parser.add_argument("--intra", default="scf", choices=("fifo", "scf"), help="intra-dimension discipline")
+    parser.add_argument("--checkpoint", help="trained collective policy (for --policy learned)")
+    parser.add_argument("--plot", metavar="FILE.png", help="per-dimension Gantt chart (with the baseline beside it)")
+    parser.add_argument("--suite", action="store_true", help="every policy over topologies/networks/")
+    parser.add_argument("--iteration", metavar="WORKLOAD", help="data-parallel iteration time, baseline vs the policy")
+    parser.add_argument("--catalog", default="cloud-2024", help="for --iteration: catalogue of the compute type")
+    parser.add_argument("--resource", default="a100", help="for --iteration: resource type that computes")
+    parser.add_argument("--batch-per-npu", type=float, default=32.0, help="for --iteration: samples per NPU")
+    parser.add_argument("--json", action="store_true")
+    parser.set_defaults(run=run)
+
+
+def _plot(path, network, size, chunks, policy, intra, result) -> None:
+    panels = [(f"{policy} + {intra}", result)]
+    if policy != "baseline":
+        baseline = studies.single(network, size, chunks, "baseline", False)[1]
+        panels.insert(0, ("baseline + fifo", baseline))
+    save_gantt(path, network, panels, size)
+
+
+def _iteration(network, args) -> dict:
+    workload = resolve_workload(args.iteration)
+    catalog = load_catalog(resolve_topology(args.catalog, "catalogs", "--catalog"))
+    if args.resource not in catalog.names:
+        raise ConfigError("--resource", "resource", f"unknown type {args.resource!r}; {catalog.name} has {', '.join(catalog.names)}")
+    return studies.iteration(
+        network, workload, catalog.resources[catalog.index(args.resource)], batch_per_npu=args.batch_per_npu,
+        chunks=min(args.chunks, 16), policy=args.policy, dense_only=True,
+    )  # fmt: skip
+
+
+def run(args) -> int:
+    size = parse_size(args.size)
+    if args.policy == "learned":
+        raise ConfigError("--policy", "policy", "'learned' needs a trained collective policy; not available yet")
+    if args.suite:
+        payload = studies.suite(sorted(TOPOLOGIES.glob("networks/*.toml")), size, args.chunks)
+        print_json(payload) if args.json else print(format_suite(payload))
+        return 0
+    network = load_network(resolve_topology(args.network, "networks", "--network"))
+    if args.iteration:
+        payload = _iteration(network, args)
+        print_json(payload) if args.json else print(format_iteration(payload))
+        return 0
+    payload, result = studies.single(network, size, args.chunks, args.policy, args.intra == "scf")
+    if args.plot:
+        _plot(args.plot, network, size, args.chunks, args.policy, args.intra, result)
+    if args.json:
+        print_json(payload)
+        return 0
+    rows = [[f"dim {d + 1}", x.size, x.bandwidth / 2**30, busy, busy / payload["time"]]
+            for d, (x, busy) in enumerate(zip(network.dimensions, payload["busy"]))]  # fmt: skip
+    print(f"{network.name}: All-Reduce of {size:,.0f} bytes in {args.chunks} chunks, {args.policy} + {args.intra}")
+    print(format_table(["dimension", "size", "GiB_per_s", "busy_s", "busy_share"], rows))
+    print(f"\ntime {payload['time']:.6g} s   ideal {payload['ideal_time']:.6g} s   utilization {payload['utilization']:.1%}")
+    if args.plot:
+        print(f"wrote {args.plot}")
+    return 0

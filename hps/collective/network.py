@@ -1,0 +1,91 @@
+"""Padded jnp parameters of one multi-dimensional network (SPEC "Network").
+
+Shapes: D = MAX_DIMS = 4 dimensions; padded dimensions have size 1, so they take no part in a
+collective. A batch of networks is the same pytree with a leading axis (``network_batch``), so
+one compiled simulator serves networks of any sizes, bandwidths, latencies and algorithms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from hps.config.types import ALGORITHMS, Network
+
+MAX_DIMS = 4
+ALGORITHM_CODE = {name: code for code, name in enumerate(ALGORITHMS)}
+_RING = ALGORITHMS.index("ring")
+_HALVING_DOUBLING = ALGORITHMS.index("halving_doubling")
+_MAX_LOG2 = 16
+
+
+@struct.dataclass
+class NetworkParams:
+    """One network, arrays (D,): size (int32 NPUs, padding 1), bandwidth (float32 bytes/s per
+    NPU), latency (float32 seconds per step), algorithm (int32 index into ALGORITHMS)."""
+
+    size: jnp.ndarray
+    bandwidth: jnp.ndarray
+    latency: jnp.ndarray
+    algorithm: jnp.ndarray
+
+
+def network_arrays(network: Network, max_dims: int = MAX_DIMS) -> dict[str, np.ndarray]:
+    """The padded numpy arrays (max_dims,) of one typed network, keyed like NetworkParams."""
+    dims = network.dimensions
+    if len(dims) > max_dims:
+        raise ValueError(f"network {network.name!r} has {len(dims)} dimensions, at most {max_dims}")
+    arrays = dict(
+        size=np.ones((max_dims,), np.int32),
+        bandwidth=np.ones((max_dims,), np.float32),
+        latency=np.zeros((max_dims,), np.float32),
+        algorithm=np.zeros((max_dims,), np.int32),
+    )
+    for d, dim in enumerate(dims):
+        arrays["size"][d] = dim.size
+        arrays["bandwidth"][d] = dim.bandwidth
+        arrays["latency"][d] = dim.latency
+        arrays["algorithm"][d] = ALGORITHM_CODE[dim.algorithm]
+    return arrays
+
+
+def network_params(network: Network) -> NetworkParams:
+    """NetworkParams of one typed network (hps.config.types.Network), padded to D = 4."""
+    return NetworkParams(**{k: jnp.asarray(v) for k, v in network_arrays(network).items()})
+
+
+def network_batch(networks: Sequence[Network]) -> NetworkParams:
+    """NetworkParams with a leading batch axis (N, D), for vmap over networks."""
+    per_net = [network_arrays(n) for n in networks]
+    return NetworkParams(**{k: jnp.asarray(np.stack([a[k] for a in per_net])) for k in per_net[0]})
+
+
+def steps_per_phase(algorithm, size):
+    """Steps of one phase: ring P−1, direct 1, switch 1, halving_doubling ⌈log2 P⌉; 0 when P = 1.
+
+    algorithm, size: int arrays of one shape -> float32 of that shape (integer-exact).
+    """
+    ceil_log2 = jnp.sum(jnp.left_shift(1, jnp.arange(_MAX_LOG2)) < size[..., None], axis=-1)
+    steps = jnp.where(algorithm == _RING, size - 1, 1)
+    steps = jnp.where(algorithm == _HALVING_DOUBLING, ceil_log2, steps)
+    return jnp.where(size > 1, steps, 0).astype(jnp.float32)
+
+
+def active_dims(net: NetworkParams):
+    """(D,) bool: the dimensions that take part in a collective (size > 1)."""
+    return net.size > 1
+
+
+def total_size(net: NetworkParams):
+    """P = Π_d P_d, int32 scalar."""
+    return jnp.prod(net.size)
+
+
+def ideal_time(net: NetworkParams, total_bytes):
+    """T_ideal = 2·S·(P − 1)/P / Σ_d B_d (s), the sum over dimensions of size > 1; 0 when P = 1."""
+    p = total_size(net).astype(jnp.float32)
+    bandwidth = jnp.sum(jnp.where(active_dims(net), net.bandwidth, 0.0))
+    return jnp.where(p > 1, 2.0 * total_bytes * (p - 1.0) / p / jnp.maximum(bandwidth, 1e-30), 0.0)

@@ -1,0 +1,78 @@
+"""Ready-made collective studies for the CLI and experiments: one collective under a policy,
+every policy over a topology suite, and a data-parallel iteration (baseline vs a policy)."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+from hps.collective.iteration import iteration_time
+from hps.collective.network import ideal_time, network_params
+from hps.collective.policies import policy_orders
+from hps.collective.simulator import simulate_allreduce, utilization
+from hps.config.loaders import load_network
+from hps.config.types import Network, ResourceType, Workload
+
+SUITE_POLICIES = (
+    ("baseline", False),
+    ("baseline", True),
+    ("themis", False),
+    ("themis", True),
+    ("roundrobin", True),
+    ("best-fixed", True),
+)
+
+
+def single(network: Network, total_bytes: float, chunks: int, policy: str, scf: bool):
+    """({"time", "ideal_time", "utilization", "busy", "orders"}, SimResult) of one All-Reduce.
+
+    Orders list the real dimensions only (0-based), one list per chunk."""
+    net = network_params(network)
+    orders = policy_orders(policy, network, total_bytes, chunks, scf=scf)
+    result = jax.device_get(simulate_allreduce(net, total_bytes, chunks, orders, scf))
+    n_dims = len(network.dimensions)
+    real_orders = [[int(d) for d in row if d < n_dims] for row in np.asarray(orders)[:chunks]]
+    chunk_result = jax.tree.map(lambda x: x[:chunks] if np.ndim(x) and x.shape[0] > chunks else x, result)
+    payload = {
+        "time": float(result.time),
+        "ideal_time": float(ideal_time(net, total_bytes)),
+        "utilization": float(utilization(net, total_bytes, result.time)),
+        "busy": [float(b) for b in np.asarray(result.busy)[:n_dims]],
+        "orders": real_orders,
+    }
+    return payload, chunk_result
+
+
+def suite(paths, total_bytes: float, chunks: int) -> dict:
+    """Utilization of every (policy, discipline) of SUITE_POLICIES on each network file."""
+    rows = []
+    for path in paths:
+        network = load_network(path)
+        row = {"network": network.name}
+        for policy, scf in SUITE_POLICIES:
+            payload, _ = single(network, total_bytes, chunks, policy, scf)
+            row[f"{policy}+{'scf' if scf else 'fifo'}"] = payload["utilization"]
+        rows.append(row)
+    columns = [f"{p}+{'scf' if s else 'fifo'}" for p, s in SUITE_POLICIES]
+    mean = {c: float(np.mean([r[c] for r in rows])) for c in columns}
+    return {"size": total_bytes, "chunks": chunks, "columns": columns, "networks": rows, "mean": mean}
+
+
+def iteration(network: Network, workload: Workload, resource: ResourceType, *, batch_per_npu: float,
+              chunks: int, policy: str, dense_only: bool) -> dict:  # fmt: skip
+    """Iteration times (s) of data-parallel `workload` under the baseline and under `policy`."""
+    net = network_params(network)
+    results = {
+        name: iteration_time(net, workload, resource, batch_per_npu=batch_per_npu, chunks=chunks,
+                             policy=name, scf=name != "baseline", dense_only=dense_only)  # fmt: skip
+        for name in dict.fromkeys(("baseline", policy))
+    }
+    base, other = results["baseline"], results[policy]
+    return {
+        "workload": workload.name,
+        "network": network.name,
+        "resource": resource.name,
+        "batch_per_npu": batch_per_npu,
+        "policies": {name: vars(r) for name, r in results.items()},
+        "speedup": base.iteration / other.iteration,
+    }

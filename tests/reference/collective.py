@@ -1,0 +1,124 @@
+"""Plain-Python reference of SPEC's collective model. Slow and obvious on purpose.
+
+Float64, one event at a time, written from SPEC "Collective model (event-driven)". Networks are
+lists of hps.config.types.Dimension; orders are lists of dimension indices (all of them).
+Times are compared exactly, as SPEC states the rules; a phase's data is chunk / (integer product
+of sizes), so equal data compare equal here and in the jitted simulator alike.
+"""
+
+from __future__ import annotations
+
+import math
+
+THEMIS_GAP_FRACTION = 1 / 16
+
+
+def steps(algorithm, size):
+    """Steps of one phase: ring P−1, direct 1, switch 1, halving_doubling ⌈log2 P⌉."""
+    if size <= 1:
+        return 0
+    if algorithm == "ring":
+        return size - 1
+    if algorithm in ("direct", "switch"):
+        return 1
+    return (size - 1).bit_length()  # ⌈log2 P⌉, integer-exact
+
+
+def chunk_phases(dims, chunk_bytes, order):
+    """[(slot, dim, duration s, data bytes)] of one chunk, in the order it runs them.
+
+    Reduce-Scatter through `order`, All-Gather back in reverse; slot j is the RS at position j,
+    slot 2D−1−j the AG at position j. Dimensions of size 1 take no part. The size a phase enters
+    with is chunk_bytes / (the product of the sizes it has been divided by), kept as an integer.
+    """
+    n = len(order)
+    phases, divisor = [], 1
+    for j, d in enumerate(order):  # Reduce-Scatter: s·(P−1)/P / B, then s ← s/P
+        p, dim = dims[d].size, dims[d]
+        if p > 1:
+            s = chunk_bytes / divisor
+            duration = steps(dim.algorithm, p) * dim.latency + s * (p - 1) / p / dim.bandwidth
+            phases.append((j, d, duration, s))  # data: its input, the larger
+            divisor *= p
+    for j in reversed(range(n)):  # All-Gather: s·(P−1) / B, then s ← s·P
+        d = order[j]
+        p, dim = dims[d].size, dims[d]
+        if p > 1:
+            s = chunk_bytes / divisor
+            duration = steps(dim.algorithm, p) * dim.latency + s * (p - 1) / dim.bandwidth
+            divisor //= p
+            phases.append((2 * n - 1 - j, d, duration, chunk_bytes / divisor))  # data: its output
+    return phases
+
+
+def simulate(dims, chunk_bytes, release, orders, scf):
+    """dict(time, busy [D], start {(chunk, slot): s}, end {(chunk, slot): s},
+    dim {(chunk, slot): d}, chunk_end [C])."""
+    n_dims, n_chunks = len(dims), len(chunk_bytes)
+    todo = [chunk_phases(dims, b, o) for b, o in zip(chunk_bytes, orders)]
+    done = [0] * n_chunks  # phases started per chunk
+    ready = [float(r) for r in release]
+    free, busy = [0.0] * n_dims, [0.0] * n_dims
+    waiting = [[] for _ in range(n_dims)]  # chunks whose next phase is on d
+    for c in range(n_chunks):
+        if todo[c]:
+            waiting[todo[c][0][1]].append(c)
+    start, end, dim_of = {}, {}, {}
+    while any(waiting):
+        options = [(max(free[d], min(ready[c] for c in w)), d) for d, w in enumerate(waiting) if w]
+        t, d = min(options)  # smallest next start time, then lower dimension index
+        ready_by_t = [c for c in waiting[d] if ready[c] <= t]
+        if scf:
+            c = min(ready_by_t, key=lambda c: (todo[c][done[c]][3], ready[c], c))
+        else:
+            c = min(ready_by_t, key=lambda c: (ready[c], c))
+        slot, _, duration, _ = todo[c][done[c]]
+        start[c, slot], end[c, slot], dim_of[c, slot] = t, t + duration, d
+        busy[d] += duration
+        free[d] = ready[c] = t + duration
+        done[c] += 1
+        waiting[d].remove(c)
+        if done[c] < len(todo[c]):
+            waiting[todo[c][done[c]][1]].append(c)
+    return dict(time=max(ready, default=0.0), busy=busy, start=start, end=end, dim=dim_of, chunk_end=ready)
+
+
+def allreduce(dims, total_bytes, n_chunks, orders, scf):
+    """One All-Reduce of total_bytes in n_chunks equal chunks released at 0."""
+    chunk = total_bytes / n_chunks
+    return simulate(dims, [chunk] * n_chunks, [0.0] * n_chunks, orders[:n_chunks], scf)
+
+
+def themis_orders(dims, total_bytes, n_chunks):
+    """SPEC's Themis greedy: per chunk π over the dimensions of size > 1 (loads reset here)."""
+    active = [d for d in range(len(dims)) if dims[d].size > 1]
+    load = {d: 0.0 for d in active}
+    chunk = total_bytes / n_chunks
+    orders = []
+    for _ in range(n_chunks):
+        order = sorted(active, key=lambda d: (load[d], d))  # least loaded first
+        if order:
+            lo, hi = order[0], order[-1]
+            p_lo = dims[lo].size
+            gap_bytes = (load[hi] - load[lo]) * dims[lo].bandwidth / ((p_lo - 1) / p_lo)
+            if gap_bytes < chunk * THEMIS_GAP_FRACTION:  # too balanced to matter: baseline order
+                order = list(active)
+        s = chunk
+        for d in order:
+            p = dims[d].size
+            load[d] += s * (p - 1) / p / dims[d].bandwidth
+            s = s / p
+        for d in reversed(order):
+            p = dims[d].size
+            load[d] += s * (p - 1) / dims[d].bandwidth
+            s = s * p
+        orders.append(order)
+    return orders
+
+
+def ideal_time(dims, total_bytes):
+    """T_ideal = 2·S·(P − 1)/P / Σ B_d over dimensions of size > 1."""
+    p = math.prod(d.size for d in dims)
+    if p == 1:
+        return 0.0
+    return 2 * total_bytes * (p - 1) / p / sum(d.bandwidth for d in dims if d.size > 1)

@@ -1,0 +1,265 @@
+"""The jitted event-driven simulator equals the plain-Python reference (SPEC "Collective model
+(event-driven)"), and hand-checked cases.
+
+Random cases use continuous random bandwidths and latencies, so two *different* event paths never
+end at mathematically equal times; where they do (networks whose dimensions are identical),
+float32 and float64 round the tie differently and may legitimately pick different phases.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import random
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from hps.collective import (
+    ideal_time,
+    network_batch,
+    network_params,
+    policies,
+    simulate,
+    simulate_allreduce,
+    utilization,
+)
+from hps.config.types import ALGORITHMS, Dimension, Network
+from tests.reference import collective as reference
+
+GiB = 2.0**30
+N_CASES = 300
+BUCKETS = (16, 128)  # padded chunk counts; a case goes to the smallest that holds it
+PAD = Dimension(1, 1.0, 0.0, "ring")
+
+
+def random_network(rng: random.Random) -> Network:
+    """1–4 dimensions, sizes 1–16, 1–1000 GiB/s, 0–10 µs per step, every algorithm."""
+    dims = []
+    for _ in range(rng.randint(1, 4)):
+        size, bandwidth, latency = rng.randint(1, 16), rng.uniform(1, 1000) * GiB, rng.uniform(0, 10e-6)
+        dims.append(Dimension(size, bandwidth, latency, rng.choice(ALGORITHMS)))
+    return Network("random", tuple(dims))
+
+
+def random_case(rng: random.Random):
+    """(network, total bytes 1 KiB–4 GiB, chunks 1–128), both log-uniform."""
+    total = math.exp(rng.uniform(math.log(1024), math.log(4 * GiB)))
+    chunks = int(round(math.exp(rng.uniform(0, math.log(128)))))
+    return random_network(rng), total, chunks
+
+
+def padded(network: Network) -> list[Dimension]:
+    return list(network.dimensions) + [PAD] * (4 - len(network.dimensions))
+
+
+def bucket(chunks: int) -> int:
+    """The smallest padded chunk count in BUCKETS that holds `chunks`."""
+    return min(b for b in BUCKETS if chunks <= b)
+
+
+CASES = [random_case(random.Random(f"collective-{i}")) for i in range(N_CASES)]
+
+
+def test_random_cases_cover_the_stated_ranges():
+    """1–4 dimensions, sizes 1–16 (some 1), every algorithm, 1–128 chunks, 1 KiB–4 GiB."""
+    dims = [d for n, _, _ in CASES for d in n.dimensions]
+    assert {len(n.dimensions) for n, _, _ in CASES} == {1, 2, 3, 4}
+    assert {d.algorithm for d in dims} == set(ALGORITHMS)
+    assert min(d.size for d in dims) == 1 and max(d.size for d in dims) == 16
+    chunks = [c for _, _, c in CASES]
+    assert min(chunks) == 1 and max(chunks) > 100
+    sizes = [s for _, s, _ in CASES]
+    assert min(sizes) < 1e5 and max(sizes) > GiB
+
+
+@functools.partial(jax.jit, static_argnames="max_chunks")
+def simulate_batch(nets, sizes, counts, orders, scf, max_chunks):
+    """vmap of simulate_allreduce over networks, sizes, chunk counts and orders."""
+    one = lambda n, s, c, o: simulate_allreduce(n, s, c, o, scf, max_chunks)  # noqa: E731
+    return jax.vmap(one)(nets, sizes, counts, orders)
+
+
+@functools.partial(jax.jit, static_argnames=("policy", "max_chunks"))
+def policy_orders_batch(policy, nets, sizes, counts, scf, max_chunks):
+    """(N, max_chunks, D) orders of a jnp policy for a batch of networks, sizes, chunk counts."""
+
+    def one(net, size, count):
+        if policy == "baseline":
+            return policies.baseline_orders(net, max_chunks)
+        if policy == "themis":
+            return policies.themis_orders(net, size, count, max_chunks)
+        if policy == "roundrobin":
+            return policies.roundrobin_orders(net, max_chunks)
+        return policies.best_fixed_orders(net, size, count, scf, max_chunks)[0]
+
+    return jax.vmap(one)(nets, sizes, counts)
+
+
+def random_orders(rng: random.Random, n_cases: int, max_chunks: int):
+    """(N, max_chunks, D) explicit random permutations, one per chunk."""
+    rows = [[rng.sample(range(4), 4) for _ in range(max_chunks)] for _ in range(n_cases)]
+    return jnp.asarray(np.array(rows, np.int32))
+
+
+@functools.cache
+def jax_results(policy: str, scf: bool):
+    """{case index: (orders (C, D) list, SimResult as numpy)} for every random case."""
+    rng = random.Random(f"{policy}-{scf}")
+    out = {}
+    for max_chunks in BUCKETS:
+        index = [i for i, (_, _, c) in enumerate(CASES) if bucket(c) == max_chunks]
+        nets = network_batch([CASES[i][0] for i in index])
+        sizes = jnp.asarray([CASES[i][1] for i in index], jnp.float32)
+        counts = jnp.asarray([CASES[i][2] for i in index], jnp.int32)
+        if policy == "explicit":
+            orders = random_orders(rng, len(index), max_chunks)
+        else:
+            orders = policy_orders_batch(policy, nets, sizes, counts, scf, max_chunks)
+        result = jax.device_get(simulate_batch(nets, sizes, counts, orders, scf, max_chunks))
+        orders = np.asarray(orders)
+        for k, i in enumerate(index):
+            out[i] = (orders[k], jax.tree.map(lambda x: x[k], result))
+    return out
+
+
+def assert_matches_reference(got, want, chunks):
+    """Completion time and busy per dimension to 1e-5 relative; every phase's dimension exactly
+    and its start and end to 1e-5 of the completion time."""
+    scale = max(want["time"], 1e-30)
+    assert float(got.time) == pytest.approx(want["time"], rel=1e-5, abs=1e-30)
+    np.testing.assert_allclose(np.asarray(got.busy), want["busy"], rtol=1e-5, atol=1e-30)
+    slots = {(c, s) for c in range(chunks) for s in range(8) if got.phase_dim[c, s] >= 0}
+    assert slots == set(want["start"])
+    assert (np.asarray(got.phase_dim)[chunks:] == -1).all()  # padded chunks take no part
+    for (c, s), start in want["start"].items():
+        assert int(got.phase_dim[c, s]) == want["dim"][c, s]
+        assert abs(float(got.phase_start[c, s]) - start) <= 1e-5 * scale, (c, s)
+        assert abs(float(got.phase_end[c, s]) - want["end"][c, s]) <= 1e-5 * scale, (c, s)
+    chunk_end = np.asarray(got.chunk_end[:chunks])
+    np.testing.assert_allclose(chunk_end, want["chunk_end"], rtol=1e-5, atol=1e-5 * scale)
+
+
+@functools.cache
+def reference_run(case_index: int, orders: tuple, scf: bool):
+    network, total, chunks = CASES[case_index]
+    return reference.allreduce(padded(network), total, chunks, [list(o) for o in orders], scf)
+
+
+@pytest.mark.parametrize("scf", [False, True], ids=["fifo", "scf"])
+@pytest.mark.parametrize("policy", ["baseline", "themis", "roundrobin", "best-fixed", "explicit"])
+def test_simulator_equals_reference_on_random_cases(policy, scf):
+    """300 random networks × sizes × chunk counts per policy and discipline, one vmapped call each."""
+    results = jax_results(policy, scf)
+    assert len(results) == N_CASES
+    for i, (network, total, chunks) in enumerate(CASES):
+        orders, got = results[i]
+        want = reference_run(i, tuple(map(tuple, orders[:chunks].tolist())), scf)
+        assert_matches_reference(got, want, chunks)
+
+
+@pytest.mark.parametrize("scf", [False, True], ids=["fifo", "scf"])
+def test_no_policy_beats_the_ideal_bound(scf):
+    """T ≥ T_ideal = 2·S·(P−1)/P / Σ B_d on every random case: each NPU moves 2·s·(P−1)/P bytes
+    per chunk over all its links together."""
+    for i, (network, total, _) in enumerate(CASES):
+        bound = float(ideal_time(network_params(network), total))
+        assert bound == pytest.approx(reference.ideal_time(network.dimensions, total), rel=1e-6)
+        for policy in ("baseline", "themis", "roundrobin", "best-fixed", "explicit"):
+            _, got = jax_results(policy, scf)[i]
+            assert float(got.time) >= bound * (1 - 1e-6)
+            assert float(utilization(network_params(network), total, got.time)) <= 1 + 1e-6
+
+
+def ring(size, bandwidth, latency):
+    return Dimension(size, bandwidth, latency, "ring")
+
+
+@pytest.mark.parametrize("scf", [False, True])
+def test_one_dimension_ring_equals_textbook_allreduce_with_one_chunk(scf):
+    """T = 2·(P−1)·(a + S/(P·B)): P−1 Reduce-Scatter steps then P−1 All-Gather steps."""
+    p, bandwidth, latency, total = 8, 100 * GiB, 2e-6, 3e8
+    net = network_params(Network("ring", (ring(p, bandwidth, latency),)))
+    result = simulate_allreduce(net, total, 1, policies.baseline_orders(net), scf)
+    assert float(result.time) == pytest.approx(2 * (p - 1) * (latency + total / (p * bandwidth)), rel=1e-6)
+
+
+@pytest.mark.parametrize("chunks", [1, 4, 64])
+@pytest.mark.parametrize("scf", [False, True])
+def test_baseline_on_homogeneous_3d_network_equals_bottleneck_closed_form(chunks, scf):
+    """Baseline order on three identical dimensions (P = 8, B, a, ring), chunk s = S/C.
+
+    Dimension 1 carries each chunk's largest phases, RS_1 and AG_1, each r = (P−1)·a +
+    s·(P−1)/P/B; dimensions 2 and 3 take r_2 = (P−1)·a + (s/P)·(P−1)/P/B and r_3 (s/P²), far
+    less. FIFO (and SCF: RS_1's input equals AG_1's output, so the data tie and FIFO decides)
+    serves every RS_1 first, back to back from 0 (all ready at 0); meanwhile dimensions 2, 3
+    keep up, so chunk c's AG_1 is ready at (c+1)·r + 2·r_2 + 2·r_3 ≤ C·r + c·r when C ≥ 2.
+    Hence T = 2·C·r for C ≥ 2: the bottleneck load, with the pipeline fill hidden; and
+    T = 2·(r + r_2 + r_3) for C = 1.
+    """
+    p, bandwidth, latency, total = 8, 50 * GiB, 1e-6, float(GiB)
+    net = network_params(Network("h", tuple(ring(p, bandwidth, latency) for _ in range(3))))
+    s = total / chunks
+    r = [(p - 1) * latency + s / p**k * (p - 1) / p / bandwidth for k in range(3)]
+    want = 2 * sum(r) if chunks == 1 else 2 * chunks * r[0]
+    result = simulate_allreduce(net, total, chunks, policies.baseline_orders(net), scf)
+    assert float(result.time) == pytest.approx(want, rel=1e-5)
+    assert float(result.busy[0]) == pytest.approx(2 * chunks * r[0], rel=1e-5)
+
+
+def test_release_times_delay_chunks():
+    """A chunk's first phase is ready at its release; shifting every release shifts the timeline."""
+    net = network_params(Network("n", (ring(4, 10 * GiB, 1e-6), ring(2, 5 * GiB, 1e-6))))
+    n = 8
+    orders = policies.baseline_orders(net, n)
+    bytes_ = jnp.full((n,), 1e6, jnp.float32)
+    mask = jnp.ones((n,), bool)
+    at_zero = simulate(net, bytes_, jnp.zeros((n,)), orders, mask, False)
+    shifted = simulate(net, bytes_, jnp.full((n,), 0.5), orders, mask, False)
+    active = np.asarray(at_zero.phase_dim) >= 0
+    moved, original = np.asarray(shifted.phase_start)[active], np.asarray(at_zero.phase_start)[active]
+    np.testing.assert_allclose(moved, original + 0.5, rtol=1e-6)
+    late = jnp.zeros((n,)).at[3].set(1.0)
+    delayed = simulate(net, bytes_, late, orders, mask, False)
+    assert float(delayed.phase_start[3, 0]) == pytest.approx(1.0)
+    assert float(delayed.chunk_end[3]) == pytest.approx(float(delayed.time))
+    assert float(delayed.time) > float(at_zero.time)
+    dims = padded(Network("n", (ring(4, 10 * GiB, 1e-6), ring(2, 5 * GiB, 1e-6))))
+    want = reference.simulate(dims, [1e6] * n, np.asarray(late).tolist(), np.asarray(orders).tolist(), False)
+    assert_matches_reference(jax.device_get(delayed), want, n)
+
+
+def test_dimensions_of_size_one_take_no_part():
+    """(4, 1, 8, 1) behaves exactly like (4, 8): no phase on, and no busy time for, size-1 dims."""
+    a, b = ring(4, 80 * GiB, 1e-6), Dimension(8, 20 * GiB, 2e-6, "switch")
+    one = Dimension(1, 1 * GiB, 5e-6, "ring")
+    with_ones = network_params(Network("w", (a, one, b, one)))
+    without = network_params(Network("wo", (a, b)))
+    orders = jnp.asarray(np.array([[2, 1, 0, 3], [3, 0, 1, 2]] * 8, np.int32))
+    got = simulate_allreduce(with_ones, 1e8, 16, orders, True, 16)
+    same = jnp.asarray(np.array([[1, 0, 2, 3], [0, 1, 2, 3]] * 8, np.int32))  # the same active orders
+    want = simulate_allreduce(without, 1e8, 16, same, True, 16)
+    assert float(got.time) == pytest.approx(float(want.time), rel=1e-6)
+    assert float(got.busy[1]) == 0.0 and float(got.busy[3]) == 0.0
+    assert not np.isin(np.asarray(got.phase_dim), [1, 3]).any()
+
+
+def test_simulator_compiles_once_across_networks_and_disciplines():
+    """Networks of different sizes, dimension counts and algorithms share one compile (padded
+    to D = 4), and so do FIFO and SCF (scf is traced)."""
+    traces = []
+
+    def counted(net, chunk_bytes, release, orders, mask, scf):
+        traces.append(1)
+        return simulate(net, chunk_bytes, release, orders, mask, scf)
+
+    step = jax.jit(counted)
+    rng = random.Random(5)
+    n = 32
+    for k in range(4):
+        net = network_params(random_network(rng))
+        orders = jnp.asarray(np.array([rng.sample(range(4), 4) for _ in range(n)], np.int32))
+        step(net, jnp.full((n,), 1e6), jnp.zeros((n,)), orders, jnp.arange(n) < 5 + k, k % 2 == 0)
+    assert len(traces) == 1
