@@ -172,3 +172,44 @@ def test_acceptance_2x8x2_astra_sample_themis_does_not_lose_to_baseline():
     u = utilizations(network_params(load_network(TOPOLOGIES / "networks" / "3d-astra-2x8x2.toml")))
     for scf in (False, True):
         assert u["themis", scf] >= u["baseline", scf] * (1 - 1e-6)
+
+
+def exact_themis_orders(dims, total_bytes, n_chunks):
+    """SPEC's greedy in exact rational arithmetic (fractions), no tolerance anywhere."""
+    from fractions import Fraction
+
+    active = [d for d in range(len(dims)) if dims[d].size > 1]
+    load = {d: Fraction(0) for d in active}
+    chunk = Fraction(total_bytes) / n_chunks
+    orders = []
+    for _ in range(n_chunks):
+        order = sorted(active, key=lambda d: (load[d], d))
+        lo, hi = order[0], order[-1]
+        p_lo = dims[lo].size
+        gap_bytes = (load[hi] - load[lo]) * Fraction(dims[lo].bandwidth) / Fraction(p_lo - 1, p_lo)
+        if gap_bytes < chunk / 16:
+            order = list(active)
+        s = chunk
+        for d in order:
+            load[d] += s * Fraction(dims[d].size - 1, dims[d].size) / Fraction(dims[d].bandwidth)
+            s /= dims[d].size
+        for d in reversed(order):
+            load[d] += s * (dims[d].size - 1) / Fraction(dims[d].bandwidth)
+            s *= dims[d].size
+        orders.append(order)
+    return orders
+
+
+@pytest.mark.parametrize(
+    "name, chunks", [("3d-switch-8x8x8", 64), ("3d-astra-2x8x2", 3), ("3d-astra-2x8x2", 17), ("3d-torus-4x4x4", 64)]
+)
+def test_themis_breaks_mathematically_exact_load_ties_like_exact_arithmetic(name, chunks):
+    """Identical dimensions reach equal loads by float sums in different orders; the greedy
+    must still act on the exact loads (float32 rounding must not pick the order)."""
+    from hps.config.loaders import load_network
+    from hps.config.paths import resolve_topology
+
+    network = load_network(resolve_topology(name, "networks", "--network"))
+    n_dims = len(network.dimensions)
+    got = np.asarray(themis_orders(network_params(network), float(GiB), chunks, 256))[:chunks, :n_dims]
+    assert got.tolist() == exact_themis_orders(list(network.dimensions), GiB, chunks)

@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
+import sys
 import time
 
 import jax
 
-from hps.config.paths import reference_module_path
+from hps.config.paths import REPO_ROOT, reference_module_path
 
 
 def load_reference(name: str):
-    """Import tests/reference/<name>.py from the source checkout."""
-    spec = importlib.util.spec_from_file_location(f"hps_reference_{name}", reference_module_path(name))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """Import tests/reference/<name>.py (module tests.reference.<name>) from the source checkout."""
+    reference_module_path(name)  # a clear error when there is no checkout
+    if str(REPO_ROOT) not in sys.path:
+        sys.path.insert(0, str(REPO_ROOT))
+    return importlib.import_module(f"tests.reference.{name}")
 
 
 def compile_seconds(fn, *args) -> float:

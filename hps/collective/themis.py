@@ -11,6 +11,7 @@ import jax.numpy as jnp
 
 MAX_CHUNKS = 256
 THEMIS_GAP_FRACTION = 1.0 / 16.0
+LOAD_TIE_RTOL = 1e-4
 
 
 def rs_seconds(size_bytes, dim_size, bandwidth):
@@ -38,6 +39,27 @@ def chunk_loads(order, chunk_bytes, sizes, bandwidths):
     return jnp.sum(jnp.where(placed, per_position[:, None], 0.0), axis=0)
 
 
+def loads_tied(a, b):
+    """Loads (s) that differ by at most LOAD_TIE_RTOL of the larger count as equal.
+
+    Mathematically equal loads (identical dimensions, or "nice" bandwidth ratios) reach float
+    sums in different orders and differ in their last bits; the tolerance makes the greedy act
+    on the exact loads, as SPEC's pseudo-code means, in float32 and float64 alike."""
+    return jnp.abs(a - b) <= LOAD_TIE_RTOL * jnp.maximum(jnp.abs(a), jnp.abs(b))
+
+
+def least_loaded_order(load, active):
+    """Active dimensions sorted by (load, index) ascending with tied loads equal, then the
+    size-1 dimensions: (D,) int32."""
+    n_dims = load.shape[0]
+    index = jnp.arange(n_dims)
+    tied = loads_tied(load[:, None], load[None, :])
+    before = (load[:, None] < load[None, :]) & ~tied | tied & (index[:, None] < index[None, :])
+    rank = jnp.sum(before & active[:, None], axis=0)  # [e, d]: e ranks before d
+    key = jnp.where(active, rank, n_dims) * n_dims + index
+    return jnp.argsort(key).astype(jnp.int32)
+
+
 def themis_order(load, chunk_bytes, sizes, bandwidths):
     """Themis's greedy order for the next chunk given current loads (D,) seconds.
 
@@ -47,16 +69,18 @@ def themis_order(load, chunk_bytes, sizes, bandwidths):
     """
     n_dims = sizes.shape[0]
     active = sizes > 1
-    key = jnp.where(active, load, jnp.inf)
-    order = jnp.argsort(key, stable=True).astype(jnp.int32)
+    order = least_loaded_order(load, active)
     n_active = jnp.sum(active)
     lo = order[0]
     hi = order[jnp.maximum(n_active - 1, 0)]
     p_lo = sizes[lo].astype(jnp.float32)
     share_lo = jnp.where(p_lo > 1, (p_lo - 1.0) / p_lo, 1.0)
-    gap_bytes = (load[hi] - load[lo]) * bandwidths[lo] / share_lo
+    gap_load = jnp.where(loads_tied(load[hi], load[lo]), 0.0, load[hi] - load[lo])
+    gap_bytes = gap_load * bandwidths[lo] / share_lo
+    threshold = chunk_bytes * THEMIS_GAP_FRACTION
+    below = (gap_bytes < threshold) & ~loads_tied(gap_bytes, threshold)
     baseline = jnp.arange(n_dims, dtype=jnp.int32)
-    return jnp.where(gap_bytes < chunk_bytes * THEMIS_GAP_FRACTION, baseline, order)
+    return jnp.where(below, baseline, order)
 
 
 def collective_orders(sizes, bandwidths, total_bytes, n_chunks, use_themis):

@@ -11,6 +11,22 @@ from __future__ import annotations
 import math
 
 THEMIS_GAP_FRACTION = 1 / 16
+LOAD_TIE_RTOL = 1e-4  # loads this close are the same load (SPEC's exact arithmetic, in floats)
+
+
+def tied(a, b):
+    return abs(a - b) <= LOAD_TIE_RTOL * max(abs(a), abs(b))
+
+
+def least_loaded_first(active, load):
+    """Active dims by (load, index), tied loads equal: insertion sort with the tolerant test."""
+    order = []
+    for d in active:
+        i = len(order)
+        while i > 0 and load[order[i - 1]] > load[d] and not tied(load[order[i - 1]], load[d]):
+            i -= 1
+        order.insert(i, d)
+    return order
 
 
 def steps(algorithm, size):
@@ -96,12 +112,14 @@ def themis_orders(dims, total_bytes, n_chunks):
     chunk = total_bytes / n_chunks
     orders = []
     for _ in range(n_chunks):
-        order = sorted(active, key=lambda d: (load[d], d))  # least loaded first
+        order = least_loaded_first(active, load)
         if order:
             lo, hi = order[0], order[-1]
             p_lo = dims[lo].size
-            gap_bytes = (load[hi] - load[lo]) * dims[lo].bandwidth / ((p_lo - 1) / p_lo)
-            if gap_bytes < chunk * THEMIS_GAP_FRACTION:  # too balanced to matter: baseline order
+            gap = 0.0 if tied(load[hi], load[lo]) else load[hi] - load[lo]
+            gap_bytes = gap * dims[lo].bandwidth / ((p_lo - 1) / p_lo)
+            threshold = chunk * THEMIS_GAP_FRACTION
+            if gap_bytes < threshold and not tied(gap_bytes, threshold):  # balanced: baseline order
                 order = list(active)
         s = chunk
         for d in order:

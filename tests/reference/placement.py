@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 
+from tests.reference.collective import least_loaded_first, tied
+
 REASONS = ("feasible", "invalid_type", "memory", "throughput", "pooled_cap")
 
 
@@ -38,10 +40,11 @@ def themis_loads(sizes, bandwidths, total, chunks, themis):
     for _ in range(chunks):
         order = list(active)
         if themis and active:
-            ranked = sorted(active, key=lambda d: (load[d], d))
+            ranked = least_loaded_first(active, load)
             lo, hi = ranked[0], ranked[-1]
-            gap_bytes = (load[hi] - load[lo]) * bandwidths[lo] / ((sizes[lo] - 1) / sizes[lo])
-            if not gap_bytes < chunk / 16:
+            gap = 0.0 if tied(load[hi], load[lo]) else load[hi] - load[lo]
+            gap_bytes = gap * bandwidths[lo] / ((sizes[lo] - 1) / sizes[lo])
+            if not (gap_bytes < chunk / 16 and not tied(gap_bytes, chunk / 16)):
                 order = ranked
         s = chunk
         for d in order:
