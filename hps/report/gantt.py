@@ -54,6 +54,7 @@ def save_gantt(path: str, network: Network, panels: list[tuple[str, object]], to
     os.close(handle)
     try:
         fig.savefig(tmp, dpi=110)
+        os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     finally:
         plt.close(fig)
