@@ -14,42 +14,29 @@ def register(subparsers) -> None:
     parser.set_defaults(run=run)
 
 
+def _sides(result: dict, jax_label: str, unit: str) -> str:
+    rows = [[jax_label, result["jax_per_s"]], ["python reference", result["reference_per_s"]]]
+    table = format_table(["side", f"{unit}_per_s"], rows)
+    return f"{table}\nspeed-up {result['speedup']:.1f}x   (compile {result['compile_s']:.2f} s, excluded)"
+
+
 def run(args) -> int:
-    if args.target == "collective":
-        return run_collective(args)
-    from hps.bench import placement
+    from hps.bench import collective, placement
 
-    result = placement.run(min_seconds=args.seconds)
+    result = (placement if args.target == "placement" else collective).run(min_seconds=args.seconds)
     if args.json:
         print_json(result)
-        return 0
-    print(
-        f"placement model, {result['layers']} layers x {result['types']} types, "
-        f"{result['schedules_per_call']:,} schedules per call, on {result['device']}"
-    )
-    print(
-        format_table(
-            ["side", "evaluations_per_s"],
-            [["jax (jit, batched)", result["jax_per_s"]], ["python reference", result["reference_per_s"]]],
+    elif args.target == "placement":
+        print(
+            f"placement model, {result['layers']} layers x {result['types']} types, "
+            f"{result['schedules_per_call']:,} schedules per call, on {result['device']}"
         )
-    )
-    print(f"speed-up {result['speedup']:.0f}x   (compile {result['compile_s']:.2f} s, excluded)")
-    print(f"exhaustive search over 4^10 schedules: {result['exhaustive_4pow10_s']:.2f} s after compile")
-    return 0
-
-
-def run_collective(args) -> int:
-    from hps.bench import collective
-
-    result = collective.run(min_seconds=args.seconds)
-    if args.json:
-        print_json(result)
-        return 0
-    print(
-        f"collective simulator, {result['networks']:,} random networks x {result['chunks']} chunks "
-        f"(themis orders, SCF), on {result['device']}"
-    )
-    rows = [["jax (jit, vmap)", result["jax_per_s"]], ["python reference", result["reference_per_s"]]]
-    print(format_table(["side", "collectives_per_s"], rows))
-    print(f"speed-up {result['speedup']:.1f}x   (compile {result['compile_s']:.2f} s, excluded)")
+        print(_sides(result, "jax (jit, batched)", "evaluations"))
+        print(f"exhaustive search over 4^10 schedules: {result['exhaustive_4pow10_s']:.2f} s after compile")
+    else:
+        print(
+            f"collective simulator, {result['networks']:,} random networks x {result['chunks']} chunks "
+            f"(themis orders, SCF), on {result['device']}"
+        )
+        print(_sides(result, "jax (jit, vmap)", "collectives"))
     return 0

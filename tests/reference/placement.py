@@ -9,19 +9,9 @@ from __future__ import annotations
 
 import math
 
-from tests.reference.collective import least_loaded_first, tied
+from tests.reference.collective import least_loaded_first, steps, tied
 
 REASONS = ("feasible", "invalid_type", "memory", "throughput", "pooled_cap")
-
-
-def steps(algorithm, size):
-    if size <= 1:
-        return 0
-    if algorithm == "ring":
-        return size - 1
-    if algorithm in ("direct", "switch"):
-        return 1
-    return math.ceil(math.log2(size))
 
 
 def used_sizes(dimensions, k):
