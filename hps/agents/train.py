@@ -1,0 +1,223 @@
+"""Training placement policies: `make_train(config)` → a pure, jitted `train_chunk(state)`.
+
+A chunk draws a pool of instances (fresh from the generator, or a fixed pool given by the
+caller), then scans `updates_per_chunk` updates; each update draws `num_envs` instances from the
+pool, rolls out one episode per env (`rollout`), computes the REINFORCE or PPO loss and takes an
+optax step (gradient clipping + Adam). Metrics are averaged inside the scan. The env batch is
+sharded over a 1-D device mesh ("envs",); parameters stay replicated.
+
+`run_training` is the thin Python driver between chunks: it calls `on_chunk(index, state,
+metrics)` (progress bars, checkpoints and evaluation plug in there) and prints nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import struct
+
+from hps.agents import ppo, reinforce
+from hps.agents.policy import PolicyFunctions, PolicySpec
+from hps.agents.rollout import rollout
+from hps.agents.sharding import check_divisible, env_mesh, env_shardings, replicated, shard_envs
+from hps.envs.generators import TRAIN, InstanceSplit, generate_instances
+from hps.envs.placement import PlacementEnv
+
+ALGORITHMS = ("reinforce", "ppo")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything a training run depends on (hashable; JSON-able via `dataclasses.asdict`).
+
+    pool_size: instances generated per chunk (0: num_envs); each update draws num_envs of them
+    (samples_per_instance consecutive envs share an instance). learning_rate: Adam's, after
+    clipping gradients to global norm max_grad_norm. REINFORCE: baseline_decay of the
+    moving-average baseline, normalize_advantages (divide by the batch return std);
+    samples_per_instance > 1 replaces the moving average by the mean of the other samples of
+    the same instance (leave-one-out). PPO: gamma, gae_lambda, ppo_epochs, ppo_minibatches,
+    clip_eps, value_coef. Both: entropy_coef."""
+
+    algorithm: str = "reinforce"
+    policy: PolicySpec = field(default_factory=PolicySpec)
+    split: InstanceSplit = TRAIN
+    num_envs: int = 4096
+    pool_size: int = 0
+    updates_per_chunk: int = 10
+    num_chunks: int = 10
+    learning_rate: float = 1e-3
+    max_grad_norm: float = 1.0
+    entropy_coef: float = 0.01
+    baseline_decay: float = 0.9
+    normalize_advantages: bool = True
+    samples_per_instance: int = 1
+    gamma: float = 1.0
+    gae_lambda: float = 0.95
+    ppo_epochs: int = 4
+    ppo_minibatches: int = 4
+    clip_eps: float = 0.2
+    value_coef: float = 0.5
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.algorithm not in ALGORITHMS:
+            raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {self.algorithm!r}")
+        if self.algorithm == "ppo" and self.num_envs % self.ppo_minibatches:
+            raise ValueError("num_envs must be a multiple of ppo_minibatches")
+        if self.samples_per_instance < 1 or self.num_envs % self.samples_per_instance:
+            raise ValueError("num_envs must be a multiple of samples_per_instance (≥ 1)")
+
+    @property
+    def instances_per_chunk(self) -> int:
+        return self.pool_size or self.num_envs
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@struct.dataclass
+class TrainState:
+    """params: policy parameters (plain dict). opt_state: optax state. baseline: REINFORCE's
+    moving-average return. key: raw uint32[2] PRNG key. step: updates done (int32)."""
+
+    params: Any
+    opt_state: Any
+    baseline: jnp.ndarray
+    key: jnp.ndarray
+    step: jnp.ndarray
+
+
+def make_optimizer(config: TrainConfig) -> optax.GradientTransformation:
+    return optax.chain(optax.clip_by_global_norm(config.max_grad_norm), optax.adam(config.learning_rate))
+
+
+def init_train_state(config: TrainConfig, *, devices=None) -> TrainState:
+    """Fresh state from config.seed, replicated over the device mesh."""
+    key, init_key = jax.random.split(jax.random.PRNGKey(config.seed))
+    params = PolicyFunctions(config.policy).init(init_key)
+    state = TrainState(
+        params=params,
+        opt_state=make_optimizer(config).init(params),
+        baseline=jnp.float32(0.0),
+        key=key,
+        step=jnp.int32(0),
+    )
+    return jax.device_put(state, replicated(env_mesh(devices)))
+
+
+def _episode_metrics(trajectory) -> dict:
+    feasible = trajectory.feasible
+    ratio = jnp.where(feasible, trajectory.cost_ratio, 0.0)
+    return {
+        "reward": jnp.mean(trajectory.episode_reward),
+        "feasible": jnp.mean(feasible.astype(jnp.float32)),
+        "cost_ratio": jnp.sum(ratio) / jnp.maximum(jnp.sum(feasible), 1),
+    }
+
+
+def make_train(config: TrainConfig, *, devices=None, instances=None):
+    """The jitted `train_chunk(state) -> (state, metrics)` of `config`.
+
+    devices: the mesh's devices (default all). instances: an optional fixed pool (leading axis
+    P, a multiple of the device count) used instead of generating `instances_per_chunk` fresh
+    instances of config.split every chunk."""
+    mesh = env_mesh(devices)
+    check_divisible(config.num_envs, mesh, "num_envs")
+    policy = PolicyFunctions(config.policy)
+    env = PlacementEnv()
+    tx = make_optimizer(config)
+    if instances is None:
+        num_steps = config.split.max_layers
+        check_divisible(config.instances_per_chunk, mesh, "pool size")
+    else:
+        num_steps = int(jnp.max(jnp.sum(instances.placement.layer_mask, axis=-1)))
+        check_divisible(jax.tree.leaves(instances)[0].shape[0], mesh, "instance pool size")
+        instances = jax.device_put(instances, env_shardings(instances, mesh))
+    num_steps = min(num_steps, config.policy.max_layers)
+
+    def optimizer_step(params, opt_state, grads):
+        updates, opt_state = tx.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, optax.tree.norm(grads)
+
+    def reinforce_update(state, trajectory):
+        returns = trajectory.episode_reward
+        first = state.step == 0
+        adv = reinforce.advantages(returns, state.baseline, first, config.normalize_advantages,
+                                   config.samples_per_instance)
+        grad_fn = jax.value_and_grad(reinforce.reinforce_loss, has_aux=True)
+        (loss, aux), grads = grad_fn(state.params, policy, trajectory, adv, config.entropy_coef)
+        params, opt_state, grad_norm = optimizer_step(state.params, state.opt_state, grads)
+        baseline = reinforce.update_baseline(state.baseline, returns, first, config.baseline_decay)
+        metrics = {"loss": loss, "grad_norm": grad_norm, "baseline": baseline, **aux}
+        return state.replace(params=params, opt_state=opt_state, baseline=baseline), metrics
+
+    def ppo_update(state, trajectory, key):
+        adv, targets = ppo.gae(trajectory.values, trajectory.valid, trajectory.episode_reward,
+                               config.gamma, config.gae_lambda)
+        grad_fn = jax.value_and_grad(ppo.ppo_loss, has_aux=True)
+
+        def minibatch(carry, index):
+            params, opt_state = carry
+            part = shard_envs(jax.tree.map(lambda x: x[index], (trajectory, adv, targets)), mesh)
+            (loss, aux), grads = grad_fn(params, policy, *part, config.clip_eps, config.value_coef, config.entropy_coef)
+            params, opt_state, grad_norm = optimizer_step(params, opt_state, grads)
+            return (params, opt_state), {"loss": loss, "grad_norm": grad_norm, **aux}
+
+        def epoch(carry, epoch_key):
+            indices = ppo.minibatch_indices(epoch_key, config.num_envs, config.ppo_minibatches)
+            return jax.lax.scan(minibatch, carry, indices)
+
+        keys = jax.random.split(key, config.ppo_epochs)
+        (params, opt_state), metrics = jax.lax.scan(epoch, (state.params, state.opt_state), keys)
+        metrics = jax.tree.map(jnp.mean, metrics)
+        return state.replace(params=params, opt_state=opt_state), metrics
+
+    def one_update(state, pool):
+        key, draw_key, rollout_key, update_key = jax.random.split(state.key, 4)
+        pool_size = jax.tree.leaves(pool)[0].shape[0]
+        draws = config.num_envs // config.samples_per_instance
+        index = jnp.repeat(jax.random.randint(draw_key, (draws,), 0, pool_size), config.samples_per_instance)
+        batch = shard_envs(jax.tree.map(lambda x: x[index], pool), mesh)
+        trajectory = shard_envs(rollout(policy, state.params, env, batch, rollout_key, num_steps), mesh)
+        if config.algorithm == "reinforce":
+            state, metrics = reinforce_update(state, trajectory)
+        else:
+            state, metrics = ppo_update(state, trajectory, update_key)
+        metrics.update(_episode_metrics(trajectory))
+        return state.replace(key=key, step=state.step + 1), metrics
+
+    def train_chunk(state: TrainState):
+        if instances is None:
+            key, pool_key = jax.random.split(state.key)
+            state = state.replace(key=key)
+            pool = shard_envs(generate_instances(pool_key, config.instances_per_chunk, config.split), mesh)
+        else:
+            pool = instances
+        state, metrics = jax.lax.scan(lambda s, _: one_update(s, pool), state, None, length=config.updates_per_chunk)
+        return state, jax.tree.map(jnp.mean, metrics)
+
+    return jax.jit(train_chunk, out_shardings=replicated(mesh))
+
+
+def run_training(config: TrainConfig, *, on_chunk=None, devices=None, instances=None, state=None):
+    """Train for config.num_chunks chunks; returns (state, history: one metrics dict of floats
+    per chunk). on_chunk(chunk_index, state, metrics) runs after each chunk. Raises
+    FloatingPointError when a chunk's loss is not finite."""
+    train_chunk = make_train(config, devices=devices, instances=instances)
+    state = init_train_state(config, devices=devices) if state is None else state
+    history = []
+    for chunk in range(config.num_chunks):
+        state, metrics = train_chunk(state)
+        metrics = {name: float(value) for name, value in jax.device_get(metrics).items()}
+        if not math.isfinite(metrics["loss"]):
+            raise FloatingPointError(f"chunk {chunk}: loss is {metrics['loss']}")
+        history.append(metrics)
+        if on_chunk is not None:
+            on_chunk(chunk, state, metrics)
+    return state, history
