@@ -64,24 +64,30 @@ def run(networks: int = 1024, chunks: int = 64, total_bytes: float = GiB, min_se
     simulate_all = lambda: [simulate(batch, orders) for batch, orders in groups]  # noqa: E731
     compile_s = compile_seconds(simulate_all)
     jax_per_s = calls_per_second(simulate_all, min_seconds=min_seconds) * networks
-    orders = np.zeros((networks, chunks, 4), np.int32)
+    cases: list = [None] * networks
     for (indices, _), (_, group_orders) in zip(batches_by_dims(nets).values(), groups):
-        orders[indices, :, : group_orders.shape[-1]] = np.asarray(group_orders)
+        for i, rows in zip(indices, np.asarray(group_orders).tolist()):
+            cases[i] = (nets[i].dimensions, rows)  # group orders have exactly D columns
 
     reference = load_reference("collective")
-    host_orders = np.asarray(orders).tolist()
-    cases = [
-        (net.dimensions, [[d for d in row if d < len(net.dimensions)] for row in host_orders[i]])
-        for i, net in enumerate(nets)
-    ]
+    reference_times: list[float] = []
     reference_per_s = items_per_second(
-        lambda case: reference.allreduce(list(case[0]), total_bytes, chunks, case[1], True), cases, min_seconds
+        lambda case: reference_times.append(reference.allreduce(list(case[0]), total_bytes, chunks, case[1], True)["time"]),
+        cases,
+        min_seconds,
     )
+    jax_times = np.zeros(networks)
+    for (indices, _), times in zip(batches_by_dims(nets).values(), simulate_all()):
+        jax_times[indices] = np.asarray(times)
+    checked = np.asarray(reference_times)
+    difference = np.abs(jax_times[: len(checked)] - checked)
+    max_rel_diff = float(np.max(np.where(difference > 0, difference / np.maximum(checked, 1e-30), 0.0)))
     return {
         "jax_per_s": jax_per_s,
         "reference_per_s": reference_per_s,
         "speedup": jax_per_s / reference_per_s,
         "compile_s": compile_s,
+        "max_rel_diff": max_rel_diff,  # jnp vs reference completion times on the networks both ran
         "networks": networks,
         "chunks": chunks,
         "device": str(jax.devices()[0]),
