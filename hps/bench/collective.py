@@ -11,11 +11,10 @@ excluded.
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from hps.bench.timing import calls_per_second, compile_seconds, items_per_second, load_reference
-from hps.collective.network import NetworkParams, network_arrays
+from hps.collective.network import NetworkParams, network_batch
 from hps.collective.simulator import simulate_allreduce
 from hps.collective.themis import collective_orders
 from hps.config.types import ALGORITHMS, Dimension, Network
@@ -48,8 +47,7 @@ def batches_by_dims(nets: list[Network]) -> dict[int, tuple[list[int], NetworkPa
         groups.setdefault(len(net.dimensions), []).append(i)
     out = {}
     for n_dims, indices in sorted(groups.items()):
-        arrays = [network_arrays(nets[i], max_dims=n_dims) for i in indices]
-        out[n_dims] = (indices, NetworkParams(**{k: jnp.asarray(np.stack([a[k] for a in arrays])) for k in arrays[0]}))
+        out[n_dims] = (indices, network_batch([nets[i] for i in indices], max_dims=n_dims))
     return out
 
 
@@ -60,12 +58,13 @@ def run(networks: int = 1024, chunks: int = 64, total_bytes: float = GiB, min_se
     simulate = jax.jit(
         jax.vmap(lambda n, o: simulate_allreduce(n, total_bytes, chunks, o, True, max_chunks=chunks).time)
     )
-    groups = [(batch, orders_of(batch)[:, :chunks]) for _, batch in batches_by_dims(nets).values()]
+    by_dims = list(batches_by_dims(nets).values())
+    groups = [(batch, orders_of(batch)[:, :chunks]) for _, batch in by_dims]
     simulate_all = lambda: [simulate(batch, orders) for batch, orders in groups]  # noqa: E731
     compile_s = compile_seconds(simulate_all)
     jax_per_s = calls_per_second(simulate_all, min_seconds=min_seconds) * networks
     cases: list = [None] * networks
-    for (indices, _), (_, group_orders) in zip(batches_by_dims(nets).values(), groups):
+    for (indices, _), (_, group_orders) in zip(by_dims, groups):
         for i, rows in zip(indices, np.asarray(group_orders).tolist()):
             cases[i] = (nets[i].dimensions, rows)  # group orders have exactly D columns
 
@@ -77,7 +76,7 @@ def run(networks: int = 1024, chunks: int = 64, total_bytes: float = GiB, min_se
         min_seconds,
     )
     jax_times = np.zeros(networks)
-    for (indices, _), times in zip(batches_by_dims(nets).values(), simulate_all()):
+    for (indices, _), times in zip(by_dims, simulate_all()):
         jax_times[indices] = np.asarray(times)
     checked = np.asarray(reference_times)
     difference = np.abs(jax_times[: len(checked)] - checked)

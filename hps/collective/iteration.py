@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -25,7 +24,6 @@ import numpy as np
 from hps.collective.network import NetworkParams
 from hps.collective.policies import policy_orders
 from hps.collective.simulator import simulate
-from hps.collective.themis import collective_orders
 from hps.config.types import Catalog, Job, ResourceType, Workload
 from hps.placement import build_params, layer_time
 
@@ -71,19 +69,9 @@ def gradient_collectives(workload: Workload, seconds: np.ndarray, dense_only: bo
     return np.asarray(issue), np.asarray(size), float(backward.sum())
 
 
-@partial(jax.jit, static_argnames="chunks")
-def _themis_orders_per_collective(net: NetworkParams, sizes, chunks: int):
-    """(G, chunks, D) Themis orders, one greedy per collective (loads reset for each)."""
-    one = lambda size: collective_orders(net.size, net.bandwidth, size, chunks, True)[0][:chunks]  # noqa: E731
-    return jax.vmap(one)(sizes)
-
-
 def _chunk_arrays(net: NetworkParams, issue, size, chunks, policy, scf):
     """Concatenated chunk_bytes, release, orders (G·C, ...) of all collectives, in issue order."""
-    if policy == "themis":
-        orders = np.asarray(_themis_orders_per_collective(net, jnp.asarray(size, jnp.float32), chunks))
-    else:
-        orders = [np.asarray(policy_orders(policy, net, float(s), chunks, scf=scf, max_chunks=chunks)) for s in size]
+    orders = [np.asarray(policy_orders(policy, net, float(s), chunks, scf=scf, max_chunks=chunks)) for s in size]
     chunk_bytes = np.repeat(size / chunks, chunks).astype(np.float32)
     release = np.repeat(issue, chunks).astype(np.float32)
     return chunk_bytes, release, np.concatenate(orders).astype(np.int32)

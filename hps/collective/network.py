@@ -57,9 +57,9 @@ def network_params(network: Network) -> NetworkParams:
     return NetworkParams(**{k: jnp.asarray(v) for k, v in network_arrays(network).items()})
 
 
-def network_batch(networks: Sequence[Network]) -> NetworkParams:
-    """NetworkParams with a leading batch axis (N, D), for vmap over networks."""
-    per_net = [network_arrays(n) for n in networks]
+def network_batch(networks: Sequence[Network], max_dims: int = MAX_DIMS) -> NetworkParams:
+    """NetworkParams with a leading batch axis (N, max_dims), for vmap over networks."""
+    per_net = [network_arrays(n, max_dims) for n in networks]
     return NetworkParams(**{k: jnp.asarray(np.stack([a[k] for a in per_net])) for k in per_net[0]})
 
 

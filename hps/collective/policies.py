@@ -32,6 +32,7 @@ def baseline_orders(net: NetworkParams, max_chunks=MAX_CHUNKS):
     return jnp.tile(jnp.arange(n_dims, dtype=jnp.int32), (max_chunks, 1))
 
 
+@partial(jax.jit, static_argnames="max_chunks")
 def themis_orders(net: NetworkParams, total_bytes, n_chunks, max_chunks=MAX_CHUNKS):
     """SPEC's Themis greedy (hps.collective.themis), loads reset for this collective:
     (max_chunks, D) int32."""

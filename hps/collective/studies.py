@@ -32,7 +32,8 @@ def single(network: Network, total_bytes: float, chunks: int, policy: str, scf: 
     result = jax.device_get(simulate_allreduce(net, total_bytes, chunks, orders, scf))
     n_dims = len(network.dimensions)
     real_orders = [[int(d) for d in row if d < n_dims] for row in np.asarray(orders)[:chunks]]
-    chunk_result = jax.tree.map(lambda x: x[:chunks] if np.ndim(x) and x.shape[0] > chunks else x, result)
+    per_chunk = ("phase_start", "phase_end", "phase_dim", "chunk_end")
+    chunk_result = result.replace(**{name: getattr(result, name)[:chunks] for name in per_chunk})
     payload = {
         "time": float(result.time),
         "ideal_time": float(ideal_time(net, total_bytes)),
