@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from hps.bench.timing import calls_per_second, compile_seconds, items_per_second, load_reference
+from hps.bench.timing import compile_seconds, load_reference, side_by_side
 from hps.config.loaders import load_catalog
 from hps.config.paths import resolve_topology
 from hps.config.types import Job
@@ -40,12 +40,14 @@ def run(schedules_per_call: int = 65_536, min_seconds: float = 2.0, seed: int = 
     evaluate = jax.jit(evaluate_schedules)
     device_schedules = jnp.asarray(schedules)
     compile_s = compile_seconds(evaluate, params, device_schedules)
-    jax_per_s = calls_per_second(evaluate, params, device_schedules, min_seconds=min_seconds) * schedules_per_call
-
     reference = load_reference("placement")
     as_lists = schedules[:2000].tolist()
-    reference_per_s = items_per_second(
-        lambda s: reference.evaluate(workload, catalog, job, s), as_lists, min_seconds=min_seconds
+    jax_per_s, reference_per_s = side_by_side(
+        lambda: evaluate(params, device_schedules),
+        schedules_per_call,
+        lambda s: reference.evaluate(workload, catalog, job, s),
+        as_lists,
+        seconds=2 * min_seconds,
     )
     return {
         "jax_per_s": jax_per_s,

@@ -26,19 +26,29 @@ def compile_seconds(fn, *args) -> float:
     return time.perf_counter() - start
 
 
-def calls_per_second(fn, *args, min_seconds: float = 1.0, min_calls: int = 3) -> float:
-    """Calls per second of an already-compiled function, each call blocked until ready."""
-    calls, start = 0, time.perf_counter()
-    while calls < min_calls or time.perf_counter() - start < min_seconds:
-        jax.block_until_ready(fn(*args))
-        calls += 1
-    return calls / (time.perf_counter() - start)
+def side_by_side(call, per_call: int, run_one, items, seconds: float = 2.0, rounds: int = 4) -> tuple[float, float]:
+    """(jax items/s, reference items/s), measured in alternating rounds so that drift on a
+    shared machine hits both sides alike.
 
-
-def items_per_second(run_one, items, min_seconds: float = 1.0) -> float:
-    """Items per second of a plain-Python loop calling run_one(item), cycling through items."""
-    done, start = 0, time.perf_counter()
-    while done < len(items) and (done < 3 or time.perf_counter() - start < min_seconds):
-        run_one(items[done])
-        done += 1
-    return done / (time.perf_counter() - start)
+    call(): one already-compiled batched call doing per_call items (blocked until ready here);
+    run_one(item): one plain-Python item. Each round gives each side seconds / rounds (at least
+    one call / one item); the reference walks through items in order across rounds.
+    """
+    slice_s = seconds / rounds
+    jax_done = jax_time = ref_done = ref_time = 0.0
+    for _ in range(rounds):
+        start = time.perf_counter()
+        while True:
+            jax.block_until_ready(call())
+            jax_done += per_call
+            if time.perf_counter() - start >= slice_s:
+                break
+        jax_time += time.perf_counter() - start
+        start = time.perf_counter()
+        while True:
+            run_one(items[int(ref_done) % len(items)])
+            ref_done += 1
+            if time.perf_counter() - start >= slice_s:
+                break
+        ref_time += time.perf_counter() - start
+    return jax_done / jax_time, ref_done / ref_time

@@ -36,7 +36,8 @@ def run(args) -> int:
     else:
         print(
             f"collective simulator, {result['networks']:,} random networks x {result['chunks']} chunks "
-            f"(themis orders, SCF), on {result['device']}"
+            f"(themis orders, SCF), on {result['device']}; jax on {result['threads']} threads, "
+            "the reference on one"
         )
         print(_sides(result, "jax (jit, vmap)", "collectives"))
     return 0
