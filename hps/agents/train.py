@@ -205,14 +205,21 @@ def make_train(config: TrainConfig, *, devices=None, instances=None):
     return jax.jit(train_chunk, out_shardings=replicated(mesh))
 
 
-def run_training(config: TrainConfig, *, on_chunk=None, devices=None, instances=None, state=None):
-    """Train for config.num_chunks chunks; returns (state, history: one metrics dict of floats
-    per chunk). on_chunk(chunk_index, state, metrics) runs after each chunk. Raises
-    FloatingPointError when a chunk's loss is not finite."""
+def run_training(config: TrainConfig, *, on_chunk=None, devices=None, instances=None, state=None, stop=None):
+    """Train up to config.num_chunks chunks; returns (state, history: one metrics dict of floats
+    per chunk run here).
+
+    state: resume from it (default a fresh state); chunk indices continue from
+    state.step / updates_per_chunk, so a resumed run ends where an uninterrupted one does.
+    on_chunk(chunk_index, state, metrics) runs after each chunk; stop() is asked before each
+    chunk and ends training early when true (a time budget). Raises FloatingPointError when a
+    chunk's loss is not finite."""
     train_chunk = make_train(config, devices=devices, instances=instances)
     state = init_train_state(config, devices=devices) if state is None else state
     history = []
-    for chunk in range(config.num_chunks):
+    for chunk in range(int(jax.device_get(state.step)) // config.updates_per_chunk, config.num_chunks):
+        if stop is not None and stop():
+            break
         state, metrics = train_chunk(state)
         metrics = {name: float(value) for name, value in jax.device_get(metrics).items()}
         if not math.isfinite(metrics["loss"]):

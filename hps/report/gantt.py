@@ -3,16 +3,10 @@ phase, coloured by chunk, so the idle gaps a policy leaves are visible."""
 
 from __future__ import annotations
 
-import os
-import tempfile
+import numpy as np
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from hps.config.types import Network  # noqa: E402
+from hps.config.types import Network
+from hps.report.figures import plt, save_figure
 
 
 def _lanes(ax, result, network: Network, title: str, time_scale: float) -> None:
@@ -49,14 +43,4 @@ def save_gantt(path: str, network: Network, panels: list[tuple[str, object]], to
     axes[-1, 0].set_xlabel("time (µs)   —   bar colour: chunk id (dark = first)")
     fig.suptitle(f"{network.name}: All-Reduce of {total_bytes / 2**20:g} MiB", fontsize=11)
     fig.tight_layout()
-    directory = os.path.dirname(os.path.abspath(path))
-    handle, tmp = tempfile.mkstemp(suffix=".png", dir=directory)
-    os.close(handle)
-    try:
-        fig.savefig(tmp, dpi=110)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    finally:
-        plt.close(fig)
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    save_figure(fig, path)

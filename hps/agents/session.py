@@ -1,0 +1,127 @@
+"""A training session in a run folder: resume, checkpoints, metrics, evaluation, time budget.
+
+Folder layout (`out`):
+    checkpoints/      orbax CheckpointManager steps (state + JSON spec), see hps.agents.checkpoint
+    metrics.jsonl     one JSON object per chunk: chunk, step, elapsed_s, the chunk's mean metrics,
+                      and eval_* on evaluation chunks
+    learning_curve.png
+
+`train_session` restores the latest checkpoint when there is one and continues from its step,
+so a run killed at any point (SIGKILL included) and started again with the same config ends
+with the same parameters as an uninterrupted run: every chunk is a pure function of the state,
+whose PRNG key is saved with it. Nothing is printed; `on_chunk` feeds a progress bar.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from hps.agents import checkpoint
+from hps.agents.policy import PolicyFunctions
+from hps.agents.rollout import rollout
+from hps.agents.train import TrainConfig, TrainState, run_training
+from hps.envs.generators import HELDOUT, InstanceSplit, generate_instances
+from hps.envs.placement import PlacementEnv
+
+EVAL_SEED = 2024
+
+
+@dataclass(frozen=True)
+class SessionPaths:
+    out: Path
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.out / "checkpoints"
+
+    @property
+    def metrics(self) -> Path:
+        return self.out / "metrics.jsonl"
+
+    @property
+    def curve(self) -> Path:
+        return self.out / "learning_curve.png"
+
+
+def make_evaluator(config: TrainConfig, split: InstanceSplit = HELDOUT, count: int = 256):
+    """params -> {"eval_reward", "eval_cost_ratio", "eval_feasible"}: greedy decoding on a fixed
+    pool of `count` instances of `split` (cost ratio = cost / reference cost, feasible plans)."""
+    pool = generate_instances(jax.random.PRNGKey(EVAL_SEED), count, split)
+    policy, env = PolicyFunctions(config.policy), PlacementEnv()
+    steps = min(split.max_layers, config.policy.max_layers)
+
+    @jax.jit
+    def evaluate(params):
+        traj = rollout(policy, params, env, pool, jax.random.PRNGKey(0), steps, greedy=True)
+        feasible = traj.feasible
+        ratio = jnp.sum(jnp.where(feasible, traj.cost_ratio, 0.0)) / jnp.maximum(jnp.sum(feasible), 1)
+        return {
+            "eval_reward": jnp.mean(traj.episode_reward),
+            "eval_cost_ratio": ratio,
+            "eval_feasible": jnp.mean(feasible.astype(jnp.float32)),
+        }
+
+    return lambda params: {k: float(v) for k, v in jax.device_get(evaluate(params)).items()}
+
+
+def read_metrics(path: Path, before_chunk: int | None = None) -> list[dict]:
+    """The metrics records of a run folder (those of chunks < before_chunk when given)."""
+    if not path.exists():
+        return []
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [r for r in records if before_chunk is None or r["chunk"] < before_chunk]
+
+
+def train_session(config: TrainConfig, out, *, minutes: float | None = None, devices=None,
+                  eval_every: int = 5, on_chunk=None, evaluate=True) -> tuple[TrainState, list[dict]]:
+    """Train `config` in run folder `out` until config.num_chunks chunks are done or `minutes`
+    have passed (checked between chunks). Returns (state, every metrics record of the run,
+    earlier sessions' included). on_chunk(record) runs after each chunk."""
+    paths = SessionPaths(Path(out))
+    paths.out.mkdir(parents=True, exist_ok=True)
+    manager = checkpoint.open_manager(paths.checkpoints)
+    state = None
+    if manager.latest_step() is not None:
+        state = checkpoint.restore(manager, config, devices=devices)
+    start_chunk = 0 if state is None else int(jax.device_get(state.step)) // config.updates_per_chunk
+    records = read_metrics(paths.metrics, before_chunk=start_chunk)
+    paths.metrics.write_text("".join(json.dumps(r) + "\n" for r in records))
+    evaluator = make_evaluator(config) if evaluate else None
+    started = time.perf_counter()
+    offset = records[-1]["elapsed_s"] if records else 0.0
+
+    def after_chunk(chunk, state, metrics):
+        record = {"chunk": chunk, "step": int(jax.device_get(state.step)),
+                  "elapsed_s": offset + time.perf_counter() - started, **metrics}
+        last = chunk == config.num_chunks - 1 or out_of_time()
+        if evaluator is not None and (chunk % eval_every == eval_every - 1 or last):
+            record.update(evaluator(state.params))
+        checkpoint.save(manager, state, config)
+        with paths.metrics.open("a") as stream:
+            stream.write(json.dumps(record) + "\n")
+        records.append(record)
+        if on_chunk is not None:
+            on_chunk(record)
+
+    def out_of_time():
+        return minutes is not None and time.perf_counter() - started >= 60.0 * minutes
+
+    state, _ = run_training(config, devices=devices, state=state, on_chunk=after_chunk, stop=out_of_time)
+    manager.close()
+    if records:
+        from hps.report.learning_curve import save_learning_curve
+
+        save_learning_curve(records, paths.curve, title=f"{config.algorithm}, {config.num_envs} envs")
+    return state, records
+
+
+def final_params(state: TrainState):
+    """The parameters as host numpy arrays."""
+    return jax.tree.map(np.asarray, jax.device_get(state.params))

@@ -1,0 +1,64 @@
+"""`hps plan`: plan a workload on a catalogue with a trained placement policy (SPEC contract).
+
+`--samples` is the job's training samples N, as in every command (SPEC); `--plans` is how many
+plans the policy samples (default 64) before the exact model keeps the best, greedy plan included.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hps.cli.common import add_instance_args, print_json, resolve_instance
+from hps.errors import ConfigError
+from hps.report.placement import format_report, schedule_report
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("plan", help="plan a placement with a trained policy checkpoint")
+    add_instance_args(parser)
+    parser.add_argument("--checkpoint", required=True, help="run folder or its checkpoints/ folder (hps train --out)")
+    parser.add_argument("--plans", type=int, default=64, help="plans sampled from the policy (default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", help="also write the JSON plan to this file (input of hps execute)")
+    parser.set_defaults(run=run)
+
+
+def checkpoint_folder(path: str) -> Path:
+    folder = Path(path)
+    nested = folder / "checkpoints"
+    if nested.is_dir():
+        return nested
+    if not folder.is_dir():
+        raise ConfigError(path, "--checkpoint", "no such directory")
+    return folder
+
+
+def run(args) -> int:
+    from hps.agents.checkpoint import load_policy
+    from hps.agents.planner import plan
+
+    workload, catalog, job = resolve_instance(args)
+    policy, params, spec = load_policy(checkpoint_folder(args.checkpoint))
+    result = plan(policy, params, workload, catalog, job, samples=args.plans, seed=args.seed)
+    report = schedule_report(workload, catalog, job, result.schedule)
+    report.update(
+        schedule=[catalog.names[t] for t in result.schedule],
+        plan_seconds=result.plan_seconds,
+        compile_seconds=result.compile_seconds,
+        plans=result.candidates,
+        feasible_plans=result.feasible_candidates,
+        checkpoint_step=spec["step"],
+    )
+    if args.out:
+        Path(args.out).write_text(json.dumps(report, indent=2, allow_nan=False) + "\n")
+    if args.json:
+        print_json(report)
+        return 0
+    print(f"{workload.name} on {catalog.name}: batch {job.batch:g}, floor {job.throughput:g} samples/s")
+    print(f"policy: {args.checkpoint} (step {spec['step']}, {spec['policy']['encoder']}); "
+          f"{result.candidates} plans scored, {result.feasible_candidates} feasible")  # fmt: skip
+    print(f"schedule: {','.join(report['schedule'])}")
+    print(format_report(report, workload))
+    print(f"planned in {result.plan_seconds * 1e3:.1f} ms (compile {result.compile_seconds:.2f} s, excluded)")
+    return 0

@@ -1,0 +1,98 @@
+"""`hps train [EXPERIMENT.py]`: train a placement policy in a run folder, resuming if it holds one.
+
+With no experiment, trains the default general placement policy (REINFORCE, LSTM, 4,096
+environments of the TRAIN split). An experiment file is Python defining CONFIG, a
+`hps.agents.TrainConfig` (or a function config() returning one). Flags override its fields.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import runpy
+import sys
+from pathlib import Path
+
+from tqdm import tqdm
+
+from hps.cli.common import print_json
+from hps.errors import ConfigError
+
+UNBOUNDED_CHUNKS = 1_000_000  # with --minutes and no --chunks, the clock ends training
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("train", help="train a placement policy (resumes from the latest checkpoint)")
+    parser.add_argument("experiment", nargs="?", help="Python file defining CONFIG = TrainConfig(...)")
+    parser.add_argument("--out", default="runs/placement-policy", help="run folder (default: %(default)s)")
+    parser.add_argument("--minutes", type=float, help="wall-clock budget; training stops after the chunk that crosses it")
+    parser.add_argument("--chunks", type=int, help="chunks of updates to run in all (resumed runs count earlier ones)")
+    parser.add_argument("--envs", type=int, help="environments per update")
+    parser.add_argument("--algorithm", choices=("reinforce", "ppo"))
+    parser.add_argument("--seed", type=int)
+    parser.add_argument("--json", action="store_true", help="print the last metrics record as JSON")
+    parser.set_defaults(run=run)
+
+
+def load_experiment(path: str):
+    """The TrainConfig an experiment file defines (CONFIG or config())."""
+    from hps.agents.train import TrainConfig
+
+    if not Path(path).is_file():
+        raise ConfigError(path, "", "no such experiment file")
+    try:
+        namespace = runpy.run_path(path)
+    except Exception as error:
+        raise ConfigError(path, "", f"cannot run the experiment file: {type(error).__name__}: {error}") from error
+    config = namespace.get("CONFIG")
+    if config is None and callable(namespace.get("config")):
+        config = namespace["config"]()
+    if not isinstance(config, TrainConfig):
+        raise ConfigError(path, "CONFIG", "must be a hps.agents.TrainConfig (or define config() returning one)")
+    return config
+
+
+def resolve_config(args):
+    from hps.agents.train import TrainConfig
+
+    config = load_experiment(args.experiment) if args.experiment else TrainConfig()
+    changes = {name: value for name, value in (("num_envs", args.envs), ("algorithm", args.algorithm),
+                                               ("seed", args.seed), ("num_chunks", args.chunks)) if value is not None}  # fmt: skip
+    if args.minutes is not None and args.chunks is None:
+        changes["num_chunks"] = UNBOUNDED_CHUNKS
+    if args.minutes is not None and not args.minutes > 0:
+        raise ConfigError("--minutes", "minutes", f"must be > 0, got {args.minutes}")
+    try:
+        return dataclasses.replace(config, **changes)
+    except ValueError as error:
+        raise ConfigError(args.experiment or "command line", "config", str(error)) from error
+
+
+def run(args) -> int:
+    from hps.agents.session import SessionPaths, train_session
+
+    config = resolve_config(args)
+    total = None if config.num_chunks == UNBOUNDED_CHUNKS else config.num_chunks
+    bar = tqdm(total=total, desc="train", unit="chunk", file=sys.stderr, disable=args.json)
+
+    def on_chunk(record):
+        bar.n = record["chunk"] + 1
+        postfix = {"reward": f"{record['reward']:.2f}", "feasible": f"{record['feasible']:.2f}"}
+        if "eval_cost_ratio" in record:
+            postfix["held-out cost/ref"] = f"{record['eval_cost_ratio']:.3f}"
+        bar.set_postfix(postfix, refresh=True)
+
+    state, records = train_session(config, args.out, minutes=args.minutes, on_chunk=on_chunk)
+    bar.close()
+    paths = SessionPaths(Path(args.out))
+    last = records[-1] if records else {}
+    if args.json:
+        print_json({"out": str(paths.out), "step": int(state.step), **last})
+        return 0
+    print(f"trained {int(state.step)} updates of {config.num_envs} envs ({config.algorithm}, {config.policy.encoder})")
+    if last:
+        print(f"last chunk: reward {last['reward']:.3f}, feasible {last['feasible']:.3f}, "
+              f"cost/reference {last['cost_ratio']:.3f}, {last['elapsed_s']:.0f} s in all")  # fmt: skip
+    if "eval_cost_ratio" in last:
+        print(f"held-out (greedy): feasible {last['eval_feasible']:.3f}, cost/reference {last['eval_cost_ratio']:.3f}")
+    print(f"checkpoints: {paths.checkpoints}\nmetrics:     {paths.metrics}\ncurve:       {paths.curve}")
+    return 0

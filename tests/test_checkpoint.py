@@ -1,0 +1,150 @@
+"""Checkpoints, resume after SIGKILL, `hps train` and `hps plan` (issue 4 items 5 and 6)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+from hps.agents import checkpoint
+from hps.agents.policy import PolicySpec
+from hps.agents.session import final_params, read_metrics, train_session
+from hps.agents.train import TrainConfig, run_training
+from hps.cli.main import main
+from hps.envs.generators import InstanceSplit
+from hps.errors import ConfigError
+
+REPO = Path(__file__).resolve().parents[1]
+TINY_SPLIT = InstanceSplit("ckpt-tiny", 4, 6, 2, 3, salt=31)
+TINY = TrainConfig(split=TINY_SPLIT, num_envs=64, updates_per_chunk=2, num_chunks=5, seed=7,
+                   policy=PolicySpec(hidden=16))  # fmt: skip
+KILL_AFTER_CHUNK = 1
+
+EXPERIMENT = f"""
+from hps.agents.policy import PolicySpec
+from hps.agents.train import TrainConfig
+from hps.envs.generators import InstanceSplit
+
+CONFIG = TrainConfig(split=InstanceSplit("ckpt-tiny", 4, 6, 2, 3, salt=31), num_envs=64, updates_per_chunk=2,
+                     num_chunks=5, seed=7, policy=PolicySpec(hidden=16))
+"""
+
+# Trains in a run folder and SIGKILLs itself right after chunk KILL_AFTER_CHUNK's checkpoint.
+KILLED_RUN = """
+import os, signal, sys
+import runpy
+from hps.agents.session import train_session
+config = runpy.run_path(sys.argv[1])["CONFIG"]
+def on_chunk(record):
+    if record["chunk"] == int(sys.argv[3]):
+        os.kill(os.getpid(), signal.SIGKILL)
+train_session(config, sys.argv[2], on_chunk=on_chunk, evaluate=False)
+"""
+
+
+@pytest.fixture(scope="module")
+def experiment(tmp_path_factory):
+    path = tmp_path_factory.mktemp("exp") / "tiny.py"
+    path.write_text(textwrap.dedent(EXPERIMENT))
+    return path
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    """(run folder, final params) of an uninterrupted session of TINY."""
+    out = tmp_path_factory.mktemp("uninterrupted")
+    state, records = train_session(TINY, out, evaluate=False)
+    assert [r["chunk"] for r in records] == list(range(TINY.num_chunks))
+    return out, final_params(state)
+
+
+def assert_same_params(a, b):
+    flat_a, flat_b = jax.tree.leaves(a), jax.tree.leaves(b)
+    assert len(flat_a) == len(flat_b)
+    for x, y in zip(flat_a, flat_b):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_session_equals_plain_training_and_saves_every_chunk(uninterrupted):
+    out, params = uninterrupted
+    state, _ = run_training(TINY)
+    assert_same_params(final_params(state), params)
+    manager = checkpoint.open_manager(out / "checkpoints", read_only=True)
+    assert manager.latest_step() == TINY.num_chunks * TINY.updates_per_chunk
+    step, document = checkpoint.read_spec(manager)
+    assert document["format_version"] == checkpoint.FORMAT_VERSION and document["policy"]["hidden"] == 16
+    assert checkpoint.config_from_document(document, "x") == TINY
+    assert (out / "learning_curve.png").stat().st_size > 10_000
+
+
+def test_sigkilled_run_resumes_to_the_uninterrupted_parameters(tmp_path, experiment, uninterrupted):
+    out = tmp_path / "run"
+    script = [sys.executable, "-c", KILLED_RUN, str(experiment), str(out), str(KILL_AFTER_CHUNK)]
+    killed = subprocess.run(script, cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    assert [r["chunk"] for r in read_metrics(out / "metrics.jsonl")] == list(range(KILL_AFTER_CHUNK + 1))
+    state, records = train_session(TINY, out, evaluate=False)  # what `hps train` does on restart
+    assert [r["chunk"] for r in records] == list(range(TINY.num_chunks))
+    assert int(state.step) == TINY.num_chunks * TINY.updates_per_chunk
+    assert_same_params(final_params(state), uninterrupted[1])
+
+
+def test_restore_rejects_another_architecture_and_damaged_files(tmp_path, uninterrupted):
+    out = tmp_path / "copy"
+    shutil.copytree(uninterrupted[0], out)
+    manager = checkpoint.open_manager(out / "checkpoints")
+    with pytest.raises(ConfigError, match=r"spec\.train\.policy"):
+        checkpoint.restore(manager, dataclasses.replace(TINY, policy=PolicySpec(hidden=32)))
+    latest = out / "checkpoints" / str(manager.latest_step())
+    for path in (latest / "state").rglob("*"):
+        if path.is_file() and path.stat().st_size > 0 and "metadata" not in path.name:
+            path.write_bytes(b"\0" * 7)
+    with pytest.raises(ConfigError, match=r"state: cannot restore"):
+        checkpoint.restore(manager, TINY)
+    (latest / "spec").rename(latest / "spec-gone")
+    with pytest.raises(ConfigError, match=r"spec"):
+        checkpoint.read_spec(manager)
+    with pytest.raises(ConfigError, match="no such checkpoint directory"):
+        checkpoint.open_manager(tmp_path / "nowhere", read_only=True)
+
+
+def test_hps_train_resumes_and_hps_plan_plans_an_unseen_workload(tmp_path, experiment, uninterrupted, capsys):
+    out = tmp_path / "cli"
+    assert main(["train", str(experiment), "--out", str(out), "--chunks", "2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["step"] == 4
+    assert main(["train", str(experiment), "--out", str(out), "--json"]) == 0  # resumes to num_chunks
+    assert json.loads(capsys.readouterr().out)["step"] == TINY.num_chunks * TINY.updates_per_chunk
+    policy, params, _ = checkpoint.load_policy(out / "checkpoints")
+    assert_same_params(jax.tree.map(np.asarray, params), uninterrupted[1])
+
+    plan_file = tmp_path / "plan.json"
+    code = main(["plan", "--checkpoint", str(out), "--workload", "ctr-dnn", "--catalog", "small",
+                 "--plans", "16", "--json", "--out", str(plan_file)])  # fmt: skip
+    assert code == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report == json.loads(plan_file.read_text())
+    assert len(report["schedule"]) == report["stages"][-1]["last_layer"] + 1
+    assert report["plans"] == 17 and 0 < report["plan_seconds"] < 5
+    assert set(report["schedule"]) <= {"cpu", "gpu-a", "gpu-b"}
+
+
+def test_hps_plan_and_train_report_bad_inputs_without_traceback(tmp_path, capsys):
+    assert main(["plan", "--checkpoint", str(tmp_path / "none"), "--workload", "ctr-dnn"]) == 2
+    assert "no such directory" in capsys.readouterr().err
+    bad = tmp_path / "bad.py"
+    bad.write_text("CONFIG = 3\n")
+    assert main(["train", str(bad), "--out", str(tmp_path / "o")]) == 2
+    assert "CONFIG: must be a hps.agents.TrainConfig" in capsys.readouterr().err
+    os.makedirs(tmp_path / "empty")
+    assert main(["plan", "--checkpoint", str(tmp_path / "empty"), "--workload", "ctr-dnn"]) == 2
+    assert "holds no checkpoint" in capsys.readouterr().err
