@@ -1,4 +1,4 @@
-"""`hps search`: placement baselines (single, greedy, random, genetic, exhaustive) on one instance."""
+"""`hps search`: placement baselines (single, greedy, random, genetic, gradient, exhaustive) on one instance."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def register(subparsers) -> None:
         "--method", default=ALL, choices=(ALL, *METHODS),
         help="search method, or 'all' to compare every method (default)",
     )  # fmt: skip
-    parser.add_argument("--budget", type=int, help="evaluations for random/genetic; space limit for exhaustive")
+    parser.add_argument("--budget", type=int, help="evaluations for random/genetic/gradient (so they compare at equal evaluations); evaluation cap for greedy; space limit for exhaustive")
     parser.add_argument("--seed", type=int, default=0)
     parser.set_defaults(run=run)
 

@@ -1,5 +1,6 @@
 """Placement search baselines (SPEC "Baselines every comparison includes"): single-type plans,
-greedy per layer, random search, a genetic algorithm, and exhaustive search as the optimum.
+greedy per layer, random search, a genetic algorithm, exhaustive search as the optimum, and a
+gradient search (straight-through Gumbel-softmax over schedule logits).
 
 Every method is `method(params, *, key=None, budget=None, ...) -> SearchResult`.
 """
@@ -10,6 +11,7 @@ from hps.errors import ConfigError
 from hps.placement.params import PlacementParams
 from hps.search.exhaustive import exhaustive, search_space
 from hps.search.genetic import genetic
+from hps.search.gradient import gradient
 from hps.search.greedy import greedy
 from hps.search.random import random_search
 from hps.search.result import SearchResult
@@ -20,6 +22,7 @@ METHODS = {
     "greedy": greedy,
     "random": random_search,
     "genetic": genetic,
+    "gradient": gradient,
     "exhaustive": exhaustive,
 }
 
@@ -27,8 +30,9 @@ METHODS = {
 def run_search(
     method: str, params: PlacementParams, *, key=None, budget: int | None = None, **options
 ) -> SearchResult:
-    """Run one named method. budget: evaluations for random (default 51,200) and genetic
-    (generations = budget // population; default 1024 × 50), an evaluation cap for greedy,
+    """Run one named method. budget: evaluations for random (default 51,200), genetic
+    (generations = budget // population; default 1024 × 50) and gradient (restarts × steps;
+    default 64 × 800), an evaluation cap for greedy,
     the space limit for exhaustive (default 2^24); single ignores it. options go to the method."""
     if method not in METHODS:
         choices = ", ".join(METHODS)
@@ -41,6 +45,7 @@ __all__ = [
     "SearchResult",
     "exhaustive",
     "genetic",
+    "gradient",
     "greedy",
     "random_search",
     "run_search",
