@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -90,7 +91,8 @@ def test_session_equals_plain_training_and_saves_every_chunk(uninterrupted):
 def test_sigkilled_run_resumes_to_the_uninterrupted_parameters(tmp_path, experiment, uninterrupted):
     out = tmp_path / "run"
     script = [sys.executable, "-c", KILLED_RUN, str(experiment), str(out), str(KILL_AFTER_CHUNK)]
-    killed = subprocess.run(script, cwd=REPO, capture_output=True, text=True, timeout=600)
+    env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=jax.config.jax_compilation_cache_dir)  # conftest's cache
+    killed = subprocess.run(script, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     assert [r["chunk"] for r in read_metrics(out / "metrics.jsonl")] == list(range(KILL_AFTER_CHUNK + 1))
     state, records = train_session(TINY, out, evaluate=False)  # what `hps train` does on restart
@@ -148,3 +150,38 @@ def test_hps_plan_and_train_report_bad_inputs_without_traceback(tmp_path, capsys
     os.makedirs(tmp_path / "empty")
     assert main(["plan", "--checkpoint", str(tmp_path / "empty"), "--workload", "ctr-dnn"]) == 2
     assert "holds no checkpoint" in capsys.readouterr().err
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return s.getsockname()[1]
+
+
+def test_two_processes_match_the_single_process_run(tmp_path, experiment, uninterrupted):
+    """`hps train --coordinator … --num-processes 2 --process-id I`, 4 CPU devices per process,
+    against the single-process run on 8 devices: the same 8-way env sharding, gradients summed by
+    gloo across processes instead of in-process, so float sums differ in order: Adam turns those
+    into parameter differences bounded by a fraction of one learning-rate step."""
+    out = tmp_path / "two"
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4",
+               JAX_COMPILATION_CACHE_DIR=jax.config.jax_compilation_cache_dir)  # fmt: skip
+    coordinator = f"localhost:{free_port()}"
+    commands = [[sys.executable, "-m", "hps.cli.main", "train", str(experiment), "--out", str(out), "--json", "--eval-every", "0",
+                 "--coordinator", coordinator, "--num-processes", "2", "--process-id", str(i)] for i in range(2)]  # fmt: skip
+    workers = [subprocess.Popen(c, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+               for c in commands]  # fmt: skip
+    outputs = [w.communicate(timeout=600) for w in workers]
+    for worker, (stdout, stderr) in zip(workers, outputs):
+        assert worker.returncode == 0, stderr[-3000:]
+    stdout = outputs[0][0]
+    last = json.loads(stdout[stdout.index("\n{") + 1:])  # gloo logs its connections to stdout first
+    assert last["step"] == TINY.num_chunks * TINY.updates_per_chunk
+    _, params, _ = checkpoint.load_policy(out / "checkpoints")
+    single = uninterrupted[1]
+    differences = [np.max(np.abs(np.asarray(a) - b)) for a, b in zip(jax.tree.leaves(params), jax.tree.leaves(single))]
+    assert max(differences) < 0.5 * TINY.learning_rate * TINY.num_chunks * TINY.updates_per_chunk
+    records = read_metrics(out / "metrics.jsonl")
+    expected = read_metrics(uninterrupted[0] / "metrics.jsonl")
+    np.testing.assert_allclose([r["loss"] for r in records], [r["loss"] for r in expected], rtol=1e-3, atol=1e-4)
+    np.testing.assert_allclose([r["reward"] for r in records], [r["reward"] for r in expected], rtol=1e-3)

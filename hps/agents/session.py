@@ -9,7 +9,9 @@ Folder layout (`out`):
 `train_session` restores the latest checkpoint when there is one and continues from its step,
 so a run killed at any point (SIGKILL included) and started again with the same config ends
 with the same parameters as an uninterrupted run: every chunk is a pure function of the state,
-whose PRNG key is saved with it. Nothing is printed; `on_chunk` feeds a progress bar.
+whose PRNG key is saved with it. Nothing is printed; `on_chunk` feeds a progress bar. In a
+multi-process run every process saves its part of the checkpoint (orbax coordinates them) and
+process 0 alone writes the metrics and the plot.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from hps.agents import checkpoint
+from hps.agents.distributed import is_primary
 from hps.agents.policy import PolicyFunctions
 from hps.agents.rollout import rollout
 from hps.agents.train import TrainConfig, TrainState, run_training
@@ -92,7 +95,9 @@ def train_session(config: TrainConfig, out, *, minutes: float | None = None, dev
         state = checkpoint.restore(manager, config, devices=devices)
     start_chunk = 0 if state is None else int(jax.device_get(state.step)) // config.updates_per_chunk
     records = read_metrics(paths.metrics, before_chunk=start_chunk)
-    paths.metrics.write_text("".join(json.dumps(r) + "\n" for r in records))
+    primary = is_primary()
+    if primary:
+        paths.metrics.write_text("".join(json.dumps(r) + "\n" for r in records))
     evaluator = make_evaluator(config) if evaluate else None
     started = time.perf_counter()
     offset = records[-1]["elapsed_s"] if records else 0.0
@@ -104,8 +109,9 @@ def train_session(config: TrainConfig, out, *, minutes: float | None = None, dev
         if evaluator is not None and (chunk % eval_every == eval_every - 1 or last):
             record.update(evaluator(state.params))
         checkpoint.save(manager, state, config)
-        with paths.metrics.open("a") as stream:
-            stream.write(json.dumps(record) + "\n")
+        if primary:
+            with paths.metrics.open("a") as stream:
+                stream.write(json.dumps(record) + "\n")
         records.append(record)
         if on_chunk is not None:
             on_chunk(record)
@@ -115,7 +121,7 @@ def train_session(config: TrainConfig, out, *, minutes: float | None = None, dev
 
     state, _ = run_training(config, devices=devices, state=state, on_chunk=after_chunk, stop=out_of_time)
     manager.close()
-    if records:
+    if records and primary:
         from hps.report.learning_curve import save_learning_curve
 
         save_learning_curve(records, paths.curve, title=f"{config.algorithm}, {config.num_envs} envs")

@@ -1,4 +1,5 @@
-"""`hps bench placement|collective`: jitted batched model vs the Python reference, side by side."""
+"""`hps bench placement|collective|rl`: jitted batched models vs their Python references, side by
+side; `rl`: env steps per second of the RL loop (env alone, policy rollouts, training updates)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from hps.report.tables import format_table
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("bench", help="benchmark a model against its Python reference")
-    parser.add_argument("target", choices=("placement", "collective"))
+    parser.add_argument("target", choices=("placement", "collective", "rl"))
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--seconds", type=float, default=2.0, help="minimum timing per side")
     parser.set_defaults(run=run)
@@ -21,6 +22,8 @@ def _sides(result: dict, jax_label: str, unit: str) -> str:
 
 
 def run(args) -> int:
+    if args.target == "rl":
+        return run_rl(args)
     from hps.bench import collective, placement
 
     result = (placement if args.target == "placement" else collective).run(min_seconds=args.seconds)
@@ -40,4 +43,22 @@ def run(args) -> int:
             "the reference on one"
         )
         print(_sides(result, "jax (jit, vmap)", "collectives"))
+    return 0
+
+
+def run_rl(args) -> int:
+    from hps.agents.benchmark import measure
+
+    result = measure()
+    if args.json:
+        print_json(result)
+        return 0
+    print(
+        f"RL loop, {result['num_envs']:,} envs x {result['layers']} layers x {result['types']} types, "
+        f"{result['algorithm']} with the {result['encoder']} policy (hidden {result['hidden']}), on {result['device']}"
+    )
+    rows = [[name, result[f"{key}_steps_per_s"]] for name, key in
+            (("environment alone", "env"), ("policy rollout", "rollout"), ("training update", "train"))]  # fmt: skip
+    print(format_table(["loop", "env_steps_per_s"], rows))
+    print(f"compile {result['compile_s']:.1f} s in all (training {result['train_compile_s']:.1f} s), excluded")
     return 0

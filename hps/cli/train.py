@@ -29,6 +29,11 @@ def register(subparsers) -> None:
     parser.add_argument("--envs", type=int, help="environments per update")
     parser.add_argument("--algorithm", choices=("reinforce", "ppo"))
     parser.add_argument("--seed", type=int)
+    parser.add_argument("--eval-every", type=int, default=5,
+                        help="chunks between held-out evaluations; 0: never (default: %(default)s)")
+    parser.add_argument("--coordinator", help="HOST:PORT of process 0, for multi-process training")
+    parser.add_argument("--num-processes", type=int, default=1, help="processes in a multi-process run")
+    parser.add_argument("--process-id", type=int, default=0, help="this process's index in a multi-process run")
     parser.add_argument("--json", action="store_true", help="print the last metrics record as JSON")
     parser.set_defaults(run=run)
 
@@ -68,11 +73,18 @@ def resolve_config(args):
 
 
 def run(args) -> int:
+    if args.coordinator is not None:
+        from hps.agents.distributed import initialize
+
+        initialize(args.coordinator, args.num_processes, args.process_id)
+    elif args.num_processes != 1:
+        raise ConfigError("--num-processes", "num_processes", "needs --coordinator HOST:PORT")
+    from hps.agents.distributed import is_primary
     from hps.agents.session import SessionPaths, train_session
 
     config = resolve_config(args)
     total = None if config.num_chunks == UNBOUNDED_CHUNKS else config.num_chunks
-    bar = tqdm(total=total, desc="train", unit="chunk", file=sys.stderr, disable=args.json)
+    bar = tqdm(total=total, desc="train", unit="chunk", file=sys.stderr, disable=args.json or not is_primary())
 
     def on_chunk(record):
         bar.n = record["chunk"] + 1
@@ -81,7 +93,10 @@ def run(args) -> int:
             postfix["held-out cost/ref"] = f"{record['eval_cost_ratio']:.3f}"
         bar.set_postfix(postfix, refresh=True)
 
-    state, records = train_session(config, args.out, minutes=args.minutes, on_chunk=on_chunk)
+    if args.eval_every < 0:
+        raise ConfigError("--eval-every", "eval_every", f"must be ≥ 0, got {args.eval_every}")
+    state, records = train_session(config, args.out, minutes=args.minutes, on_chunk=on_chunk,
+                                   eval_every=max(args.eval_every, 1), evaluate=args.eval_every > 0)  # fmt: skip
     bar.close()
     paths = SessionPaths(Path(args.out))
     last = records[-1] if records else {}
