@@ -53,7 +53,7 @@ def check_limits(workload: Workload, catalog: Catalog) -> None:
 
 
 @partial(jax.jit, static_argnames=("policy", "samples", "num_layers"))
-def _candidates(policy: PolicyFunctions, params, instance, key, samples: int, num_layers: int):
+def candidate_schedules(policy: PolicyFunctions, params, instance, key, samples: int, num_layers: int):
     """(samples + 1, num_layers) int32: sampled schedules, then the greedy one."""
     env = PlacementEnv()
     batch = jax.tree.map(lambda x: jnp.broadcast_to(x, (samples,) + x.shape), instance)
@@ -82,7 +82,7 @@ def plan(policy: PolicyFunctions, params, workload: Workload, catalog: Catalog, 
     key = jax.random.PRNGKey(seed)
 
     def run():
-        schedules = _candidates(policy, params, instance, key, samples, len(workload.layers))
+        schedules = candidate_schedules(policy, params, instance, key, samples, len(workload.layers))
         return jax.device_get(_best(exact, schedules))
 
     start = time.perf_counter()

@@ -1,0 +1,97 @@
+"""How good is a trained placement policy? Compared with the exhaustive optimum and the genetic
+algorithm on held-out instances small enough to enumerate (≤ 10 layers, ≤ 4 types).
+
+Per instance: the policy's best of `samples` sampled plans plus its greedy plan, and its greedy
+plan alone, all scored by the exact cost model; the genetic algorithm given the same number of
+evaluations (one generation of samples + 1 individuals, so it is seeded with single-type
+plans and random ones); and the exhaustive optimum. Costs are compared as cost / optimum over
+the instances where a feasible plan exists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from hps.agents.planner import candidate_schedules
+from hps.envs.generators import InstanceSplit, generate_instances
+from hps.search import exhaustive, genetic
+from hps.search.scoring import RANK_FEASIBLE, batch_best, score
+from hps.placement.model import segment_table
+
+HELDOUT_SMALL = InstanceSplit("heldout-small", 4, 10, 2, 4, salt=3)
+EVAL_KEY = 77
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """instances: evaluated; with_feasible: those where the optimum is feasible; found_feasible:
+    of those, where the policy's best sample was feasible (greedy_feasible: its greedy plan);
+    *_ratio: mean cost / optimum over the instances where the method found a feasible plan;
+    genetic_*: the GA at the same evaluations; worst_sampled_ratio: the largest ratio seen."""
+
+    instances: int
+    with_feasible: int
+    found_feasible: int
+    greedy_feasible: int
+    genetic_feasible: int
+    sampled_ratio: float
+    greedy_ratio: float
+    genetic_ratio: float
+    worst_sampled_ratio: float
+    evaluations_per_instance: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@jax.jit
+def _best_and_greedy(params, schedules):
+    """(cost of the best schedule, its feasibility, greedy (last row) cost, greedy feasibility)."""
+    scored = score(segment_table(params), params, schedules)
+    best = batch_best(scored)
+    feasible = scored.rank == RANK_FEASIBLE
+    return best.primary, best.rank == RANK_FEASIBLE, scored.primary[-1], feasible[-1]
+
+
+def _mean_ratio(costs, optimum, found):
+    ratios = np.asarray(costs)[found] / np.asarray(optimum)[found]
+    return float(np.mean(ratios)) if ratios.size else float("nan"), ratios
+
+
+def compare_with_optimum(policy, params, *, count: int = 50, samples: int = 64,
+                         split: InstanceSplit = HELDOUT_SMALL, seed: int = EVAL_KEY) -> Comparison:
+    """Evaluate the policy against exhaustive search and the GA on `count` instances of `split`."""
+    pool = generate_instances(jax.random.PRNGKey(seed), count, split)
+    rows = {name: [] for name in ("optimum", "has", "best", "best_ok", "greedy", "greedy_ok", "ga", "ga_ok")}
+    for i in range(count):
+        instance = jax.tree.map(lambda x: x[i], pool)
+        placement = instance.placement
+        optimum = exhaustive(placement)
+        schedules = candidate_schedules(policy, params, instance, jax.random.PRNGKey(i), samples, split.max_layers)
+        padded = jnp.zeros((schedules.shape[0], placement.max_layers), jnp.int32).at[:, : split.max_layers].set(schedules)
+        best, best_ok, greedy_cost, greedy_ok = jax.device_get(_best_and_greedy(placement, padded))
+        ga = genetic(placement, key=jax.random.PRNGKey(i), budget=samples + 1)
+        for name, value in (("optimum", optimum.cost), ("has", optimum.feasible), ("best", best), ("best_ok", best_ok),
+                            ("greedy", greedy_cost), ("greedy_ok", greedy_ok), ("ga", ga.cost), ("ga_ok", ga.feasible)):  # fmt: skip
+            rows[name].append(value)
+    has = np.asarray(rows["has"], bool)
+    found = has & np.asarray(rows["best_ok"], bool)
+    greedy_found = has & np.asarray(rows["greedy_ok"], bool)
+    ga_found = has & np.asarray(rows["ga_ok"], bool)
+    sampled_ratio, ratios = _mean_ratio(rows["best"], rows["optimum"], found)
+    return Comparison(
+        instances=count,
+        with_feasible=int(has.sum()),
+        found_feasible=int(found.sum()),
+        greedy_feasible=int(greedy_found.sum()),
+        genetic_feasible=int(ga_found.sum()),
+        sampled_ratio=sampled_ratio,
+        greedy_ratio=_mean_ratio(rows["greedy"], rows["optimum"], greedy_found)[0],
+        genetic_ratio=_mean_ratio(rows["ga"], rows["optimum"], ga_found)[0],
+        worst_sampled_ratio=float(ratios.max()) if ratios.size else float("nan"),
+        evaluations_per_instance=samples + 1,
+    )
