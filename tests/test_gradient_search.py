@@ -78,7 +78,9 @@ def test_surrogate_is_log_cost_when_feasible_and_adds_the_graded_penalty_otherwi
         result = evaluate_with_table(table, params, schedules)
         segments = segment_constants(table, params, params.type_mask)
         assign = jax.nn.one_hot(schedules, MAX_TYPES)
-        at = lambda weight: jax.vmap(lambda a: surrogate_objective(a, segments, params, weight, 1.0))(assign)  # noqa: E731
+        def at(weight):
+            return jax.vmap(lambda a: surrogate_objective(a, segments, params, weight, 1.0))(assign)
+
         return result, at(0.0), at(1.0), infeasibility_penalty(table, params, schedules, result)
 
     checked = {"feasible": 0, "infeasible": 0}

@@ -168,7 +168,18 @@ def _optimiser(restarts: int, steps: int):
     """A jitted optimisation of fixed restarts and steps (one compile per pair)."""
 
     @jax.jit
-    def optimise(table: SegmentTable, params: PlacementParams, key, n_types, learning_rate, temperatures, penalty_weight, power, round_steps, n_centred):
+    def optimise(
+        table: SegmentTable,
+        params: PlacementParams,
+        key,
+        n_types,
+        learning_rate,
+        temperatures,
+        penalty_weight,
+        power,
+        round_steps,
+        n_centred,
+    ):
         type_ok = params.type_mask & (jnp.arange(params.max_types) < n_types)
         segments = segment_constants(table, params, type_ok)
         init_key, key = jax.random.split(key)
