@@ -1,6 +1,7 @@
-"""Placement environments: instance generators (env params) and the functional PlacementEnv."""
+"""Environments: instance generators (env params) and the functional PlacementEnv and CollectiveEnv."""
 
 from hps.envs.accounting import INFEASIBLE_BASE, PENALTY_CAP, RATIO_CAP, Outcome
+from hps.envs.collective import CollectiveEnv, CollectiveObs, CollectiveState
 from hps.envs.generators import (
     HELDOUT,
     HELDOUT_LARGE,
@@ -14,11 +15,20 @@ from hps.envs.generators import (
     generate_instances,
     make_instance,
 )
+from hps.envs.network_gen import (
+    HELDOUT_NETWORKS,
+    TRAIN_NETWORKS,
+    CollectiveInstance,
+    NetworkSplit,
+    collective_instance,
+    generate_collectives,
+)
 from hps.envs.placement import PlacementEnv, PlacementObs, PlacementState
 
 __all__ = [
     "HELDOUT",
     "HELDOUT_LARGE",
+    "HELDOUT_NETWORKS",
     "INFEASIBLE_BASE",
     "K_MAX",
     "L_MAX",
@@ -26,12 +36,20 @@ __all__ = [
     "RATIO_CAP",
     "T_MAX",
     "TRAIN",
+    "TRAIN_NETWORKS",
+    "CollectiveEnv",
+    "CollectiveInstance",
+    "CollectiveObs",
+    "CollectiveState",
     "InstanceSplit",
+    "NetworkSplit",
     "Outcome",
     "PlacementEnv",
     "PlacementInstance",
     "PlacementObs",
     "PlacementState",
+    "collective_instance",
+    "generate_collectives",
     "generate_instance",
     "generate_instances",
     "make_instance",

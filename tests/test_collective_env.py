@@ -1,0 +1,177 @@
+"""CollectiveEnv and its network generator (SPEC "Environments and agents": one step per chunk,
+action = a permutation of the dimensions, reward at the end = −T / T_ideal)."""
+
+from __future__ import annotations
+
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from hps.collective.network import ideal_time
+from hps.collective.policies import PERMUTATIONS, themis_orders
+from hps.collective.simulator import simulate_allreduce
+from hps.envs.collective import CollectiveEnv
+from hps.envs.network_gen import (
+    HELDOUT_NETWORKS,
+    TRAIN_NETWORKS,
+    NetworkSplit,
+    generate_collectives,
+    stratified_chunks,
+)
+
+MAX_CHUNKS = 16
+ENV = CollectiveEnv(max_chunks=MAX_CHUNKS)
+SMALL = NetworkSplit("test-small", max_chunks=MAX_CHUNKS, salt=31)
+GiB = 2.0**30
+
+
+def take(tree, index):
+    return jax.tree.map(lambda x: x[index], tree)
+
+
+def random_actions(key, mask, length):
+    """(N, length) permutation indices drawn uniformly among each env's allowed ones."""
+    logits = jnp.where(mask[:, None, :], 0.0, -1e9)
+    return jax.random.categorical(key, jnp.broadcast_to(logits, (mask.shape[0], length, mask.shape[1])))
+
+
+def play(instance, actions):
+    """Step one env through `actions` (MAX_CHUNKS,) from reset: rewards, dones, infos, states."""
+    _, state = ENV.reset(None, instance)
+
+    def one(state, action):
+        _, state, reward, done, info = ENV.step(None, state, action, instance)
+        return state, (reward, done, info, state)
+
+    return jax.lax.scan(one, state, actions)[1]
+
+
+play_batch = jax.jit(jax.vmap(play))
+reset_batch = jax.jit(jax.vmap(ENV.reset, in_axes=(None, 0)))
+
+
+@pytest.fixture(scope="module")
+def instances():
+    return generate_collectives(jax.random.PRNGKey(0), 64, SMALL)
+
+
+# ---------------------------------------------------------------- generator
+
+
+def test_generated_networks_follow_the_split_ranges_with_size_one_padding():
+    inst = jax.device_get(generate_collectives(jax.random.PRNGKey(1), 512, TRAIN_NETWORKS))
+    net = inst.net
+    real = net.size > 1
+    n_dims = real.sum(1)
+    assert set(n_dims) == {1, 2, 3, 4}
+    assert (real == (np.arange(4)[None, :] < n_dims[:, None])).all()  # real dimensions first
+    assert net.size[real].min() == 2 and net.size[real].max() == 16
+    bandwidth = net.bandwidth[real] / GiB
+    assert bandwidth.min() >= 0.999 and bandwidth.max() <= 1000.1 and np.median(bandwidth) < 100  # log-uniform
+    assert net.latency[real].max() <= 10e-6 and (net.latency[~real] == 0).all()
+    assert set(net.algorithm[real]) == {0, 1, 2, 3}
+    assert inst.total_bytes.min() >= 2**20 * 0.999 and inst.total_bytes.max() <= GiB * 1.001
+    assert inst.n_chunks.min() == 4 and inst.n_chunks.max() == 64 and len(set(inst.n_chunks)) > 40
+    np.testing.assert_allclose(inst.ideal, jax.vmap(ideal_time)(inst.net, inst.total_bytes), rtol=1e-6)
+
+
+def test_heldout_split_has_its_own_instances_and_ranges():
+    key = jax.random.PRNGKey(2)
+    train = jax.device_get(generate_collectives(key, 256, TRAIN_NETWORKS))
+    held = jax.device_get(generate_collectives(key, 256, HELDOUT_NETWORKS))
+    assert not np.isin(held.total_bytes, train.total_bytes).any()  # a different salt
+    real = held.net.size > 1
+    assert real.sum(1).min() == 2 and held.net.size.max() > 16 and held.total_bytes.max() > GiB
+
+
+def test_stratified_chunk_counts_fix_the_batch_total():
+    counts = stratified_chunks(32, TRAIN_NETWORKS)
+    assert counts.min() == 4 and counts.max() >= 60 and np.all(np.diff(counts) >= 0)
+    for seed in range(2):
+        inst = generate_collectives(jax.random.PRNGKey(seed), 32, TRAIN_NETWORKS, stratified=True)
+        assert sorted(np.asarray(inst.n_chunks)) == sorted(counts)
+
+
+# ---------------------------------------------------------------- environment
+
+
+def test_step_compiles_once_across_networks_of_different_dimension_counts():
+    traces = []
+
+    def counted_step(state, action, instance):
+        traces.append(1)
+        return ENV.step(None, state, action, instance)
+
+    step = jax.jit(jax.vmap(counted_step))
+    for n_dims in (1, 2, 4):
+        split = NetworkSplit(f"{n_dims}d", min_dims=n_dims, max_dims=n_dims, max_chunks=MAX_CHUNKS)
+        inst = generate_collectives(jax.random.PRNGKey(n_dims), 8, split)
+        obs, state = reset_batch(None, inst)
+        for _ in range(2):
+            obs, state, *_ = step(state, obs.themis_action, inst)
+    assert len(traces) == 1
+
+
+def test_final_reward_is_minus_simulated_time_over_ideal_for_the_chosen_orders(instances):
+    obs, _ = reset_batch(None, instances)
+    actions = random_actions(jax.random.PRNGKey(3), obs.action_mask, MAX_CHUNKS)
+    rewards, dones, info, states = jax.device_get(play_batch(instances, actions))
+    n_chunks = np.asarray(instances.n_chunks)
+    last = n_chunks - 1
+    rows = np.arange(len(n_chunks))
+    assert (dones.argmax(1) == last).all() and dones.sum(1).min() >= 1
+    assert (rewards[np.arange(MAX_CHUNKS)[None, :] < last[:, None]] == 0).all()  # nothing before the end
+    orders = jnp.asarray(PERMUTATIONS)[actions]
+    times = jax.jit(jax.vmap(lambda i, o: simulate_allreduce(i.net, i.total_bytes, i.n_chunks, o, True,
+                                                             max_chunks=MAX_CHUNKS).time))(instances, orders)  # fmt: skip
+    expected = -np.asarray(times) / np.asarray(instances.ideal)
+    np.testing.assert_allclose(rewards[rows, last], expected, rtol=1e-6)
+    np.testing.assert_allclose(info["utilization"][rows, last], -1.0 / expected, rtol=1e-6)
+    assert (info["actions"][rows, last] == np.where(np.arange(MAX_CHUNKS) < n_chunks[:, None], actions, -1)).all()
+    assert (states.chunk[rows, last] == 0).all() and (states.load[rows, last] == 0).all()  # auto-reset
+
+
+@jax.jit
+@jax.vmap
+def themis_played_and_simulated(instance):
+    """(time of the episode that always takes obs.themis_action, time of themis_orders)."""
+    obs, state = ENV.reset(None, instance)
+
+    def one(carry, _):
+        obs, state = carry
+        obs, state, done, actions = ENV.advance(state, obs.themis_action, instance)
+        return (obs, state), (done, actions)
+
+    _, (dones, actions) = jax.lax.scan(one, (obs, state), None, length=MAX_CHUNKS)
+    played = ENV.final_reward(actions[jnp.argmax(dones)], instance)[1]
+    orders = themis_orders(instance.net, instance.total_bytes, instance.n_chunks, max_chunks=MAX_CHUNKS)
+    return played, simulate_allreduce(instance.net, instance.total_bytes, instance.n_chunks, orders, True,
+                                      max_chunks=MAX_CHUNKS).time  # fmt: skip
+
+
+def test_following_themis_action_plays_themis_orders(instances):
+    played, themis = themis_played_and_simulated(instances)
+    np.testing.assert_allclose(played, themis, rtol=1e-6)
+
+
+def test_action_mask_keeps_one_permutation_per_order_of_the_active_dimensions(instances):
+    obs, _ = reset_batch(None, instances)
+    mask, active = np.asarray(obs.action_mask), np.asarray(obs.dim_mask)
+    for i in range(16):
+        n_active = int(active[i].sum())
+        assert mask[i].sum() == len(list(itertools.permutations(range(n_active))))
+        kept = {tuple(d for d in PERMUTATIONS[k] if active[i, d]) for k in np.flatnonzero(mask[i])}
+        assert len(kept) == mask[i].sum()
+        assert mask[i, int(obs.themis_action[i])]
+
+
+def test_observation_is_finite_and_padded_dimensions_are_zero(instances):
+    obs, state = reset_batch(None, instances)
+    obs, *_ = jax.jit(jax.vmap(ENV.advance))(state, obs.themis_action, instances)
+    for leaf in jax.tree.leaves(obs):
+        assert np.isfinite(np.asarray(leaf, np.float32)).all()
+    padded = ~np.asarray(obs.dim_mask)
+    assert (np.asarray(obs.dim_features)[padded] == 0).all()
