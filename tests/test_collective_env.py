@@ -26,6 +26,11 @@ MAX_CHUNKS = 16
 ENV = CollectiveEnv(max_chunks=MAX_CHUNKS)
 SMALL = NetworkSplit("test-small", max_chunks=MAX_CHUNKS, salt=31)
 GiB = 2.0**30
+FAST_COMPILE = {"xla_backend_optimization_level": 0}  # tiny runs: compile time dominates
+
+
+def fast_jit(fn):
+    return jax.jit(fn, compiler_options=FAST_COMPILE)
 
 
 def take(tree, index):
@@ -49,8 +54,8 @@ def play(instance, actions):
     return jax.lax.scan(one, state, actions)[1]
 
 
-play_batch = jax.jit(jax.vmap(play))
-reset_batch = jax.jit(jax.vmap(ENV.reset, in_axes=(None, 0)))
+play_batch = fast_jit(jax.vmap(play))
+reset_batch = fast_jit(jax.vmap(ENV.reset, in_axes=(None, 0)))
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +110,7 @@ def test_step_compiles_once_across_networks_of_different_dimension_counts():
         traces.append(1)
         return ENV.step(None, state, action, instance)
 
-    step = jax.jit(jax.vmap(counted_step))
+    step = fast_jit(jax.vmap(counted_step))
     for n_dims in (1, 2, 4):
         split = NetworkSplit(f"{n_dims}d", min_dims=n_dims, max_dims=n_dims, max_chunks=MAX_CHUNKS)
         inst = generate_collectives(jax.random.PRNGKey(n_dims), 8, split)
@@ -125,7 +130,7 @@ def test_final_reward_is_minus_simulated_time_over_ideal_for_the_chosen_orders(i
     assert (dones.argmax(1) == last).all() and dones.sum(1).min() >= 1
     assert (rewards[np.arange(MAX_CHUNKS)[None, :] < last[:, None]] == 0).all()  # nothing before the end
     orders = jnp.asarray(PERMUTATIONS)[actions]
-    times = jax.jit(jax.vmap(lambda i, o: simulate_allreduce(i.net, i.total_bytes, i.n_chunks, o, True,
+    times = fast_jit(jax.vmap(lambda i, o: simulate_allreduce(i.net, i.total_bytes, i.n_chunks, o, True,
                                                              max_chunks=MAX_CHUNKS).time))(instances, orders)  # fmt: skip
     expected = -np.asarray(times) / np.asarray(instances.ideal)
     np.testing.assert_allclose(rewards[rows, last], expected, rtol=1e-6)
@@ -134,7 +139,7 @@ def test_final_reward_is_minus_simulated_time_over_ideal_for_the_chosen_orders(i
     assert (states.chunk[rows, last] == 0).all() and (states.load[rows, last] == 0).all()  # auto-reset
 
 
-@jax.jit
+@fast_jit
 @jax.vmap
 def themis_played_and_simulated(instance):
     """(time of the episode that always takes obs.themis_action, time of themis_orders)."""
@@ -170,7 +175,7 @@ def test_action_mask_keeps_one_permutation_per_order_of_the_active_dimensions(in
 
 def test_observation_is_finite_and_padded_dimensions_are_zero(instances):
     obs, state = reset_batch(None, instances)
-    obs, *_ = jax.jit(jax.vmap(ENV.advance))(state, obs.themis_action, instances)
+    obs, *_ = fast_jit(jax.vmap(ENV.advance))(state, obs.themis_action, instances)
     for leaf in jax.tree.leaves(obs):
         assert np.isfinite(np.asarray(leaf, np.float32)).all()
     padded = ~np.asarray(obs.dim_mask)

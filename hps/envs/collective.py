@@ -77,6 +77,12 @@ class CollectiveEnv:
         self.max_chunks = max_chunks
         self.scf = scf
 
+    def __eq__(self, other):  # equal envs share compiled functions (jit static arguments, caches)
+        return type(other) is type(self) and (self.max_chunks, self.scf) == (other.max_chunks, other.scf)
+
+    def __hash__(self):
+        return hash((type(self).__name__, self.max_chunks, self.scf))
+
     @property
     def num_actions(self) -> int:
         return int(features.PERMUTATIONS.shape[0])

@@ -109,20 +109,26 @@ def collective_instance(net: NetworkParams | Network, total_bytes, n_chunks) -> 
     return CollectiveInstance(net, total_bytes, jnp.asarray(n_chunks, jnp.int32), ideal_time(net, total_bytes))
 
 
-def log_uniform(key, shape, low, high):
-    """Samples in [low, high] with uniform log (float32)."""
-    return jnp.exp(jax.random.uniform(key, shape, minval=jnp.log(low), maxval=jnp.log(high)))
+def uniform_int(u, low, high):
+    """Integers uniform in [low, high] from uniforms u in [0, 1) (int32)."""
+    return jnp.clip(jnp.floor(low + u * (high - low + 1)), low, high).astype(jnp.int32)
 
 
-def random_network(key, split: NetworkSplit | NetworkBounds = TRAIN_NETWORKS) -> NetworkParams:
-    """One random network of `split`: real dimensions first, size-1 padding after."""
-    k_dims, k_size, k_bw, k_lat, k_alg = jax.random.split(key, 5)
-    n_dims = jax.random.randint(k_dims, (), split.min_dims, split.max_dims + 1)
+def log_scale(u, low, high):
+    """Values in [low, high] with uniform log from uniforms u in [0, 1) (float32)."""
+    return jnp.exp(jnp.log(low) + u * (jnp.log(high) - jnp.log(low))).astype(jnp.float32)
+
+
+def random_network(u, split: NetworkSplit | NetworkBounds = TRAIN_NETWORKS) -> NetworkParams:
+    """One random network of `split` from uniforms u (5, MAX_DIMS) in [0, 1) (rows: dimension
+    count (first entry), sizes, bandwidths, latencies, algorithms): real dimensions first, size-1
+    padding after. One draw of uniforms per instance keeps the generator cheap to compile."""
+    n_dims = uniform_int(u[0, 0], split.min_dims, split.max_dims)
     real = jnp.arange(MAX_DIMS) < n_dims
-    size = jax.random.randint(k_size, (MAX_DIMS,), split.min_size, split.max_size + 1)
-    bandwidth = log_uniform(k_bw, (MAX_DIMS,), split.bandwidth_low_GiBps, split.bandwidth_high_GiBps) * GiB
-    latency = jax.random.uniform(k_lat, (MAX_DIMS,), maxval=split.latency_high_s)
-    algorithm = jax.random.randint(k_alg, (MAX_DIMS,), 0, len(ALGORITHMS))
+    size = uniform_int(u[1], split.min_size, split.max_size)
+    bandwidth = log_scale(u[2], split.bandwidth_low_GiBps, split.bandwidth_high_GiBps) * GiB
+    latency = u[3] * split.latency_high_s
+    algorithm = uniform_int(u[4], 0, len(ALGORITHMS) - 1)
     return NetworkParams(
         size=jnp.where(real, size, 1).astype(jnp.int32),
         bandwidth=jnp.where(real, bandwidth, 1.0).astype(jnp.float32),
@@ -131,9 +137,9 @@ def random_network(key, split: NetworkSplit | NetworkBounds = TRAIN_NETWORKS) ->
     )
 
 
-def draw_chunks(key, split: NetworkSplit | NetworkBounds):
-    """C log-uniform in [min_chunks, max_chunks + 1) rounded down (int32)."""
-    chunks = jnp.floor(log_uniform(key, (), split.min_chunks, split.max_chunks + 1.0))
+def draw_chunks(u, split: NetworkSplit | NetworkBounds):
+    """C log-uniform in [min_chunks, max_chunks + 1) rounded down (int32), from a uniform u."""
+    chunks = jnp.floor(log_scale(u, split.min_chunks, split.max_chunks + 1.0))
     return jnp.clip(chunks, split.min_chunks, split.max_chunks).astype(jnp.int32)
 
 
@@ -150,15 +156,16 @@ def stratified_chunks(count: int, split: NetworkSplit) -> np.ndarray:
 def generate_collective(key, split: NetworkSplit | NetworkBounds = TRAIN_NETWORKS, chunks=None) -> CollectiveInstance:
     """One random instance of `split` (the split's numbers may be traced); `chunks`, when
     given, replaces the drawn chunk count."""
-    key = jax.random.fold_in(key, split.salt)
-    k_net, k_bytes, k_chunks = jax.random.split(key, 3)
-    net = random_network(k_net, split)
-    total_bytes = log_uniform(k_bytes, (), split.bytes_low, split.bytes_high)
-    chunks = draw_chunks(k_chunks, split) if chunks is None else jnp.asarray(chunks, jnp.int32)
+    u = jax.random.uniform(jax.random.fold_in(key, split.salt), (6, MAX_DIMS))
+    net = random_network(u[:5], split)
+    total_bytes = log_scale(u[5, 0], split.bytes_low, split.bytes_high)
+    chunks = draw_chunks(u[5, 1], split) if chunks is None else jnp.asarray(chunks, jnp.int32)
     return collective_instance(net, total_bytes, chunks)
 
 
-def generate_collectives(key, count: int, split: NetworkSplit = TRAIN_NETWORKS, *, stratified: bool = False) -> CollectiveInstance:
+def generate_collectives(
+    key, count: int, split: NetworkSplit = TRAIN_NETWORKS, *, stratified: bool = False
+) -> CollectiveInstance:
     """`count` instances of `split` in one vmapped call (leading (count,) axis on every leaf).
     stratified: chunk counts are `stratified_chunks(count, split)` in random order (each
     instance's count still follows the split's distribution). Compiles once per count."""
