@@ -17,8 +17,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from hps.agents.planner import candidate_schedules
-from hps.envs.generators import InstanceSplit, generate_instances
-from hps.search import exhaustive, genetic
+from hps.envs.generators import HELDOUT_LARGE, InstanceSplit, generate_instances
+from hps.search import exhaustive, genetic, single
 from hps.search.scoring import RANK_FEASIBLE, batch_best, score
 from hps.placement.model import segment_table
 
@@ -95,3 +95,34 @@ def compare_with_optimum(policy, params, *, count: int = 50, samples: int = 64,
         worst_sampled_ratio=float(ratios.max()) if ratios.size else float("nan"),
         evaluations_per_instance=samples + 1,
     )
+
+
+def compare_on_large(policy, params, *, count: int = 20, samples: int = 64, split: InstanceSplit = HELDOUT_LARGE,
+                     seed: int = EVAL_KEY, genetic_budget: int | None = None) -> dict:
+    """Held-out 24–32-layer instances (too large to enumerate): the policy's best of samples + 1
+    against the genetic algorithm (at `genetic_budget` evaluations, default its own 51,200, and
+    at the policy's samples + 1) and the best single-type plan. Returns mean cost / best
+    single-type cost for each, over instances where both are feasible, and feasible counts."""
+    pool = generate_instances(jax.random.PRNGKey(seed), count, split)
+    names = ("policy", "genetic", "genetic_equal", "single")
+    costs = {name: [] for name in names}
+    for i in range(count):
+        instance = jax.tree.map(lambda x: x[i], pool)
+        placement = instance.placement
+        schedules = candidate_schedules(policy, params, instance, jax.random.PRNGKey(i), samples, split.max_layers)
+        padded = jnp.zeros((schedules.shape[0], placement.max_layers), jnp.int32).at[:, : split.max_layers].set(schedules)
+        best, best_ok, _, _ = jax.device_get(_best_and_greedy(placement, padded))
+        ga = genetic(placement, key=jax.random.PRNGKey(i), budget=genetic_budget)
+        ga_equal = genetic(placement, key=jax.random.PRNGKey(i), budget=samples + 1)
+        one = single(placement)
+        for name, (cost, ok) in zip(names, ((best, best_ok), (ga.cost, ga.feasible),
+                                            (ga_equal.cost, ga_equal.feasible), (one.cost, one.feasible))):  # fmt: skip
+            costs[name].append(float(cost) if ok else float("inf"))
+    table = {name: np.asarray(values) for name, values in costs.items()}
+    base = table["single"]
+    out = {"instances": count, "samples": samples}
+    for name in names:
+        both = np.isfinite(table[name]) & np.isfinite(base)
+        out[f"{name}_feasible"] = int(np.isfinite(table[name]).sum())
+        out[f"{name}_vs_single"] = float(np.mean(table[name][both] / base[both])) if both.any() else float("nan")
+    return out
