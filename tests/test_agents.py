@@ -148,3 +148,18 @@ def test_train_state_is_a_plain_pytree_and_run_training_reports_every_chunk(pool
     assert all(isinstance(x, jax.Array) for x in jax.tree.leaves(state))
     assert all(np.isfinite(v) for m in history for v in m.values())
     assert dataclasses.asdict(config)["policy"]["hidden"] == 64  # JSON-able config
+
+
+def test_group_advantages_are_leave_one_out_per_instance_and_risk_seeking_keeps_the_best():
+    from hps.agents.reinforce import advantages
+
+    returns = jnp.asarray([-1.0, -2.0, -3.0, -6.0, -20.0, -20.0, -20.0, -20.0])  # 2 instances x 4 samples
+    loo = np.asarray(advantages(returns, 0.0, True, False, samples_per_instance=4))
+    # instance 0: mean of the other three: -11/3, -10/3, -3, -2; instance 1: all equal
+    np.testing.assert_allclose(loo, [-1 + 11 / 3, -2 + 10 / 3, 0.0, -4.0, 0, 0, 0, 0], atol=1e-6)
+    scaled = np.asarray(advantages(returns, 0.0, True, True, samples_per_instance=4))
+    np.testing.assert_allclose(scaled[:4], loo[:4] / np.std([-1.0, -2.0, -3.0, -6.0]), rtol=1e-5)
+    assert np.all(scaled[4:] == 0)  # a group of equal returns teaches nothing, however scaled
+    top = np.asarray(advantages(returns, 0.0, True, False, samples_per_instance=4, top_fraction=0.5))
+    median = np.quantile([-1.0, -2.0, -3.0, -6.0], 0.5)  # -2.5: the best two samples learn
+    np.testing.assert_allclose(top[:4], [-1 - median, -2 - median, 0, 0], atol=1e-6)

@@ -63,7 +63,7 @@ def _mean_ratio(costs, optimum, found):
 
 
 def compare_with_optimum(policy, params, *, count: int = 50, samples: int = 64,
-                         split: InstanceSplit = HELDOUT_SMALL, seed: int = EVAL_KEY) -> Comparison:
+                         split: InstanceSplit = HELDOUT_SMALL, seed: int = EVAL_KEY, temperature: float = 1.0) -> Comparison:
     """Evaluate the policy against exhaustive search and the GA on `count` instances of `split`."""
     pool = generate_instances(jax.random.PRNGKey(seed), count, split)
     rows = {name: [] for name in ("optimum", "has", "best", "best_ok", "greedy", "greedy_ok", "ga", "ga_ok")}
@@ -71,7 +71,8 @@ def compare_with_optimum(policy, params, *, count: int = 50, samples: int = 64,
         instance = jax.tree.map(lambda x: x[i], pool)
         placement = instance.placement
         optimum = exhaustive(placement)
-        schedules = candidate_schedules(policy, params, instance, jax.random.PRNGKey(i), samples, split.max_layers)
+        schedules = candidate_schedules(policy, params, instance, jax.random.PRNGKey(i), samples, split.max_layers,
+                                        temperature)
         padded = jnp.zeros((schedules.shape[0], placement.max_layers), jnp.int32).at[:, : split.max_layers].set(schedules)
         best, best_ok, greedy_cost, greedy_ok = jax.device_get(_best_and_greedy(placement, padded))
         ga = genetic(placement, key=jax.random.PRNGKey(i), budget=samples + 1)

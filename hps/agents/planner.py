@@ -53,11 +53,12 @@ def check_limits(workload: Workload, catalog: Catalog) -> None:
 
 
 @partial(jax.jit, static_argnames=("policy", "samples", "num_layers"))
-def candidate_schedules(policy: PolicyFunctions, params, instance, key, samples: int, num_layers: int):
-    """(samples + 1, num_layers) int32: sampled schedules, then the greedy one."""
+def candidate_schedules(policy: PolicyFunctions, params, instance, key, samples: int, num_layers: int,
+                        temperature=1.0):
+    """(samples + 1, num_layers) int32: schedules sampled at `temperature`, then the greedy one."""
     env = PlacementEnv()
     batch = jax.tree.map(lambda x: jnp.broadcast_to(x, (samples,) + x.shape), instance)
-    sampled = rollout(policy, params, env, batch, key, num_layers).actions
+    sampled = rollout(policy, params, env, batch, key, num_layers, temperature=temperature).actions
     single = jax.tree.map(lambda x: x[None], instance)
     greedy = rollout(policy, params, env, single, key, num_layers, greedy=True).actions
     return jnp.concatenate([sampled, greedy], axis=0)[:, :num_layers]

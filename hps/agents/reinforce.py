@@ -15,17 +15,29 @@ import jax.numpy as jnp
 from hps.agents.rollout import Trajectory, replay
 
 
-def advantages(returns, baseline, first_update, normalize: bool, samples_per_instance: int = 1):
-    """(N,) advantages, scaled by 1/std(R) if `normalize`. With one sample per instance:
-    R − b (b = batch mean on the first update). With K > 1 consecutive samples of each
-    instance: R minus the mean of the instance's other K − 1 returns (leave-one-out)."""
+def advantages(returns, baseline, first_update, normalize: bool, samples_per_instance: int = 1,
+               top_fraction: float = 1.0):
+    """(N,) advantages.
+
+    One sample per instance: R − b (b = batch mean on the first update), scaled by 1/std(R) if
+    `normalize`. K > 1 consecutive samples of each instance: R minus the mean of the instance's
+    other K − 1 returns (leave-one-out), scaled by 1/std of that instance's returns if
+    `normalize` (so instances whose returns differ in scale, e.g. by an infeasible sample, weigh
+    alike). top_fraction < 1 (risk-seeking policy gradient, for best-of-K planning): only the
+    samples at or above the instance's (1 − top_fraction) quantile learn, with R minus that
+    quantile as advantage."""
     if samples_per_instance > 1:
         k = samples_per_instance
         groups = returns.reshape(-1, k)
-        others = (jnp.sum(groups, axis=1, keepdims=True) - groups) / (k - 1)
-        adv = (groups - others).reshape(-1)
-    else:
-        adv = returns - jnp.where(first_update, jnp.mean(returns), baseline)
+        if top_fraction < 1.0:
+            threshold = jnp.quantile(groups, 1.0 - top_fraction, axis=1, keepdims=True)
+            adv = jnp.where(groups >= threshold, groups - threshold, 0.0)
+        else:
+            adv = groups - (jnp.sum(groups, axis=1, keepdims=True) - groups) / (k - 1)
+        if normalize:
+            adv = adv / (jnp.std(groups, axis=1, keepdims=True) + 1e-6)
+        return adv.reshape(-1)
+    adv = returns - jnp.where(first_update, jnp.mean(returns), baseline)
     if normalize:
         adv = adv / (jnp.std(returns) + 1e-6)
     return adv

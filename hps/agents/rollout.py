@@ -51,10 +51,12 @@ def masked_log_softmax(logits):
     return jax.nn.log_softmax(logits, axis=-1)
 
 
-def rollout(policy, params, env: PlacementEnv, instances, key, num_steps: int, greedy: bool = False) -> Trajectory:
+def rollout(policy, params, env: PlacementEnv, instances, key, num_steps: int, greedy: bool = False,
+            temperature: float = 1.0) -> Trajectory:
     """Play one episode in each of N envs (instances have a leading (N,) axis).
 
-    policy: a `PolicyFunctions`; actions are sampled from the policy (argmax when `greedy`)."""
+    policy: a `PolicyFunctions`; actions are sampled from softmax(logits / temperature) (argmax
+    when `greedy`). log_probs are always the policy's own (temperature 1), as training needs."""
     obs, state = jax.vmap(env.reset, in_axes=(None, 0))(None, instances)
     obs = truncate_obs(obs, num_steps)
     context = jax.vmap(policy.encode, in_axes=(None, 0))(params, obs)
@@ -70,7 +72,7 @@ def rollout(policy, params, env: PlacementEnv, instances, key, num_steps: int, g
         if greedy:
             action = jnp.argmax(logits, axis=-1).astype(jnp.int32)
         else:
-            action = jax.random.categorical(step_key, logits).astype(jnp.int32)
+            action = jax.random.categorical(step_key, logits / temperature).astype(jnp.int32)
         log_prob = jnp.take_along_axis(masked_log_softmax(logits), action[:, None], axis=-1)[:, 0]
         _, state, reward, done, info = env_step(None, state, action, instances)
         valid = ~finished

@@ -41,7 +41,9 @@ class TrainConfig:
     clipping gradients to global norm max_grad_norm. REINFORCE: baseline_decay of the
     moving-average baseline, normalize_advantages (divide by the batch return std);
     samples_per_instance > 1 replaces the moving average by the mean of the other samples of
-    the same instance (leave-one-out). PPO: gamma, gae_lambda, ppo_epochs, ppo_minibatches,
+    the same instance (leave-one-out) and normalises per instance; top_fraction < 1 makes it
+    risk-seeking (only each instance's best samples learn; see `reinforce.advantages`).
+    PPO: gamma, gae_lambda, ppo_epochs, ppo_minibatches,
     clip_eps, value_coef. Both: entropy_coef."""
 
     algorithm: str = "reinforce"
@@ -57,6 +59,7 @@ class TrainConfig:
     baseline_decay: float = 0.9
     normalize_advantages: bool = True
     samples_per_instance: int = 1
+    top_fraction: float = 1.0
     gamma: float = 1.0
     gae_lambda: float = 0.95
     ppo_epochs: int = 4
@@ -149,7 +152,7 @@ def make_train(config: TrainConfig, *, devices=None, instances=None):
         returns = trajectory.episode_reward
         first = state.step == 0
         adv = reinforce.advantages(returns, state.baseline, first, config.normalize_advantages,
-                                   config.samples_per_instance)
+                                   config.samples_per_instance, config.top_fraction)
         grad_fn = jax.value_and_grad(reinforce.reinforce_loss, has_aux=True)
         (loss, aux), grads = grad_fn(state.params, policy, trajectory, adv, config.entropy_coef)
         params, opt_state, grad_norm = optimizer_step(state.params, state.opt_state, grads)
