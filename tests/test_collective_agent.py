@@ -13,8 +13,10 @@ from hps.agents.collective_eval import POLICY_NAMES, evaluate_suite, learned_ord
 from hps.agents.collective_policy import CollectivePolicyFunctions, CollectivePolicySpec
 from hps.agents.collective_train import (
     CollectiveTrainConfig,
+    checkpoint_spec,
     collective_rollout,
     init_collective_state,
+    policy_from_spec,
     replay,
     run_collective_training,
 )
@@ -113,7 +115,7 @@ def sampled_utilization(params, instances, key):
 
 def test_training_improves_over_the_initial_random_policy(instances):
     config = CollectiveTrainConfig(policy=POLICY.spec, split=SMALL, num_envs=64, samples_per_instance=4,
-                                   updates_per_chunk=10, num_chunks=3, learning_rate=3e-3, max_chunks=MAX_CHUNKS,
+                                   updates_per_chunk=10, num_chunks=2, learning_rate=1e-2, max_chunks=MAX_CHUNKS,
                                    seed=5)  # fmt: skip
     devices = jax.devices()[:1]
     key = jax.random.PRNGKey(6)
@@ -123,12 +125,13 @@ def test_training_improves_over_the_initial_random_policy(instances):
                                              on_chunk=lambda i, s, m: seen.append(int(s.step)))  # fmt: skip
     after = sampled_utilization(state.params, instances, key)
     print(f"sampled utilization: before {before:.4f}, after {after:.4f}")
-    assert seen == [10, 20, 30] and len(history) == 3
-    assert after > 1.15 * before, (before, after)
+    assert seen == [10, 20] and len(history) == 2
+    assert after > 1.12 * before, (before, after)  # 1.18-1.25x over seeds 1, 2, 3, 5
     assert isinstance(state, TrainState) and isinstance(state.params, dict)
     assert all(isinstance(x, jax.Array) for x in jax.tree.leaves(state))
-    json.dumps(config.to_dict())
-    assert CollectivePolicySpec.from_dict(json.loads(json.dumps(config.policy.to_dict()))) == config.policy
+    spec = json.loads(json.dumps(checkpoint_spec(config)))  # what a checkpoint's JSON carries
+    assert CollectiveTrainConfig.from_dict(spec["training"]) == config
+    assert policy_from_spec(spec) == POLICY and spec["max_chunks"] == MAX_CHUNKS
 
 
 def test_suite_evaluation_compares_every_policy_with_the_cli_figures():

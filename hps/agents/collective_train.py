@@ -2,8 +2,7 @@
 `train_chunk(state) -> (state, metrics)`.
 
 An update draws num_envs / samples_per_instance fresh instances from the generator
-(`hps.envs.network_gen`, chunk counts stratified so the batch's number of decisions is fixed and
-the update replays only real decisions, packed), plays samples_per_instance episodes of each (`collective_rollout`: one
+(`hps.envs.network_gen`), plays samples_per_instance episodes of each (`collective_rollout`: one
 `lax.scan` over chunks, vmapped over envs; the simulator runs once per finished episode), and
 takes an optax step (gradient clipping + Adam) on
     −mean_envs[ adv · Σ_chunks log π(a | s) + entropy_coef · Σ_chunks entropy ].
@@ -12,7 +11,10 @@ counts by its *relative* gain (raw rewards span 1 to 1000 between bandwidth- and
 instances): with samples_per_instance K > 1 it is the episode's value minus the mean of the
 instance's other K − 1 episodes (leave-one-out), with K = 1 minus a moving average
 (`hps.agents.reinforce`); then divided by its batch standard deviation when normalize_advantages.
-A chunk scans `updates_per_chunk` updates; metrics are averaged inside the scan. The env batch is
+The chunk counts of a batch are stratified (`stratified_chunks`), so its number of real
+decisions is known when tracing and the update replays exactly those, packed (about a third of
+the padded (envs × max_chunks) grid). A chunk scans `updates_per_chunk` updates; metrics are
+averaged inside the scan. The env batch is
 sharded over a 1-D device mesh ("envs",); parameters stay replicated.
 
 The train state is `hps.agents.train.TrainState` (params, opt_state, baseline, key, step): plain
@@ -75,7 +77,28 @@ class CollectiveTrainConfig:
         return CollectiveEnv(self.max_chunks, self.scf)
 
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+        """JSON-able: the policy spec (with kind and format version), the split and the rest."""
+        return {**dataclasses.asdict(self), "policy": self.policy.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> CollectiveTrainConfig:
+        data = dict(data)
+        policy = CollectivePolicySpec.from_dict(data.pop("policy"))
+        return cls(policy=policy, split=NetworkSplit(**data.pop("split")), **data)
+
+
+def checkpoint_spec(config: CollectiveTrainConfig) -> dict:
+    """The JSON policy spec a checkpoint carries: the policy's architecture (kind, format
+    version, hidden, themis_prior), the env it was trained for (max_chunks, scf) and the whole
+    training config. `policy_from_spec` rebuilds the policy from it."""
+    return {**config.policy.to_dict(), "max_chunks": config.max_chunks, "scf": config.scf, "training": config.to_dict()}
+
+
+def policy_from_spec(spec: dict) -> CollectivePolicyFunctions:
+    """The CollectivePolicyFunctions of a `checkpoint_spec` dict (its params template is
+    `.init(jax.random.PRNGKey(0))`)."""
+    fields = {name: spec[name] for name in ("kind", "format_version", "hidden", "themis_prior") if name in spec}
+    return CollectivePolicyFunctions(CollectivePolicySpec.from_dict(fields))
 
 
 @struct.dataclass

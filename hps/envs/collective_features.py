@@ -2,7 +2,8 @@
 position, per permutation, and per episode. Pure jnp of one instance (D = MAX_DIMS, K = D! = 24).
 
 Every time is made dimensionless: loads by T_ideal of the whole collective, per-chunk times by
-the chunk's ideal time c_ideal = T_ideal / C. Bandwidths enter as logs and as shares of the
+the chunk's ideal time c_ideal = T_ideal / C; ratios that grow without bound (a slow dimension's
+time can be thousands of c_ideal) enter as log(1 + x), spreads as tanh. Bandwidths enter as logs and as shares of the
 network's total, so a uniform bandwidth scale changes nothing but the absolute-bandwidth feature.
 
 Actions are permutations (rows of PERMUTATIONS). Only the relative order of the dimensions that
@@ -96,8 +97,8 @@ def busy(load, chunk, net: NetworkParams):
 
 def dim_features(instance, load, chunk):
     """(D, N_DIM_FEATURES): log2 size/4, log10(B / GiB/s)/3, B / max B, B / ΣB, log2(1+steps)/4,
-    log(1 + steps·a / c_ideal), load / T_ideal, tanh((load − min load) / c_ideal), active,
-    phase share (P−1)/P, busy / T_ideal, algorithm one-hot. Padded dimensions are zero."""
+    log(1 + steps·a / c_ideal), log(1 + load / T_ideal), tanh((load − min load) / c_ideal), active,
+    phase share (P−1)/P, log(1 + busy / T_ideal), algorithm one-hot. Padded dimensions are zero."""
     net = instance.net
     active = net.size > 1
     size = net.size.astype(jnp.float32)
@@ -112,11 +113,11 @@ def dim_features(instance, load, chunk):
         bandwidth / jnp.maximum(jnp.sum(bandwidth), _TINY),
         jnp.log2(1.0 + steps) / 4.0,
         jnp.log1p(steps * net.latency / c_ideal),
-        load / ideal,
+        jnp.log1p(load / ideal),
         jnp.tanh((load - _active_min(load, active)[0]) / c_ideal),
         active.astype(jnp.float32),
         (size - 1.0) / size,
-        busy(load, chunk, net) / ideal,
+        jnp.log1p(busy(load, chunk, net) / ideal),
     ]
     onehot = net.algorithm[:, None] == jnp.arange(N_ALGORITHMS)[None, :]
     out = jnp.concatenate([jnp.stack(columns, axis=1), onehot.astype(jnp.float32)], axis=1)
@@ -127,13 +128,14 @@ def candidate_features(instance, load, chunk, themis):
     """Per candidate permutation k, what this chunk would do under it.
 
     Returns (step (K, D, N_STEP_FEATURES), perm (K, N_PERM_FEATURES)). step, per position j
-    (dimension d = π_k(j)): fraction of log P already reduced before d, the chunk's bandwidth
-    time on d / c_ideal, load after / T_ideal, tanh((load after − min load after) / c_ideal),
+    (dimension d = π_k(j)): fraction of log P already reduced before d, log(1 + the chunk's
+    bandwidth time on d / c_ideal), log(1 + load after / T_ideal), tanh((load after − min load
+    after) / c_ideal),
     whether j is the last active position (where Reduce-Scatter turns to All-Gather),
     tanh((busy after − min busy after) / c_ideal).
-    perm: whether k is Themis's choice, (max load after − max load now) / c_ideal, spread of
-    the loads after (max − min) / c_ideal (tanh), max load after / T_ideal, and the same
-    increase and maximum for the busy time (load plus latency, `busy`)."""
+    perm: whether k is Themis's choice, log(1 + (max load after − max load now) / c_ideal),
+    tanh(spread of the loads after (max − min) / c_ideal), log(1 + max load after / T_ideal), and
+    the same increase and maximum for the busy time (load plus latency, `busy`)."""
     net = instance.net
     perms = permutations()
     active = net.size > 1
@@ -154,8 +156,8 @@ def candidate_features(instance, load, chunk, themis):
     step = jnp.stack(
         [
             reduced / jnp.maximum(jnp.sum(log_size), _TINY),
-            jnp.take_along_axis(added, perms, axis=1) / c_ideal,
-            after_at / ideal,
+            jnp.log1p(jnp.take_along_axis(added, perms, axis=1) / c_ideal),
+            jnp.log1p(after_at / ideal),
             jnp.tanh((after_at - after_min) / c_ideal),
             jnp.broadcast_to(last, perms.shape).astype(jnp.float32),
             jnp.tanh((busy_at - busy_min) / c_ideal),
@@ -170,11 +172,11 @@ def candidate_features(instance, load, chunk, themis):
     perm = jnp.stack(
         [
             (jnp.arange(perms.shape[0]) == themis).astype(jnp.float32),
-            (after_max - load_max) / c_ideal,
+            jnp.log1p((after_max - load_max) / c_ideal),
             jnp.tanh((after_max - after_min[:, 0]) / c_ideal),
-            after_max / ideal,
-            (busy_after_max - busy_max) / c_ideal,
-            busy_after_max / ideal,
+            jnp.log1p(after_max / ideal),
+            jnp.log1p((busy_after_max - busy_max) / c_ideal),
+            jnp.log1p(busy_after_max / ideal),
         ],
         axis=-1,
     )
