@@ -130,8 +130,9 @@ def test_final_reward_is_minus_simulated_time_over_ideal_for_the_chosen_orders(i
     assert (dones.argmax(1) == last).all() and dones.sum(1).min() >= 1
     assert (rewards[np.arange(MAX_CHUNKS)[None, :] < last[:, None]] == 0).all()  # nothing before the end
     orders = jnp.asarray(PERMUTATIONS)[actions]
-    times = fast_jit(jax.vmap(lambda i, o: simulate_allreduce(i.net, i.total_bytes, i.n_chunks, o, True,
-                                                             max_chunks=MAX_CHUNKS).time))(instances, orders)  # fmt: skip
+    simulate = fast_jit(jax.vmap(lambda i, o: simulate_allreduce(i.net, i.total_bytes, i.n_chunks, o, True,
+                                                                 max_chunks=MAX_CHUNKS).time))  # fmt: skip
+    times = simulate(instances, orders)
     expected = -np.asarray(times) / np.asarray(instances.ideal)
     np.testing.assert_allclose(rewards[rows, last], expected, rtol=1e-6)
     np.testing.assert_allclose(info["utilization"][rows, last], -1.0 / expected, rtol=1e-6)

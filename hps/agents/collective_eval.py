@@ -59,15 +59,15 @@ def _times(policy, params, env: CollectiveEnv, instances: CollectiveInstance):
     learned = jax.vmap(orders_of)(learned_actions(policy, params, env, instances))
 
     def one(instance, learned_orders):
-        themis = themis_orders(instance.net, instance.total_bytes, instance.n_chunks, max_chunks=max_chunks)
+        net, total, n_chunks = instance.net, instance.total_bytes, instance.n_chunks
+        themis = themis_orders(net, total, n_chunks, max_chunks=max_chunks)
         fixed = jnp.broadcast_to(perms[:, None, :], (perms.shape[0], max_chunks, perms.shape[1]))
-        orders = jnp.concatenate([jnp.stack([learned_orders, themis, baseline_orders(instance.net, max_chunks)]), fixed])
-        simulate = lambda o: simulate_allreduce(instance.net, instance.total_bytes, instance.n_chunks, o, scf,  # noqa: E731
-                                                max_chunks=max_chunks).time  # fmt: skip
-        return jax.vmap(simulate)(orders)
+        orders = jnp.concatenate([jnp.stack([learned_orders, themis, baseline_orders(net, max_chunks)]), fixed])
+        return jax.vmap(lambda o: simulate_allreduce(net, total, n_chunks, o, scf, max_chunks=max_chunks).time)(orders)
 
     times = jax.vmap(one)(instances, learned)
-    return {"learned": times[:, 0], "themis": times[:, 1], "baseline": times[:, 2], "best-fixed": jnp.min(times[:, 3:], axis=1)}
+    best_fixed = jnp.min(times[:, 3:], axis=1)
+    return {"learned": times[:, 0], "themis": times[:, 1], "baseline": times[:, 2], "best-fixed": best_fixed}
 
 
 def evaluate_instances(policy, params, env: CollectiveEnv, instances: CollectiveInstance, *,
