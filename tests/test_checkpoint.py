@@ -185,3 +185,42 @@ def test_two_processes_match_the_single_process_run(tmp_path, experiment, uninte
     expected = read_metrics(uninterrupted[0] / "metrics.jsonl")
     np.testing.assert_allclose([r["loss"] for r in records], [r["loss"] for r in expected], rtol=1e-3, atol=1e-4)
     np.testing.assert_allclose([r["reward"] for r in records], [r["reward"] for r in expected], rtol=1e-3)
+
+
+COLLECTIVE_EXPERIMENT = """
+from hps.agents.collective_policy import CollectivePolicySpec
+from hps.agents.collective_train import CollectiveTrainConfig
+CONFIG = CollectiveTrainConfig(policy=CollectivePolicySpec(hidden=16), num_envs=64, samples_per_instance=4,
+                               updates_per_chunk=2, num_chunks=2)
+"""
+
+
+def test_collective_policy_trains_checkpoints_and_drives_hps_collective(tmp_path, capsys):
+    from hps.agents.collective_eval import learned_orders
+    from hps.collective import studies
+    from hps.config.loaders import load_network
+    from hps.config.paths import TOPOLOGIES
+    from hps.envs.network_gen import collective_instance
+
+    experiment = tmp_path / "collective.py"
+    experiment.write_text(textwrap.dedent(COLLECTIVE_EXPERIMENT))
+    out = tmp_path / "collective-run"
+    assert main(["train", str(experiment), "--out", str(out), "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert record["step"] == 4 and 0 < record["eval_utilization"] <= 1
+    policy, params, spec = checkpoint.load_policy(out / "checkpoints", kind="collective")
+    assert spec["kind"] == "collective" and spec["train"]["num_envs"] == 64
+
+    network = load_network(TOPOLOGIES / "networks" / "3d-astra-2x8x4-ring-fc-switch.toml")
+    assert main(["collective", "--network", "3d-astra-2x8x4-ring-fc-switch", "--size", "64MiB", "--chunks", "16",
+                 "--policy", "learned", "--checkpoint", str(out), "--json"]) == 0  # fmt: skip
+    payload = json.loads(capsys.readouterr().out)
+    orders = learned_orders(policy, params, collective_instance(network, 2.0**26, 16))
+    want, _ = studies.single(network, 2.0**26, 16, "learned", True, orders=orders)
+    assert payload == want and len(payload["orders"]) == 16
+    assert all(sorted(order) == [0, 1, 2] for order in payload["orders"])
+
+    assert main(["plan", "--checkpoint", str(out), "--workload", "ctr-dnn"]) == 2  # a collective policy cannot plan
+    assert "spec.kind" in capsys.readouterr().err
+    assert main(["collective", "--network", "3d-switch-8x8x8", "--policy", "learned"]) == 2
+    assert "--checkpoint" in capsys.readouterr().err

@@ -2,8 +2,9 @@
 
 A checkpoint directory holds one numbered step folder per save (the number is the update count),
 each with two items: `state`, the whole TrainState (policy parameters, optimizer state, REINFORCE
-baseline, PRNG key, step), and `spec`, a JSON document: the format version, the policy
-architecture and the training config. `hps plan` rebuilds the policy from `spec` alone;
+baseline, PRNG key, step), and `spec`, a JSON document: the policy kind (placement or
+collective, `hps.agents.kinds`), the format version, the policy architecture and the training
+config. `hps plan` and `hps collective --policy learned` rebuild the policy from `spec` alone;
 `hps train` resumes from the latest step. Saves are synchronous and atomic (orbax writes to a
 temporary folder and renames it), so a run killed mid-save leaves the previous step intact.
 """
@@ -17,44 +18,38 @@ from typing import Any
 import jax
 import orbax.checkpoint as ocp
 
-from hps.agents.policy import PolicyFunctions, PolicySpec
-from hps.agents.train import TrainConfig, TrainState, init_train_state
-from hps.envs.generators import InstanceSplit
+from hps.agents.kinds import PolicyKind, kind_named, kind_of
 from hps.errors import ConfigError
 
 FORMAT_VERSION = 1
-KIND = "hps-placement-policy"
 
 
-def spec_document(config: TrainConfig) -> dict:
+def spec_document(config) -> dict:
     """The JSON `spec` item saved beside the state."""
-    return {"kind": KIND, "format_version": FORMAT_VERSION, "policy": config.policy.to_dict(), "train": config.to_dict()}
+    kind = kind_of(config)
+    return {"kind": kind.name, "format_version": FORMAT_VERSION, "policy": config.policy.to_dict(),
+            "train": kind.config_to_dict(config)}  # fmt: skip
 
 
-def config_from_document(document: dict, source: str) -> TrainConfig:
-    """The TrainConfig a `spec` document was saved with (ConfigError when it does not parse)."""
-    check_document(document, source)
-    try:
-        train = dict(document["train"])
-        train["policy"] = PolicySpec.from_dict(train["policy"])
-        train["split"] = InstanceSplit(**train["split"])
-        return TrainConfig(**train)
-    except (KeyError, TypeError, ValueError) as error:
-        raise ConfigError(source, "spec.train", f"cannot rebuild the training config: {error}") from error
-
-
-def check_document(document: Any, source: str) -> None:
-    """ConfigError unless `document` is a spec of this kind and format version."""
-    if not isinstance(document, dict) or document.get("kind") != KIND:
-        raise ConfigError(source, "spec.kind", f"not an hps placement-policy checkpoint (kind {_get(document, 'kind')!r})")
+def check_document(document: Any, source: str) -> PolicyKind:
+    """The kind of a spec document; ConfigError unless it is one of this format version."""
+    if not isinstance(document, dict) or "kind" not in document:
+        raise ConfigError(source, "spec.kind", "not an hps policy checkpoint")
+    kind = kind_named(document["kind"], source)
     if document.get("format_version") != FORMAT_VERSION:
         raise ConfigError(
             source, "spec.format_version", f"format {document.get('format_version')!r}, this hps reads {FORMAT_VERSION}"
         )
+    return kind
 
 
-def _get(document: Any, key: str):
-    return document.get(key) if isinstance(document, dict) else None
+def config_from_document(document: dict, source: str):
+    """The training config a `spec` document was saved with (ConfigError when it does not parse)."""
+    kind = check_document(document, source)
+    try:
+        return kind.config_from_dict(dict(document["train"]))
+    except (KeyError, TypeError, ValueError) as error:
+        raise ConfigError(source, "spec.train", f"cannot rebuild the training config: {error}") from error
 
 
 def open_manager(directory: str | os.PathLike, *, max_to_keep: int = 3, read_only: bool = False) -> ocp.CheckpointManager:
@@ -68,7 +63,7 @@ def open_manager(directory: str | os.PathLike, *, max_to_keep: int = 3, read_onl
     return ocp.CheckpointManager(path, options=options)
 
 
-def save(manager: ocp.CheckpointManager, state: TrainState, config: TrainConfig) -> int:
+def save(manager: ocp.CheckpointManager, state, config) -> int:
     """Save `state` and the spec of `config` under step = state.step; returns the step."""
     step = int(jax.device_get(state.step))
     args = ocp.args.Composite(state=ocp.args.StandardSave(state), spec=ocp.args.JsonSave(spec_document(config)))
@@ -91,31 +86,35 @@ def read_spec(manager: ocp.CheckpointManager, step: int | None = None) -> tuple[
     return step, document
 
 
-def restore(manager: ocp.CheckpointManager, config: TrainConfig, *, devices=None, step: int | None = None) -> TrainState:
+def restore(manager: ocp.CheckpointManager, config, *, devices=None, step: int | None = None):
     """The TrainState saved at `step` (default the latest), laid out like a fresh state of
-    `config` on `devices`. ConfigError when the checkpoint was trained with another policy
+    `config` on `devices`. ConfigError when the checkpoint holds another kind of policy, another
     architecture or algorithm, or when its files are damaged."""
     step, document = read_spec(manager, step)
     source = f"{manager.directory}/{step}"
     saved = config_from_document(document, source)
+    kind = kind_of(config)
+    if type(saved) is not type(config):
+        raise ConfigError(source, "spec.kind", f"checkpoint holds a {document['kind']} policy, this run trains {kind.name}")
     for name in ("policy", "algorithm"):
-        if getattr(saved, name) != getattr(config, name):
+        if getattr(saved, name, None) != getattr(config, name, None):
             raise ConfigError(source, f"spec.train.{name}", f"checkpoint has {getattr(saved, name)}, this run {getattr(config, name)}")
-    target = init_train_state(config, devices=devices)
-    abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, target)
+    abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, kind.init_state(config, devices=devices))
     try:
-        restored = manager.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore(abstract))).state
+        return manager.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore(abstract))).state
     except Exception as error:
         raise ConfigError(source, "state", f"cannot restore the training state: {error}") from error
-    return restored
 
 
-def load_policy(directory: str | os.PathLike, step: int | None = None) -> tuple[PolicyFunctions, Any, dict]:
-    """(policy functions, parameters, spec document) of a checkpoint, for planning."""
+def load_policy(directory: str | os.PathLike, step: int | None = None, kind: str | None = None):
+    """(policy functions, parameters, spec document with "step") of a checkpoint, for planning.
+    kind: the policy kind the caller needs (ConfigError when the checkpoint holds another)."""
     manager = open_manager(directory, read_only=True)
     step, document = read_spec(manager, step)
-    config = config_from_document(document, f"{directory}/{step}")
+    source = f"{directory}/{step}"
+    if kind is not None and document["kind"] != kind:
+        raise ConfigError(source, "spec.kind", f"holds a {document['kind']} policy; this needs a {kind} policy")
+    config = config_from_document(document, source)
     state = restore(manager, config, devices=jax.devices()[:1], step=step)
     manager.close()
-    return PolicyFunctions(config.policy), state.params, dict(document, step=step)
-
+    return kind_of(config).policy(config), state.params, dict(document, step=step)

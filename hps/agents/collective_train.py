@@ -24,7 +24,6 @@ pytrees for orbax. `run_collective_training` is the thin Python driver (prints n
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass, field
 
 import jax
@@ -35,7 +34,7 @@ from flax import struct
 from hps.agents import reinforce
 from hps.agents.collective_policy import CollectivePolicyFunctions, CollectivePolicySpec
 from hps.agents.sharding import check_divisible, env_mesh, replicated, shard_envs
-from hps.agents.train import TrainState
+from hps.agents.train import TrainState, run_chunks
 from hps.envs.collective import CollectiveEnv, CollectiveObs
 from hps.envs.network_gen import (
     TRAIN_NETWORKS,
@@ -243,20 +242,9 @@ def make_collective_train(config: CollectiveTrainConfig, *, devices=None, compil
 
 
 def run_collective_training(config: CollectiveTrainConfig, *, on_chunk=None, devices=None, state=None,
-                            compiler_options=None):  # fmt: skip
-    """Train for config.num_chunks chunks from `state` (default: fresh); returns (state,
-    history: one metrics dict of floats per chunk). on_chunk(chunk_index, state, metrics) runs
-    after each chunk (progress, checkpoints, evaluation). Raises FloatingPointError when a
-    chunk's loss is not finite."""
+                            compiler_options=None, stop=None):  # fmt: skip
+    """Train up to config.num_chunks chunks from `state` (default: fresh); see
+    `hps.agents.train.run_chunks` (resume, on_chunk, stop, history)."""
     train_chunk = make_collective_train(config, devices=devices, compiler_options=compiler_options)
     state = init_collective_state(config, devices=devices) if state is None else state
-    history = []
-    for chunk in range(config.num_chunks):
-        state, metrics = train_chunk(state)
-        metrics = {name: float(value) for name, value in jax.device_get(metrics).items()}
-        if not math.isfinite(metrics["loss"]):
-            raise FloatingPointError(f"chunk {chunk}: loss is {metrics['loss']}")
-        history.append(metrics)
-        if on_chunk is not None:
-            on_chunk(chunk, state, metrics)
-    return state, history
+    return run_chunks(train_chunk, state, config.updates_per_chunk, config.num_chunks, on_chunk=on_chunk, stop=stop)

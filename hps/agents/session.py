@@ -27,9 +27,10 @@ import numpy as np
 
 from hps.agents import checkpoint
 from hps.agents.distributed import is_primary
+from hps.agents.kinds import kind_of
 from hps.agents.policy import PolicyFunctions
 from hps.agents.rollout import rollout
-from hps.agents.train import TrainConfig, TrainState, run_training
+from hps.agents.train import TrainConfig, TrainState, run_chunks
 from hps.envs.generators import HELDOUT, InstanceSplit, generate_instances
 from hps.envs.placement import PlacementEnv
 
@@ -82,11 +83,13 @@ def read_metrics(path: Path, before_chunk: int | None = None) -> list[dict]:
     return [r for r in records if before_chunk is None or r["chunk"] < before_chunk]
 
 
-def train_session(config: TrainConfig, out, *, minutes: float | None = None, devices=None,
+def train_session(config, out, *, minutes: float | None = None, devices=None,
                   eval_every: int = 5, on_chunk=None, evaluate=True) -> tuple[TrainState, list[dict]]:
-    """Train `config` in run folder `out` until config.num_chunks chunks are done or `minutes`
-    have passed (checked between chunks). Returns (state, every metrics record of the run,
-    earlier sessions' included). on_chunk(record) runs after each chunk."""
+    """Train `config` (a placement TrainConfig or a CollectiveTrainConfig) in run folder `out`
+    until config.num_chunks chunks are done or `minutes` have passed (checked between chunks).
+    Returns (state, every metrics record of the run, earlier sessions' included).
+    on_chunk(record) runs after each chunk."""
+    kind = kind_of(config)
     paths = SessionPaths(Path(out))
     paths.out.mkdir(parents=True, exist_ok=True)
     manager = checkpoint.open_manager(paths.checkpoints)
@@ -98,7 +101,7 @@ def train_session(config: TrainConfig, out, *, minutes: float | None = None, dev
     primary = is_primary()
     if primary:
         paths.metrics.write_text("".join(json.dumps(r) + "\n" for r in records))
-    evaluator = make_evaluator(config) if evaluate else None
+    evaluator = kind.evaluator(config) if evaluate else None
     started = time.perf_counter()
     offset = records[-1]["elapsed_s"] if records else 0.0
 
@@ -119,12 +122,15 @@ def train_session(config: TrainConfig, out, *, minutes: float | None = None, dev
     def out_of_time():
         return minutes is not None and time.perf_counter() - started >= 60.0 * minutes
 
-    state, _ = run_training(config, devices=devices, state=state, on_chunk=after_chunk, stop=out_of_time)
+    train_chunk = kind.make_train(config, devices=devices)
+    state = kind.init_state(config, devices=devices) if state is None else state
+    state, _ = run_chunks(train_chunk, state, config.updates_per_chunk, config.num_chunks,
+                          on_chunk=after_chunk, stop=out_of_time)  # fmt: skip
     manager.close()
     if records and primary:
         from hps.report.learning_curve import save_learning_curve
 
-        save_learning_curve(records, paths.curve, title=f"{config.algorithm}, {config.num_envs} envs")
+        save_learning_curve(records, paths.curve, title=f"{kind.name} policy, {config.num_envs} envs")
     return state, records
 
 

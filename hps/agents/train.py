@@ -208,19 +208,14 @@ def make_train(config: TrainConfig, *, devices=None, instances=None):
     return jax.jit(train_chunk, out_shardings=replicated(mesh))
 
 
-def run_training(config: TrainConfig, *, on_chunk=None, devices=None, instances=None, state=None, stop=None):
-    """Train up to config.num_chunks chunks; returns (state, history: one metrics dict of floats
-    per chunk run here).
-
-    state: resume from it (default a fresh state); chunk indices continue from
-    state.step / updates_per_chunk, so a resumed run ends where an uninterrupted one does.
-    on_chunk(chunk_index, state, metrics) runs after each chunk; stop() is asked before each
-    chunk and ends training early when true (a time budget). Raises FloatingPointError when a
-    chunk's loss is not finite."""
-    train_chunk = make_train(config, devices=devices, instances=instances)
-    state = init_train_state(config, devices=devices) if state is None else state
+def run_chunks(train_chunk, state, updates_per_chunk: int, num_chunks: int, *, on_chunk=None, stop=None):
+    """The Python loop between jitted chunks, shared by every trainer: from chunk
+    state.step / updates_per_chunk to num_chunks (so a resumed run ends where an uninterrupted
+    one does). on_chunk(chunk_index, state, metrics) runs after each chunk; stop() is asked
+    before each and ends training early when true (a time budget). Returns (state, history: one
+    metrics dict of floats per chunk run here); FloatingPointError when a loss is not finite."""
     history = []
-    for chunk in range(int(jax.device_get(state.step)) // config.updates_per_chunk, config.num_chunks):
+    for chunk in range(int(jax.device_get(state.step)) // updates_per_chunk, num_chunks):
         if stop is not None and stop():
             break
         state, metrics = train_chunk(state)
@@ -231,3 +226,10 @@ def run_training(config: TrainConfig, *, on_chunk=None, devices=None, instances=
         if on_chunk is not None:
             on_chunk(chunk, state, metrics)
     return state, history
+
+
+def run_training(config: TrainConfig, *, on_chunk=None, devices=None, instances=None, state=None, stop=None):
+    """Train up to config.num_chunks chunks from `state` (default fresh); see `run_chunks`."""
+    train_chunk = make_train(config, devices=devices, instances=instances)
+    state = init_train_state(config, devices=devices) if state is None else state
+    return run_chunks(train_chunk, state, config.updates_per_chunk, config.num_chunks, on_chunk=on_chunk, stop=stop)

@@ -39,7 +39,7 @@ def run(args) -> int:
     from hps.agents.planner import plan
 
     workload, catalog, job = resolve_instance(args)
-    policy, params, spec = load_policy(checkpoint_folder(args.checkpoint))
+    policy, params, spec = load_policy(checkpoint_folder(args.checkpoint), kind="placement")
     result = plan(policy, params, workload, catalog, job, samples=args.plans, seed=args.seed)
     report = schedule_report(workload, catalog, job, result.schedule)
     report.update(

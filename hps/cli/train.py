@@ -1,8 +1,10 @@
-"""`hps train [EXPERIMENT.py]`: train a placement policy in a run folder, resuming if it holds one.
+"""`hps train [EXPERIMENT.py]`: train a policy in a run folder, resuming if it holds one.
 
 With no experiment, trains the default general placement policy (REINFORCE, LSTM, 4,096
-environments of the TRAIN split). An experiment file is Python defining CONFIG, a
-`hps.agents.TrainConfig` (or a function config() returning one). Flags override its fields.
+environments of the TRAIN split), or with `--kind collective` the default collective policy
+(REINFORCE over random networks). An experiment file is Python defining CONFIG, a
+`hps.agents.TrainConfig` or `hps.agents.collective_train.CollectiveTrainConfig` (or a function
+config() returning one). Flags override its fields.
 """
 
 from __future__ import annotations
@@ -18,11 +20,15 @@ from hps.cli.common import print_json
 from hps.errors import ConfigError
 
 UNBOUNDED_CHUNKS = 1_000_000  # with --minutes and no --chunks, the clock ends training
+SHOWN = ("reward", "feasible", "cost_ratio", "utilization", "eval_feasible", "eval_cost_ratio", "eval_utilization",
+         "eval_themis_utilization")  # fmt: skip
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("train", help="train a placement policy (resumes from the latest checkpoint)")
     parser.add_argument("experiment", nargs="?", help="Python file defining CONFIG = TrainConfig(...)")
+    parser.add_argument("--kind", choices=("placement", "collective"), default="placement",
+                        help="the default policy to train when no experiment is given (default: %(default)s)")
     parser.add_argument("--out", default="runs/placement-policy", help="run folder (default: %(default)s)")
     parser.add_argument("--minutes", type=float, help="wall-clock budget; training stops after the chunk that crosses it")
     parser.add_argument("--chunks", type=int, help="chunks of updates to run in all (resumed runs count earlier ones)")
@@ -40,6 +46,7 @@ def register(subparsers) -> None:
 
 def load_experiment(path: str):
     """The TrainConfig an experiment file defines (CONFIG or config())."""
+    from hps.agents.collective_train import CollectiveTrainConfig
     from hps.agents.train import TrainConfig
 
     if not Path(path).is_file():
@@ -51,15 +58,22 @@ def load_experiment(path: str):
     config = namespace.get("CONFIG")
     if config is None and callable(namespace.get("config")):
         config = namespace["config"]()
-    if not isinstance(config, TrainConfig):
-        raise ConfigError(path, "CONFIG", "must be a hps.agents.TrainConfig (or define config() returning one)")
+    if not isinstance(config, (TrainConfig, CollectiveTrainConfig)):
+        raise ConfigError(path, "CONFIG", "must be a hps.agents.TrainConfig or CollectiveTrainConfig "
+                                          "(or define config() returning one)")  # fmt: skip
     return config
 
 
 def resolve_config(args):
+    from hps.agents.collective_train import CollectiveTrainConfig
     from hps.agents.train import TrainConfig
 
-    config = load_experiment(args.experiment) if args.experiment else TrainConfig()
+    if args.experiment:
+        config = load_experiment(args.experiment)
+    else:
+        config = TrainConfig() if args.kind == "placement" else CollectiveTrainConfig()
+    if args.algorithm is not None and not hasattr(config, "algorithm"):
+        raise ConfigError("--algorithm", "algorithm", "the collective policy trains with REINFORCE only")
     changes = {name: value for name, value in (("num_envs", args.envs), ("algorithm", args.algorithm),
                                                ("seed", args.seed), ("num_chunks", args.chunks)) if value is not None}  # fmt: skip
     if args.minutes is not None and args.chunks is None:
@@ -88,9 +102,7 @@ def run(args) -> int:
 
     def on_chunk(record):
         bar.n = record["chunk"] + 1
-        postfix = {"reward": f"{record['reward']:.2f}", "feasible": f"{record['feasible']:.2f}"}
-        if "eval_cost_ratio" in record:
-            postfix["held-out cost/ref"] = f"{record['eval_cost_ratio']:.3f}"
+        postfix = {name: f"{record[name]:.3f}" for name in SHOWN if name in record}
         bar.set_postfix(postfix, refresh=True)
 
     if args.eval_every < 0:
@@ -103,11 +115,9 @@ def run(args) -> int:
     if args.json:
         print_json({"out": str(paths.out), "step": int(state.step), **last})
         return 0
-    print(f"trained {int(state.step)} updates of {config.num_envs} envs ({config.algorithm}, {config.policy.encoder})")
+    print(f"trained {int(state.step)} updates of {config.num_envs} envs ({type(config).__name__})")
     if last:
-        print(f"last chunk: reward {last['reward']:.3f}, feasible {last['feasible']:.3f}, "
-              f"cost/reference {last['cost_ratio']:.3f}, {last['elapsed_s']:.0f} s in all")  # fmt: skip
-    if "eval_cost_ratio" in last:
-        print(f"held-out (greedy): feasible {last['eval_feasible']:.3f}, cost/reference {last['eval_cost_ratio']:.3f}")
+        figures = ", ".join(f"{name} {last[name]:.3f}" for name in SHOWN if name in last)
+        print(f"last chunk: {figures}; {last['elapsed_s']:.0f} s in all")
     print(f"checkpoints: {paths.checkpoints}\nmetrics:     {paths.metrics}\ncurve:       {paths.curve}")
     return 0

@@ -10,6 +10,7 @@ from hps.collective.iteration import iteration_time
 from hps.collective.network import ideal_time, network_params
 from hps.collective.policies import policy_orders
 from hps.collective.simulator import simulate_allreduce, utilization
+from hps.collective.themis import MAX_CHUNKS
 from hps.config.loaders import load_network
 from hps.config.types import Network, ResourceType, Workload
 
@@ -23,12 +24,16 @@ SUITE_POLICIES = (
 )
 
 
-def single(network: Network, total_bytes: float, chunks: int, policy: str, scf: bool):
+def single(network: Network, total_bytes: float, chunks: int, policy: str, scf: bool, orders=None):
     """({"time", "ideal_time", "utilization", "busy", "orders"}, SimResult) of one All-Reduce.
 
-    Orders list the real dimensions only (0-based), one list per chunk."""
+    orders: (≥ chunks, 4) padded orders to use instead of the named policy's (e.g. a learned
+    policy's). The payload lists the real dimensions only (0-based), one list per chunk."""
     net = network_params(network)
-    orders = policy_orders(policy, network, total_bytes, chunks, scf=scf)
+    if orders is None:
+        orders = policy_orders(policy, network, total_bytes, chunks, scf=scf)
+    elif orders.shape[0] < MAX_CHUNKS:  # rows past the chunk count are never read
+        orders = np.pad(np.asarray(orders), ((0, MAX_CHUNKS - orders.shape[0]), (0, 0)), mode="edge")
     result = jax.device_get(simulate_allreduce(net, total_bytes, chunks, orders, scf))
     n_dims = len(network.dimensions)
     real_orders = [[int(d) for d in row if d < n_dims] for row in np.asarray(orders)[:chunks]]
