@@ -195,10 +195,11 @@ def test_exhaustive_compiles_once_per_padded_shape():
 
     instances = small_instances(9, 3)
     sizes = {len(c.resources) ** len(w.layers) for w, c, _, _ in instances}
+    before = _enumerator(1024)._cache_size()  # other tests in this process may have compiled other shapes
     for *_, params in instances:
         exhaustive(params, batch_size=1024)
     assert len(sizes) > 1
-    assert _enumerator(1024)._cache_size() == 1
+    assert _enumerator(1024)._cache_size() - before <= 1
 
 
 def test_budgets_cap_evaluations_and_reject_non_positive_values():

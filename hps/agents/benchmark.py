@@ -19,7 +19,7 @@ import jax.numpy as jnp
 
 from hps.agents.policy import PolicyFunctions
 from hps.agents.rollout import rollout
-from hps.agents.train import TrainConfig, init_train_state, make_train
+from hps.agents.train import TrainConfig, default_placement_config, init_train_state, make_train
 from hps.envs.generators import InstanceSplit, generate_instances
 from hps.envs.placement import PlacementEnv
 
@@ -55,7 +55,7 @@ def measure(config: TrainConfig | None = None, *, num_envs: int = 4096, layers: 
             repeats: int = 3, updates_per_chunk: int = 5, devices=None) -> dict:
     """{"env_steps_per_s", "rollout_steps_per_s", "train_steps_per_s", "compile_s", …}."""
     split = InstanceSplit("bench", layers, layers, types, types, salt=99)
-    config = config or TrainConfig()
+    config = config or default_placement_config()
     config = dataclasses.replace(config, split=split, num_envs=num_envs, updates_per_chunk=updates_per_chunk)
     instances = jax.block_until_ready(generate_instances(jax.random.PRNGKey(0), num_envs, split))
     env, policy = PlacementEnv(), PolicyFunctions(config.policy)

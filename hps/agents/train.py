@@ -84,6 +84,15 @@ class TrainConfig:
         return dataclasses.asdict(self)
 
 
+def default_placement_config() -> TrainConfig:
+    """The recipe `hps train` uses for the general placement policy: a hidden width of 32
+    (about 3x the training throughput of 64 on CPU), 16 samples of each instance per update
+    with per-instance normalised advantages, and the risk-seeking objective (only each
+    instance's best quarter of samples learn), which targets best-of-K planning: the policy is
+    used by sampling 64 plans and keeping the best."""
+    return TrainConfig(policy=PolicySpec(hidden=32), samples_per_instance=16, top_fraction=0.25, entropy_coef=0.02)
+
+
 @struct.dataclass
 class TrainState:
     """params: policy parameters (plain dict). opt_state: optax state. baseline: REINFORCE's

@@ -1,7 +1,7 @@
 """`hps train [EXPERIMENT.py]`: train a policy in a run folder, resuming if it holds one.
 
-With no experiment, trains the default general placement policy (REINFORCE, LSTM, 4,096
-environments of the TRAIN split), or with `--kind collective` the default collective policy
+With no experiment, trains the default general placement policy (`default_placement_config`:
+risk-seeking REINFORCE, LSTM, 4,096 environments of the TRAIN split), or with `--kind collective` the default collective policy
 (REINFORCE over random networks). An experiment file is Python defining CONFIG, a
 `hps.agents.TrainConfig` or `hps.agents.collective_train.CollectiveTrainConfig` (or a function
 config() returning one). Flags override its fields.
@@ -66,12 +66,12 @@ def load_experiment(path: str):
 
 def resolve_config(args):
     from hps.agents.collective_train import CollectiveTrainConfig
-    from hps.agents.train import TrainConfig
+    from hps.agents.train import default_placement_config
 
     if args.experiment:
         config = load_experiment(args.experiment)
     else:
-        config = TrainConfig() if args.kind == "placement" else CollectiveTrainConfig()
+        config = default_placement_config() if args.kind == "placement" else CollectiveTrainConfig()
     if args.algorithm is not None and not hasattr(config, "algorithm"):
         raise ConfigError("--algorithm", "algorithm", "the collective policy trains with REINFORCE only")
     changes = {name: value for name, value in (("num_envs", args.envs), ("algorithm", args.algorithm),
