@@ -163,3 +163,19 @@ def test_group_advantages_are_leave_one_out_per_instance_and_risk_seeking_keeps_
     top = np.asarray(advantages(returns, 0.0, True, False, samples_per_instance=4, top_fraction=0.5))
     median = np.quantile([-1.0, -2.0, -3.0, -6.0], 0.5)  # -2.5: the best two samples learn
     np.testing.assert_allclose(top[:4], [-1 - median, -2 - median, 0, 0], atol=1e-6)
+
+
+def test_comparison_with_the_optimum_never_beats_exhaustive_search():
+    """The evaluation harness's figures are consistent: no plan beats the exhaustive optimum,
+    the best of the samples (which include the greedy plan) is no worse than the greedy plan."""
+    from hps.agents.evaluation import compare_with_optimum
+
+    policy = PolicyFunctions(PolicySpec(hidden=16))
+    params = policy.init(jax.random.PRNGKey(5))
+    result = compare_with_optimum(policy, params, count=3, samples=8, split=InstanceSplit("cmp", 4, 5, 2, 3, salt=41))
+    assert result.instances == 3 and result.evaluations_per_instance == 9
+    assert result.found_feasible <= result.with_feasible and result.greedy_feasible <= result.found_feasible
+    assert result.sampled_ratio >= 1 - 1e-6 and result.genetic_ratio >= 1 - 1e-6
+    assert result.median_sampled_ratio <= result.worst_sampled_ratio
+    if result.greedy_feasible == result.found_feasible:
+        assert result.sampled_ratio <= result.greedy_ratio + 1e-6

@@ -31,7 +31,8 @@ class Comparison:
     """instances: evaluated; with_feasible: those where the optimum is feasible; found_feasible:
     of those, where the policy's best sample was feasible (greedy_feasible: its greedy plan);
     *_ratio: mean cost / optimum over the instances where the method found a feasible plan;
-    genetic_*: the GA at the same evaluations; worst_sampled_ratio: the largest ratio seen."""
+    genetic_*: the GA at the same evaluations; worst_ / median_sampled_ratio: of the policy's
+    best samples; within_3_percent: instances where that best sample is within 3 % of optimum."""
 
     instances: int
     with_feasible: int
@@ -42,6 +43,8 @@ class Comparison:
     greedy_ratio: float
     genetic_ratio: float
     worst_sampled_ratio: float
+    median_sampled_ratio: float
+    within_3_percent: int
     evaluations_per_instance: int
 
     def to_dict(self) -> dict:
@@ -94,6 +97,8 @@ def compare_with_optimum(policy, params, *, count: int = 50, samples: int = 64,
         greedy_ratio=_mean_ratio(rows["greedy"], rows["optimum"], greedy_found)[0],
         genetic_ratio=_mean_ratio(rows["ga"], rows["optimum"], ga_found)[0],
         worst_sampled_ratio=float(ratios.max()) if ratios.size else float("nan"),
+        median_sampled_ratio=float(np.median(ratios)) if ratios.size else float("nan"),
+        within_3_percent=int(np.sum(ratios <= 1.03)),
         evaluations_per_instance=samples + 1,
     )
 
