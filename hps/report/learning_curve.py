@@ -27,6 +27,7 @@ def save_learning_curve(records: list[dict], path, title: str = "") -> None:
         if rows:
             style = "o-" if name.startswith("eval_") else "-"
             bottom.plot([r["step"] for r in rows], [r[name] for r in rows], style, label=label)
+    bottom.set_yscale("log")  # cost ratios start far above 1; fractions and ratios near 1 stay readable
     bottom.set_xlabel("updates")
     bottom.legend(loc="best", fontsize=8)
     fig.suptitle(title or "training", fontsize=11)
