@@ -34,7 +34,7 @@ from flax import struct
 from hps.agents import reinforce
 from hps.agents.collective_policy import CollectivePolicyFunctions, CollectivePolicySpec
 from hps.agents.sharding import check_divisible, env_mesh, replicated, shard_envs
-from hps.agents.train import TrainState, run_chunks
+from hps.agents.train import TrainState, fresh_state, make_optimizer, run_chunks
 from hps.envs.collective import CollectiveEnv, CollectiveObs
 from hps.envs.network_gen import (
     TRAIN_NETWORKS,
@@ -183,17 +183,9 @@ def collective_loss(params, policy, trajectory, adv, entropy_coef: float, capaci
     return loss, {"entropy": entropy}
 
 
-def make_optimizer(config: CollectiveTrainConfig) -> optax.GradientTransformation:
-    return optax.chain(optax.clip_by_global_norm(config.max_grad_norm), optax.adam(config.learning_rate))
-
-
 def init_collective_state(config: CollectiveTrainConfig, *, devices=None) -> TrainState:
     """Fresh state from config.seed, replicated over the device mesh."""
-    key, init_key = jax.random.split(jax.random.PRNGKey(config.seed))
-    params = CollectivePolicyFunctions(config.policy).init(init_key)
-    state = TrainState(params=params, opt_state=make_optimizer(config).init(params), baseline=jnp.float32(0.0),
-                       key=key, step=jnp.int32(0))  # fmt: skip
-    return jax.device_put(state, replicated(env_mesh(devices)))
+    return fresh_state(config, CollectivePolicyFunctions(config.policy), devices=devices)
 
 
 def make_collective_train(config: CollectiveTrainConfig, *, devices=None, compiler_options=None):

@@ -5,7 +5,8 @@ Per instance: the policy's best of `samples` sampled plans plus its greedy plan,
 plan alone, all scored by the exact cost model; the genetic algorithm given the same number of
 evaluations (one generation of samples + 1 individuals, so it is seeded with single-type
 plans and random ones); and the exhaustive optimum. Costs are compared as cost / optimum over
-the instances where a feasible plan exists.
+the instances where a feasible plan exists. `heldout_evaluator` is the cheaper greedy-only check
+a training session runs for its learning curve.
 """
 
 from __future__ import annotations
@@ -17,13 +18,17 @@ import jax.numpy as jnp
 import numpy as np
 
 from hps.agents.planner import candidate_schedules
-from hps.envs.generators import HELDOUT_LARGE, InstanceSplit, generate_instances
+from hps.agents.policy import PolicyFunctions
+from hps.agents.rollout import rollout
+from hps.envs.generators import HELDOUT, HELDOUT_LARGE, InstanceSplit, generate_instances
+from hps.envs.placement import PlacementEnv
 from hps.search import exhaustive, genetic, single
 from hps.search.scoring import RANK_FEASIBLE, batch_best, score
 from hps.placement.model import segment_table
 
 HELDOUT_SMALL = InstanceSplit("heldout-small", 4, 10, 2, 4, salt=3)
 EVAL_KEY = 77
+EVAL_SEED = 2024  # the learning curve's held-out pool
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,28 @@ class Comparison:
         return asdict(self)
 
 
+def heldout_evaluator(config, split: InstanceSplit = HELDOUT, count: int = 256):
+    """For the learning curve of a placement TrainConfig: params -> {"eval_reward",
+    "eval_cost_ratio", "eval_feasible"}, greedy decoding on a fixed pool of `count` instances of
+    `split` (cost ratio = cost / reference cost, over feasible plans)."""
+    pool = generate_instances(jax.random.PRNGKey(EVAL_SEED), count, split)
+    policy, env = PolicyFunctions(config.policy), PlacementEnv()
+    steps = min(split.max_layers, config.policy.max_layers)
+
+    @jax.jit
+    def evaluate(params):
+        traj = rollout(policy, params, env, pool, jax.random.PRNGKey(0), steps, greedy=True)
+        feasible = traj.feasible
+        ratio = jnp.sum(jnp.where(feasible, traj.cost_ratio, 0.0)) / jnp.maximum(jnp.sum(feasible), 1)
+        return {
+            "eval_reward": jnp.mean(traj.episode_reward),
+            "eval_cost_ratio": ratio,
+            "eval_feasible": jnp.mean(feasible.astype(jnp.float32)),
+        }
+
+    return lambda params: {k: float(v) for k, v in jax.device_get(evaluate(params)).items()}
+
+
 @jax.jit
 def _best_and_greedy(params, schedules):
     """(cost of the best schedule, its feasibility, greedy (last row) cost, greedy feasibility)."""
@@ -58,6 +85,15 @@ def _best_and_greedy(params, schedules):
     best = batch_best(scored)
     feasible = scored.rank == RANK_FEASIBLE
     return best.primary, best.rank == RANK_FEASIBLE, scored.primary[-1], feasible[-1]
+
+
+def _policy_best(policy, params, instance, seed: int, samples: int, num_layers: int, temperature: float = 1.0):
+    """(best cost, best feasible, greedy cost, greedy feasible) of the policy's samples + greedy
+    plan of one instance, scored by the exact model (schedules padded to the instance's layers)."""
+    placement = instance.placement
+    schedules = candidate_schedules(policy, params, instance, jax.random.PRNGKey(seed), samples, num_layers, temperature)
+    padded = jnp.zeros((schedules.shape[0], placement.max_layers), jnp.int32).at[:, :num_layers].set(schedules)
+    return jax.device_get(_best_and_greedy(placement, padded))
 
 
 def _mean_ratio(costs, optimum, found):
@@ -74,10 +110,8 @@ def compare_with_optimum(policy, params, *, count: int = 50, samples: int = 64,
         instance = jax.tree.map(lambda x: x[i], pool)
         placement = instance.placement
         optimum = exhaustive(placement)
-        schedules = candidate_schedules(policy, params, instance, jax.random.PRNGKey(i), samples, split.max_layers,
-                                        temperature)
-        padded = jnp.zeros((schedules.shape[0], placement.max_layers), jnp.int32).at[:, : split.max_layers].set(schedules)
-        best, best_ok, greedy_cost, greedy_ok = jax.device_get(_best_and_greedy(placement, padded))
+        best, best_ok, greedy_cost, greedy_ok = _policy_best(policy, params, instance, i, samples, split.max_layers,
+                                                             temperature)
         ga = genetic(placement, key=jax.random.PRNGKey(i), budget=samples + 1)
         for name, value in (("optimum", optimum.cost), ("has", optimum.feasible), ("best", best), ("best_ok", best_ok),
                             ("greedy", greedy_cost), ("greedy_ok", greedy_ok), ("ga", ga.cost), ("ga_ok", ga.feasible)):  # fmt: skip
@@ -115,9 +149,7 @@ def compare_on_large(policy, params, *, count: int = 20, samples: int = 64, spli
     for i in range(count):
         instance = jax.tree.map(lambda x: x[i], pool)
         placement = instance.placement
-        schedules = candidate_schedules(policy, params, instance, jax.random.PRNGKey(i), samples, split.max_layers)
-        padded = jnp.zeros((schedules.shape[0], placement.max_layers), jnp.int32).at[:, : split.max_layers].set(schedules)
-        best, best_ok, _, _ = jax.device_get(_best_and_greedy(placement, padded))
+        best, best_ok, _, _ = _policy_best(policy, params, instance, i, samples, split.max_layers)
         ga = genetic(placement, key=jax.random.PRNGKey(i), budget=genetic_budget)
         ga_equal = genetic(placement, key=jax.random.PRNGKey(i), budget=samples + 1)
         one = single(placement)

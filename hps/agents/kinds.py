@@ -39,9 +39,9 @@ def _placement_config(data: dict):
 
 
 def _placement_evaluator(config):
-    from hps.agents.session import make_evaluator
+    from hps.agents.evaluation import heldout_evaluator
 
-    return make_evaluator(config)
+    return heldout_evaluator(config)
 
 
 def _collective_evaluator(config, count: int = 128):

@@ -22,19 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from hps.agents import checkpoint
 from hps.agents.distributed import is_primary
 from hps.agents.kinds import kind_of
-from hps.agents.policy import PolicyFunctions
-from hps.agents.rollout import rollout
-from hps.agents.train import TrainConfig, TrainState, run_chunks
-from hps.envs.generators import HELDOUT, InstanceSplit, generate_instances
-from hps.envs.placement import PlacementEnv
-
-EVAL_SEED = 2024
+from hps.agents.train import TrainState, run_chunks
 
 
 @dataclass(frozen=True)
@@ -52,27 +45,6 @@ class SessionPaths:
     @property
     def curve(self) -> Path:
         return self.out / "learning_curve.png"
-
-
-def make_evaluator(config: TrainConfig, split: InstanceSplit = HELDOUT, count: int = 256):
-    """params -> {"eval_reward", "eval_cost_ratio", "eval_feasible"}: greedy decoding on a fixed
-    pool of `count` instances of `split` (cost ratio = cost / reference cost, feasible plans)."""
-    pool = generate_instances(jax.random.PRNGKey(EVAL_SEED), count, split)
-    policy, env = PolicyFunctions(config.policy), PlacementEnv()
-    steps = min(split.max_layers, config.policy.max_layers)
-
-    @jax.jit
-    def evaluate(params):
-        traj = rollout(policy, params, env, pool, jax.random.PRNGKey(0), steps, greedy=True)
-        feasible = traj.feasible
-        ratio = jnp.sum(jnp.where(feasible, traj.cost_ratio, 0.0)) / jnp.maximum(jnp.sum(feasible), 1)
-        return {
-            "eval_reward": jnp.mean(traj.episode_reward),
-            "eval_cost_ratio": ratio,
-            "eval_feasible": jnp.mean(feasible.astype(jnp.float32)),
-        }
-
-    return lambda params: {k: float(v) for k, v in jax.device_get(evaluate(params)).items()}
 
 
 def read_metrics(path: Path, before_chunk: int | None = None) -> list[dict]:

@@ -105,14 +105,17 @@ class TrainState:
     step: jnp.ndarray
 
 
-def make_optimizer(config: TrainConfig) -> optax.GradientTransformation:
+def make_optimizer(config) -> optax.GradientTransformation:
+    """Gradient clipping to config.max_grad_norm, then Adam at config.learning_rate (any trainer's
+    config with those two fields)."""
     return optax.chain(optax.clip_by_global_norm(config.max_grad_norm), optax.adam(config.learning_rate))
 
 
-def init_train_state(config: TrainConfig, *, devices=None) -> TrainState:
-    """Fresh state from config.seed, replicated over the device mesh."""
+def fresh_state(config, policy, *, devices=None) -> TrainState:
+    """A fresh TrainState from config.seed for policy functions `policy` (anything with
+    .init(key) -> params), replicated over the device mesh."""
     key, init_key = jax.random.split(jax.random.PRNGKey(config.seed))
-    params = PolicyFunctions(config.policy).init(init_key)
+    params = policy.init(init_key)
     state = TrainState(
         params=params,
         opt_state=make_optimizer(config).init(params),
@@ -121,6 +124,11 @@ def init_train_state(config: TrainConfig, *, devices=None) -> TrainState:
         step=jnp.int32(0),
     )
     return jax.device_put(state, replicated(env_mesh(devices)))
+
+
+def init_train_state(config: TrainConfig, *, devices=None) -> TrainState:
+    """Fresh state of the placement policy from config.seed, replicated over the device mesh."""
+    return fresh_state(config, PolicyFunctions(config.policy), devices=devices)
 
 
 def _episode_metrics(trajectory) -> dict:
