@@ -1,0 +1,48 @@
+"""The contract between a Flax model, the executor and `hps workload derive`.
+
+A `LayeredModel` is an NNX module whose `layers` (an `nnx.List`) hold one NNX module per row of
+the workload's layer table, in order, named by `layer_names`. A schedule cuts the model at layer
+boundaries, so every layer is a function of the activation its predecessor returns:
+
+- An activation is a dict of arrays whose leading axis is the batch (the per-sample axis the
+  executor shards). Values a later layer needs (the label, dense features) travel in the dict.
+- The first layer receives `sample_batch(key, n)`: the model's raw inputs plus "label".
+- The last layer returns the per-example loss, shape (n,) float32. Training minimises its mean.
+
+Parameters of `nnx.Embed` modules are embedding tables (the table's `sparse_param_bytes`); every
+other `nnx.Param` is dense (`dense_param_bytes`).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+Activation = dict[str, jax.Array]
+"""Per-sample values between layers, leading axis the batch."""
+
+
+class LayeredModel(nnx.Module):
+    """Base class: subclasses set `self.layers` (nnx.List) and `self.layer_names` (tuple of str)
+    and implement `sample_batch`."""
+
+    layers: nnx.List
+    layer_names: tuple[str, ...]
+
+    def sample_batch(self, key: jax.Array, n: int) -> Activation:
+        """n synthetic samples: the first layer's input dict, including "label"."""
+        raise NotImplementedError
+
+    def __call__(self, batch: Activation) -> jax.Array:
+        """Per-example loss (n,) of the whole model: every layer in order."""
+        x = batch
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+def per_example_cross_entropy(logits: jax.Array, labels: jax.Array) -> jax.Array:
+    """Softmax cross-entropy per example: logits (n, classes) float, labels (n,) int -> (n,)."""
+    log_probs = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
+    return -jnp.take_along_axis(log_probs, labels[:, None].astype(jnp.int32), axis=-1)[:, 0]
