@@ -1,0 +1,162 @@
+"""Execute a placement plan for real (SPEC "Executor"): build the stages, train, measure, compare.
+
+`execute_plan` takes a workload with a Flax model, a catalogue, a job and a schedule (type per
+layer), and returns the `hps execute` report: per stage the measured time (compute + transfer +
+sync, seconds per iteration) beside the cost model's prediction for the replica counts that ran,
+the measured and predicted throughput (samples/s), and with `check` whether the parameters equal
+plain single-device training of the same model on the same batches.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import jax
+import numpy as np
+import optax
+
+from hps.config.types import Catalog, Job, Workload
+from hps.errors import ConfigError
+from hps.executor.allreduce import planned_orders
+from hps.executor.devices import assign_stage_devices, device_pools
+from hps.executor.measure import median_stage_terms
+from hps.executor.mesh import used_dimensions
+from hps.executor.mesh import stage_mesh as make_stage_mesh
+from hps.executor.pipeline import compile_pipeline, train_step
+from hps.executor.predict import predict_stages
+from hps.executor.reference import max_relative_difference, single_device_training
+from hps.executor.stages import build_stage
+from hps.models.base import LayeredModel
+from hps.report.placement import schedule_report
+
+
+@dataclass(frozen=True)
+class ExecuteOptions:
+    """steps: training steps; micro_batches: per step (default: one per stage, at least 2);
+    policy: collective policy (default: the job's); learning_rate: of plain SGD; seed: of data."""
+
+    steps: int = 5
+    micro_batches: int | None = None
+    policy: str | None = None
+    checkpoint: str | None = None
+    devices: str | None = None
+    learning_rate: float = 0.05
+    seed: int = 0
+    check: bool = False
+
+
+def stage_spans(schedule: list[int]) -> list[tuple[int, int, int]]:
+    """(first layer, last layer, type) of each maximal run of one type."""
+    spans, first = [], 0
+    for layer in range(1, len(schedule) + 1):
+        if layer == len(schedule) or schedule[layer] != schedule[first]:
+            spans.append((first, layer - 1, schedule[first]))
+            first = layer
+    return spans
+
+
+def runnable_replicas(planned: int, pool: int, network) -> int:
+    """The largest k ≤ min(planned, pool) whose units fill whole network dimensions."""
+    for k in range(min(planned, pool), 0, -1):
+        try:
+            used_dimensions(network, k)
+            return k
+        except ConfigError:
+            continue
+    return 1
+
+
+def micro_batch_count(batch: int, replicas: list[int], wanted: int) -> int:
+    """The largest M ≤ wanted with batch / M a whole multiple of every stage's replica count."""
+    step = math.lcm(*replicas)
+    for m in range(wanted, 0, -1):
+        if batch % m == 0 and (batch // m) % step == 0:
+            return m
+    raise ConfigError("--batch", "batch", f"{batch} samples do not split evenly over {step} replicas; use a multiple of {step}")
+
+
+def execute_plan(model: LayeredModel, workload: Workload, catalog: Catalog, job: Job, schedule: list[int], options: ExecuteOptions) -> dict:
+    """Run `options.steps` training steps of the plan and return the `hps execute` report."""
+    if len(model.layers) != len(workload.layers):
+        raise ConfigError("--workload", workload.name, f"the model has {len(model.layers)} layers, the table {len(workload.layers)}")
+    planned = schedule_report(workload, catalog, job, schedule)
+    spans = stage_spans(schedule)
+    names = [catalog.names[t] for _, _, t in spans]
+    pools = device_pools(catalog, names, options.devices)
+    networks = [catalog.resources[t].network for _, _, t in spans]
+    ks = [runnable_replicas(s["replicas"], len(pools[n]), net) for s, n, net in zip(planned["stages"], names, networks)]
+    batch = int(job.batch)
+    micro = micro_batch_count(batch, ks, options.micro_batches or max(2, len(spans)))
+    optimizer = optax.sgd(options.learning_rate)
+    policy = options.policy or job.collective
+
+    stages, synced = [], []
+    for index, ((first, last, t), devices, net) in enumerate(zip(spans, assign_stage_devices(names, ks, pools), networks)):
+        mesh = make_stage_mesh(devices, net)
+        layers = list(model.layers)[first : last + 1]
+        w = 4.0 * sum(x.size for layer in layers for x in jax.tree.leaves(_state(layer)))
+        orders = planned_orders(policy, net, len(devices), max(w, 1.0), job.chunks, checkpoint=options.checkpoint)
+        stages.append(build_stage(index, names[index], first, last, model, mesh.mesh, mesh.axis_names, orders, optimizer))
+        synced.append(w)
+    pipeline = compile_pipeline(stages, optimizer)
+
+    batches = [model.sample_batch(jax.random.key(options.seed + step), batch) for step in range(options.steps)]
+    terms = median_stage_terms(pipeline, batches[0], micro)
+    losses, step_seconds = [], []
+    for b in batches:
+        start = time.perf_counter()
+        losses.append(float(jax.block_until_ready(train_step(pipeline, b, micro))))
+        step_seconds.append(time.perf_counter() - start)
+    step_time = float(np.median(step_seconds[1:] if len(step_seconds) > 1 else step_seconds))
+
+    executed = [(first, last, t, k) for (first, last, t), k in zip(spans, ks)]
+    predicted = predict_stages(workload, catalog, job, executed, synced)
+    report = {
+        "workload": workload.name,
+        "schedule": planned["schedule"],
+        "batch": batch,
+        "micro_batches": micro,
+        "collective_policy": policy,
+        "stages": [
+            _stage_row(stage, span, plan_row, measured, prediction, w)
+            for stage, span, plan_row, measured, prediction, w in zip(stages, spans, planned["stages"], terms, predicted, synced)
+        ],
+        "measured_step_time": step_time,
+        "measured_throughput": batch / step_time,
+        "predicted_throughput": min(batch / p.time for p in predicted),
+        "losses": losses,
+        "equivalent": None,
+        "max_param_rel_diff": None,
+    }
+    if options.check:
+        want, reference_losses = single_device_training(model, batches, optimizer)
+        got = [state for stage in stages for state in stage.params]
+        report["max_param_rel_diff"] = max_relative_difference(got, want)
+        report["max_loss_rel_diff"] = max(abs(a - b) / abs(b) for a, b in zip(losses, reference_losses))
+        report["equivalent"] = report["max_param_rel_diff"] <= 1e-5
+    return report
+
+
+def _state(layer):
+    from flax import nnx
+
+    return nnx.split(layer)[1]
+
+
+def _stage_row(stage, span, plan_row, measured, prediction, synced_bytes) -> dict:
+    return {
+        "type": stage.type_name,
+        "first_layer": span[0],
+        "last_layer": span[1],
+        "replicas": stage.replicas,
+        "planned_replicas": plan_row["replicas"],
+        "mesh": {name: int(size) for name, size in zip(stage.axes, stage.mesh.devices.shape)},
+        "synced_bytes": synced_bytes,
+        "measured_time": measured.time,
+        "predicted_time": prediction.time,
+        "error": measured.time / prediction.time - 1.0 if prediction.time > 0 else None,
+        "measured": {"compute": measured.compute, "transfer": measured.transfer, "sync": measured.sync},
+        "predicted": {"compute": prediction.compute, "transfer": prediction.boundary, "sync": prediction.sync},
+    }

@@ -1,0 +1,60 @@
+"""The cost model's prediction for a plan as it is executed (SPEC "Placement cost model").
+
+The executor may run a stage with fewer replicas than the plan provisioned (a pool smaller than
+the plan), so the prediction is made for the replica counts that actually run, with the
+placement model's own terms: compute = (B/k)·Σ t(l,t) (measured per-sample times where the
+workload has them, else the roofline), boundary = (B/k)·2·(a_in + a_out)/nic_bw and
+sync = allreduce_t(W, k) with W the bytes the stage All-Reduces.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jax.numpy as jnp
+import numpy as np
+
+from hps.config.types import Catalog, Job, Workload
+from hps.placement import build_params
+from hps.placement.allreduce import allreduce_coefficients
+from hps.placement.model import layer_time
+
+
+@dataclass(frozen=True)
+class StagePrediction:
+    """Seconds per iteration (global batch B) of one stage, by term."""
+
+    compute: float
+    boundary: float
+    sync: float
+
+    @property
+    def time(self) -> float:
+        return self.compute + self.boundary + self.sync
+
+
+def predict_stages(
+    workload: Workload, catalog: Catalog, job: Job, stages: list[tuple[int, int, int, int]], synced_bytes: list[float]
+) -> list[StagePrediction]:
+    """stages: (first layer, last layer, type index, replicas k) each; synced_bytes: W per stage
+    (bytes of gradients the stage All-Reduces each iteration)."""
+    params = build_params(workload, catalog, job)
+    per_sample = np.asarray(layer_time(params))  # (L, T) s/sample
+    act = [layer.act_bytes for layer in workload.layers]
+    last_layer = len(workload.layers) - 1
+    out = []
+    for (first, last, t, k), w in zip(stages, synced_bytes):
+        per_replica = job.batch / k
+        a_in = act[first - 1] if first > 0 else 0.0
+        a_out = act[last] if last < last_layer else 0.0
+        compute = per_replica * float(per_sample[first : last + 1, t].sum())
+        boundary = per_replica * 2.0 * (a_in + a_out) / float(params.nic_bw[t])
+        sync = 0.0
+        if k > 1 and w > 0:
+            alpha, beta = allreduce_coefficients(
+                params.net_size[t], params.net_bandwidth[t], params.net_latency[t], params.net_algorithm[t],
+                jnp.int32(k), params.chunks, params.use_themis,
+            )  # fmt: skip
+            sync = w * float(alpha) + float(beta)
+        out.append(StagePrediction(compute, boundary, sync))
+    return out

@@ -1,0 +1,56 @@
+"""Plain single-device training of a LayeredModel: the reference an executed plan must equal."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import nnx
+
+from hps.models.base import LayeredModel
+
+
+def layer_states(model: LayeredModel) -> list:
+    """The param state of each layer, in order (the pytree the executor's stages hold)."""
+    return [nnx.split(layer)[1] for layer in model.layers]
+
+
+def single_device_training(model: LayeredModel, batches, optimizer: optax.GradientTransformation, device=None):
+    """Train a copy of the model's layer states on one device with the same optimizer and batches.
+
+    Returns (layer states after the last batch, the mean loss of each step).
+    """
+    device = device or jax.devices()[0]
+    graphdefs = [nnx.split(layer)[0] for layer in model.layers]
+    states = jax.device_put(jax.tree.map(jnp.copy, layer_states(model)), device)
+
+    def mean_loss(params, batch):
+        x = batch
+        for graphdef, state in zip(graphdefs, params):
+            x = nnx.merge(graphdef, state)(x)
+        return jnp.mean(x)
+
+    @jax.jit
+    def step(params, opt_state, batch):
+        loss, grads = jax.value_and_grad(mean_loss)(params, batch)
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, loss
+
+    opt_state = optimizer.init(states)
+    losses = []
+    for batch in batches:
+        states, opt_state, loss = step(states, opt_state, jax.device_put(batch, device))
+        losses.append(float(loss))
+    return states, losses
+
+
+def max_relative_difference(got, want) -> float:
+    """max over parameter arrays of max|got − want| / max|want| (0 for all-zero arrays)."""
+    worst = 0.0
+    for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
+        a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+        scale = float(np.max(np.abs(b), initial=0.0))
+        diff = float(np.max(np.abs(a - b), initial=0.0))
+        worst = max(worst, diff / scale if scale > 0 else diff)
+    return worst
