@@ -226,7 +226,7 @@ def test_planned_orders_for_one_replica_or_one_axis_are_the_only_order():
     assert planned_orders("best-fixed", network(8, 8), 8, 1e6, 2).tolist() == [[0]] * 2
 
 
-def test_planned_learned_orders_come_from_the_cli_loader_on_the_used_network(monkeypatch):
+def test_planned_learned_orders_come_from_the_checkpoint_loader_on_the_used_network(monkeypatch):
     """`learned` reads the checkpoint the way `hps collective --policy learned` does, for the
     network the replicas span; its padded orders map to mesh axes."""
     seen = {}
@@ -235,7 +235,7 @@ def test_planned_learned_orders_come_from_the_cli_loader_on_the_used_network(mon
         seen.update(checkpoint=checkpoint, sizes=[d.size for d in net.dimensions], size=size, chunks=chunks)
         return np.tile(np.array([2, 1, 3, 0], np.int32), (64, 1))
 
-    monkeypatch.setattr("hps.cli.collective._learned_orders", fake)
+    monkeypatch.setattr("hps.agents.collective_eval.checkpoint_orders", fake)
     orders = planned_orders("learned", network(2, 2, 2, 2), 8, 4e6, 3, checkpoint="runs/c")
     assert orders.tolist() == [[2, 1, 0]] * 3
     assert seen == {"checkpoint": "runs/c", "sizes": [2, 2, 2], "size": 4e6, "chunks": 3}

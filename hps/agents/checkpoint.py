@@ -118,3 +118,14 @@ def load_policy(directory: str | os.PathLike, step: int | None = None, kind: str
     state = restore(manager, config, devices=jax.devices()[:1], step=step)
     manager.close()
     return kind_of(config).policy(config), state.params, dict(document, step=step)
+
+
+def checkpoint_folder(path: str | os.PathLike) -> Path:
+    """The checkpoint directory of `path`: a run folder (hps train --out) or its checkpoints/."""
+    folder = Path(path)
+    nested = folder / "checkpoints"
+    if nested.is_dir():
+        return nested
+    if not folder.is_dir():
+        raise ConfigError(str(path), "--checkpoint", "no such directory")
+    return folder

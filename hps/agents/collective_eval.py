@@ -40,6 +40,19 @@ def learned_orders(policy, params, instance: CollectiveInstance, max_chunks: int
     return orders_of(actions[0])
 
 
+def checkpoint_orders(checkpoint, network, size_bytes: float, chunks: int):
+    """(max_chunks, D) orders the collective policy saved in `checkpoint` (a run folder or its
+    checkpoints/) picks for one All-Reduce of size_bytes in `chunks` chunks on `network`."""
+    from hps.agents.checkpoint import checkpoint_folder, load_policy
+    from hps.errors import ConfigError
+
+    policy, params, spec = load_policy(checkpoint_folder(checkpoint), kind="collective")
+    max_chunks = spec["train"]["max_chunks"]
+    if chunks > max_chunks:
+        raise ConfigError("--chunks", "chunks", f"the policy was trained for at most {max_chunks} chunks, got {chunks}")
+    return learned_orders(policy, params, collective_instance(network, size_bytes, chunks), max_chunks=max_chunks)
+
+
 def _jitted(fn, policy, env, compiler_options):
     """fn(policy, params, env, …) jitted for one policy and env (compiled once per options)."""
     return _jit_cache(fn, policy, env, tuple(sorted((compiler_options or {}).items())))

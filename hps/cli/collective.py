@@ -69,20 +69,6 @@ def _iteration(network, args) -> dict:
     )  # fmt: skip
 
 
-def _learned_orders(checkpoint: str, network, size: float, chunks: int):
-    """(max_chunks, 4) orders a trained collective policy picks, greedily, chunk by chunk."""
-    from hps.agents.checkpoint import load_policy
-    from hps.agents.collective_eval import learned_orders
-    from hps.cli.plan import checkpoint_folder
-    from hps.envs.network_gen import collective_instance
-
-    policy, params, spec = load_policy(checkpoint_folder(checkpoint), kind="collective")
-    max_chunks = spec["train"]["max_chunks"]
-    if chunks > max_chunks:
-        raise ConfigError("--chunks", "chunks", f"the policy was trained for at most {max_chunks} chunks, got {chunks}")
-    return learned_orders(policy, params, collective_instance(network, size, chunks), max_chunks=max_chunks)
-
-
 def run(args) -> int:
     size = parse_size(args.size)
     if args.policy == "learned" and not args.checkpoint:
@@ -98,7 +84,11 @@ def run(args) -> int:
         payload = _iteration(network, args)
         print_json(payload) if args.json else print(format_iteration(payload))
         return 0
-    orders = _learned_orders(args.checkpoint, network, size, args.chunks) if args.policy == "learned" else None
+    orders = None
+    if args.policy == "learned":
+        from hps.agents.collective_eval import checkpoint_orders
+
+        orders = checkpoint_orders(args.checkpoint, network, size, args.chunks)
     payload, result = studies.single(network, size, args.chunks, args.policy, args.intra == "scf", orders=orders)
     if args.plot:
         _plot(args.plot, network, size, args.chunks, args.policy, args.intra, result)

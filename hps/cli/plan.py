@@ -24,18 +24,8 @@ def register(subparsers) -> None:
     parser.set_defaults(run=run)
 
 
-def checkpoint_folder(path: str) -> Path:
-    folder = Path(path)
-    nested = folder / "checkpoints"
-    if nested.is_dir():
-        return nested
-    if not folder.is_dir():
-        raise ConfigError(path, "--checkpoint", "no such directory")
-    return folder
-
-
 def run(args) -> int:
-    from hps.agents.checkpoint import load_policy
+    from hps.agents.checkpoint import checkpoint_folder, load_policy
     from hps.agents.planner import plan
 
     workload, catalog, job = resolve_instance(args)

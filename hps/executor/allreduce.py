@@ -104,7 +104,7 @@ def dims_to_axes(orders: np.ndarray, n_axes: int) -> np.ndarray:
 
 
 def _learned_orders(checkpoint, network: Network, total_bytes: float, chunks: int):
-    """The orders `hps collective --policy learned` uses (the CLI's loader, imported lazily)."""
-    from hps.cli.collective import _learned_orders as learned
+    """The orders `hps collective --policy learned` uses (agents imported lazily: they are heavy)."""
+    from hps.agents.collective_eval import checkpoint_orders
 
-    return learned(str(checkpoint), network, total_bytes, chunks)
+    return checkpoint_orders(checkpoint, network, total_bytes, chunks)
