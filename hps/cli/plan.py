@@ -10,7 +10,6 @@ import json
 from pathlib import Path
 
 from hps.cli.common import add_instance_args, print_json, resolve_instance
-from hps.errors import ConfigError
 from hps.report.placement import format_report, schedule_report
 
 
