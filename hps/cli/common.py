@@ -26,11 +26,50 @@ def add_instance_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--collective", choices=("themis", "baseline"), default="themis", help="stage All-Reduce policy")
     parser.add_argument("--chunks", type=int, default=64, help="All-Reduce chunks (default: %(default)s)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_set_arg(parser)
+
+
+def add_set_arg(parser: argparse.ArgumentParser) -> None:
+    """--set NAME=VALUE (repeatable): zoo workload hyperparameter overrides, read by `parse_set`."""
+    parser.add_argument(
+        "--set", dest="overrides", action="append", default=[], metavar="NAME=VALUE",
+        help="override a zoo workload hyperparameter (repeatable); VALUE an integer, a number or a "
+        "comma-separated list of integers, e.g. --set rows=10000 --set hidden=64,32",
+    )
+
+
+def parse_set(items: list[str]) -> dict[str, object]:
+    """["rows=1e4", "hidden=64,32"] -> {"rows": 10000.0, "hidden": (64, 32)}; ConfigError names --set."""
+    overrides: dict[str, object] = {}
+    for item in items:
+        name, sep, text = (part.strip() for part in item.partition("="))
+        if not sep or not name or not text:
+            raise ConfigError("--set", item, "expected NAME=VALUE, e.g. --set hidden=64,32")
+        if name in overrides:
+            raise ConfigError("--set", name, "given twice")
+        overrides[name] = _parse_set_value(name, text)
+    return overrides
+
+
+def _parse_set_value(name: str, text: str) -> object:
+    """An integer, else a float, else (with commas) a tuple of integers."""
+    try:
+        if "," in text:
+            return tuple(int(part) for part in text.split(",") if part.strip())
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)  # a comma list with a non-integer fails here too
+    except ValueError:
+        raise ConfigError(
+            "--set", name, f"must be an integer, a number or a comma-separated list of integers, got {text!r}"
+        ) from None
 
 
 def resolve_instance(args):
     """(workload, catalog, job) from parsed args; ConfigError names the flag that is missing."""
-    workload = resolve_workload(args.workload)
+    workload = resolve_workload(args.workload, parse_set(args.overrides), source="--set")
     catalog = load_catalog(resolve_topology(args.catalog, "catalogs", "--catalog"))
     return workload, catalog, resolve_job(args, workload)
 

@@ -393,3 +393,9 @@ def pretraining_heads(name: str, hidden: int, vocab: int, masked: int) -> Layer:
         act_bytes=FP32_BYTES,
         dense_param_bytes=(2 * d * d + 6 * d + 2 + v) * FP32_BYTES,
     )
+
+
+def classification_head(name: str, hidden: int, classes: int) -> Layer:
+    """Sequence classification head on the first ([CLS]) position: pooler H -> H (tanh) then a
+    classifier H -> classes; the sum of the two `dense` parts (one row each)."""
+    return merge(name, [dense(f"{name}.pooler", hidden, hidden), dense(f"{name}.classifier", hidden, classes)])

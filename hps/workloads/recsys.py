@@ -38,8 +38,10 @@ def _num(x: float) -> str:
     return f"{x:.3g}".replace("e+0", "e").replace("e+", "e")
 
 
-def _gib(layer: Layer) -> str:
-    return f"{layer.sparse_param_bytes / 2**30:.0f}"
+def _table_size(layer: Layer) -> str:
+    """'477 GiB' for production tables, '0.3 MiB' for laptop-sized ones."""
+    size = layer.sparse_param_bytes
+    return f"{size / 2**30:.0f} GiB" if size >= 2**30 else f"{size / 2**20:.1f} MiB"
 
 
 def ctr_dnn(
@@ -68,7 +70,7 @@ def ctr_dnn(
     )
     return Workload(
         "ctr-dnn", layers, JobDefaults(batch=4096.0, throughput=100_000.0, samples=5e9),
-        f"HeterPS CTR-DNN: {slots} pooled sparse slots ({_gib(layers[0])} GiB table) + {dense_features} "
+        f"HeterPS CTR-DNN: {slots} pooled sparse slots ({_table_size(layers[0])} table) + {dense_features} "
         f"dense features -> MLP {_widths(hidden, classes)}",
     )
 

@@ -1,19 +1,22 @@
-"""The workload zoo: names -> factories, and resolving a command-line `--workload FILE|NAME`."""
+"""The workload zoo: names -> factories and laptop-sized presets of them, and resolving a
+command-line `--workload FILE|NAME` with hyperparameter overrides (`--set NAME=VALUE`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from hps.config.types import Workload
+from hps.config.types import JobDefaults, Workload
 from hps.errors import ConfigError
-from hps.workloads.nlp import bert_base
+from hps.workloads.mlp import mlp_classifier
+from hps.workloads.nlp import bert_base, transformer
 from hps.workloads.recsys import ctr_dnn, deepfm, dlrm, matchnet, wide_deep, word2vec_nce
 from hps.workloads.vision import resnet50
 
-ZOO: dict[str, Callable[..., Workload]] = {
+FACTORIES: dict[str, Callable[..., Workload]] = {
     "ctr-dnn": ctr_dnn,
     "wide-deep": wide_deep,
     "deepfm": deepfm,
@@ -22,7 +25,46 @@ ZOO: dict[str, Callable[..., Workload]] = {
     "word2vec-nce": word2vec_nce,
     "resnet50": resnet50,
     "bert-base": bert_base,
+    "mlp": mlp_classifier,
+    "transformer": transformer,
 }
+"""Zoo entries with their own layer-table builder, at production-sized defaults."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Preset:
+    """Zoo entry `name`: the `base` entry's builder at other default hyperparameters and job, so a
+    preset and its base share one layer table builder (and one Flax model, `hps.models.registry`)."""
+
+    name: str
+    base: str
+    hyperparameters: Mapping[str, object]
+    job: JobDefaults
+
+    def __call__(self, **overrides: object) -> Workload:
+        workload = FACTORIES[self.base](**{**self.hyperparameters, **overrides})
+        description = f"{workload.description} (laptop-sized {self.base})"
+        return dataclasses.replace(workload, name=self.name, defaults=self.job, description=description)
+
+
+_SMALL_JOB = JobDefaults(batch=256.0, throughput=1000.0, samples=1e6)
+PRESETS = (
+    Preset("ctr-dnn-small", "ctr-dnn",
+           dict(slots=8, ids_per_slot=4, rows=10_000, dim=8, hidden=(64, 32)), _SMALL_JOB),
+    Preset("dlrm-small", "dlrm",
+           dict(tables=8, ids_per_table=4, rows_per_table=1_000, dim=8, bottom_hidden=(32, 16), top=(64, 32)),
+           _SMALL_JOB),
+    Preset("matchnet-small", "matchnet",
+           dict(query_slots=2, query_ids_per_slot=4, query_rows=10_000, item_slots=2, item_ids_per_slot=4,
+                item_rows=5_000, dim=8, hidden=(32, 16)), _SMALL_JOB),
+    Preset("transformer-small", "transformer",
+           dict(layers=2, hidden=32, heads=2, ffn=64, seq_len=16, vocab=1000, max_position=64),
+           JobDefaults(batch=64.0, throughput=500.0, samples=1e6)),
+)
+"""Laptop-sized variants (well under 1 M parameters; a training step at batch 64 takes
+milliseconds on a CPU). "mlp" is laptop-sized already."""
+
+ZOO: dict[str, Callable[..., Workload]] = {**FACTORIES, **{p.name: p for p in PRESETS}}
 
 
 def list_workloads() -> list[tuple[str, str]]:
@@ -30,37 +72,61 @@ def list_workloads() -> list[tuple[str, str]]:
     return [(name, factory().description) for name, factory in ZOO.items()]
 
 
+def base_workload(name: str) -> str:
+    """The zoo entry whose builder makes `name`: a preset's base, else `name` itself."""
+    factory = _factory(name)
+    return factory.base if isinstance(factory, Preset) else name
+
+
 def hyperparameters(name: str) -> dict[str, object]:
     """The hyperparameters of zoo workload `name` and their defaults."""
-    params = inspect.signature(_factory(name)).parameters
-    return {key: p.default for key, p in params.items()}
+    factory = _factory(name)
+    params = inspect.signature(FACTORIES[base_workload(name)]).parameters
+    defaults = {key: p.default for key, p in params.items()}
+    if isinstance(factory, Preset):
+        defaults.update(factory.hyperparameters)
+    return defaults
+
+
+def checked_hyperparameters(
+    name: str, overrides: Mapping[str, object] | None = None, source: str = "workload"
+) -> dict[str, object]:
+    """All hyperparameters of zoo workload `name`: its defaults, replaced by `overrides`.
+
+    Raises ConfigError (naming `source`, e.g. "--set") for an unknown name, an unknown
+    hyperparameter, or a value that is not a positive number like its default (for widths, a
+    non-empty sequence of positive integers; a single integer means a one-element sequence).
+    """
+    values = hyperparameters(name)
+    for key, value in (overrides or {}).items():
+        if key not in values:
+            raise ConfigError(source, f"{name}.{key}", f"unknown hyperparameter; known: {', '.join(values)}")
+        values[key] = _check_value(f"{name}.{key}", value, values[key], source)
+    return values
 
 
 def build_workload(name: str, **overrides: object) -> Workload:
-    """Zoo workload `name` built with its default hyperparameters, replaced by `overrides`.
-
-    Raises ConfigError for an unknown name, an unknown hyperparameter, or a value that is not a
-    positive number (or, for widths, a non-empty sequence of positive integers) like its default.
-    """
-    defaults = hyperparameters(name)
-    checked = {}
-    for key, value in overrides.items():
-        if key not in defaults:
-            raise ConfigError(
-                "workload", f"{name}.{key}",
-                f"unknown hyperparameter; known: {', '.join(defaults)}",
-            )
-        checked[key] = _check_value(name, key, value, defaults[key])
-    return ZOO[name](**checked)
+    """Zoo workload `name` built with its default hyperparameters, replaced by `overrides`
+    (checked as `checked_hyperparameters` does)."""
+    values = checked_hyperparameters(name, overrides)
+    return ZOO[name](**values)
 
 
-def resolve_workload(spec: str) -> Workload:
-    """A workload from `spec`: the TOML file it names if such a file exists, else the zoo entry."""
+def resolve_workload(
+    spec: str, overrides: Mapping[str, object] | None = None, source: str = "workload"
+) -> Workload:
+    """A workload from `spec`: the TOML file it names if such a file exists, else the zoo entry
+    built with hyperparameter `overrides` (which a file does not take: ConfigError naming `source`)."""
     if Path(spec).is_file():
+        if overrides:
+            raise ConfigError(
+                source, ", ".join(overrides), f"hyperparameters apply to zoo workloads, not to the file {spec}"
+            )
         from hps.config.loaders import load_workload
 
         return load_workload(spec)
-    return build_workload(spec)
+    values = checked_hyperparameters(spec, overrides, source)
+    return ZOO[spec](**values)
 
 
 def _factory(name: str) -> Callable[..., Workload]:
@@ -69,28 +135,29 @@ def _factory(name: str) -> Callable[..., Workload]:
     return ZOO[name]
 
 
-def _check_value(name: str, key: str, value: object, default: object) -> object:
-    field = f"{name}.{key}"
+def _check_value(field: str, value: object, default: object, source: str) -> object:
     if isinstance(default, tuple):
+        if _is_int(value):
+            value = (value,)
         if isinstance(value, str) or not hasattr(value, "__iter__"):
-            raise ConfigError("workload", field, f"must be a sequence of positive integers, got {value!r}")
+            raise ConfigError(source, field, f"must be a sequence of positive integers, got {value!r}")
         widths = tuple(value)
         if not widths or not all(_is_int(w) and w > 0 for w in widths):
             raise ConfigError(
-                "workload", field, f"must be a non-empty sequence of positive integers, got {value!r}"
+                source, field, f"must be a non-empty sequence of positive integers, got {value!r}"
             )
         return tuple(int(w) for w in widths)
     if isinstance(default, bool):
         if not isinstance(value, bool):
-            raise ConfigError("workload", field, f"must be true or false, got {value!r}")
+            raise ConfigError(source, field, f"must be true or false, got {value!r}")
         return value
     if isinstance(default, int):
         if not _is_int(value) or value <= 0:
-            raise ConfigError("workload", field, f"must be a positive integer, got {value!r}")
+            raise ConfigError(source, field, f"must be a positive integer, got {value!r}")
         return int(value)
     number = isinstance(value, (int, float)) and not isinstance(value, bool)
     if not number or not math.isfinite(value) or value <= 0:
-        raise ConfigError("workload", field, f"must be a positive finite number, got {value!r}")
+        raise ConfigError(source, field, f"must be a positive finite number, got {value!r}")
     return float(value)
 
 
