@@ -46,3 +46,15 @@ def per_example_cross_entropy(logits: jax.Array, labels: jax.Array) -> jax.Array
     """Softmax cross-entropy per example: logits (n, classes) float, labels (n,) int -> (n,)."""
     log_probs = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
     return -jnp.take_along_axis(log_probs, labels[:, None].astype(jnp.int32), axis=-1)[:, 0]
+
+
+def parameter_bytes(module: nnx.Module) -> tuple[float, float]:
+    """(dense, sparse) bytes of `module`'s `nnx.Param`s: sparse those of `nnx.Embed` modules
+    (embedding tables), dense the rest; size x itemsize (4 B per fp32 element)."""
+
+    def nbytes(node) -> float:
+        leaves = jax.tree.leaves(nnx.state(node, nnx.Param))
+        return float(sum(leaf.size * leaf.dtype.itemsize for leaf in leaves))
+
+    sparse = sum(nbytes(m) for _, m in nnx.iter_modules(module) if isinstance(m, nnx.Embed))
+    return nbytes(module) - sparse, sparse

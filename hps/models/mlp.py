@@ -8,26 +8,11 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from hps.models.base import Activation, LayeredModel, per_example_cross_entropy
+from hps.models.base import Activation, LayeredModel
+from hps.models.layers import DenseLayer, SoftmaxLoss
 
-
-class DenseLayer(nnx.Module):
-    """x["x"] (n, d_in) -> (n, d_out), ReLU unless `last`; other keys pass through."""
-
-    def __init__(self, d_in: int, d_out: int, *, last: bool = False, rngs: nnx.Rngs):
-        self.linear = nnx.Linear(d_in, d_out, rngs=rngs)
-        self.last = last
-
-    def __call__(self, x: Activation) -> Activation:
-        y = self.linear(x["x"])
-        return {**x, "x": y if self.last else jax.nn.relu(y)}
-
-
-class LossLayer(nnx.Module):
-    """Softmax cross-entropy of x["x"] (logits) against x["label"]: per-example loss (n,)."""
-
-    def __call__(self, x: Activation) -> jax.Array:
-        return per_example_cross_entropy(x["x"], x["label"])
+LossLayer = SoftmaxLoss
+"""Softmax cross-entropy of x["x"] against x["label"] (the name this module first gave it)."""
 
 
 class MLP(LayeredModel):
@@ -40,7 +25,7 @@ class MLP(LayeredModel):
         widths = (features, *hidden)
         layers = [DenseLayer(a, b, rngs=rngs) for a, b in zip(widths[:-1], widths[1:])]
         layers.append(DenseLayer(widths[-1], classes, last=True, rngs=rngs))
-        layers.append(LossLayer())
+        layers.append(SoftmaxLoss())
         self.layers = nnx.List(layers)
         self.layer_names = (*(f"fc{i}" for i in range(1, len(hidden) + 1)), "fc_out", "loss")
         self.features, self.classes = features, classes
