@@ -35,7 +35,8 @@ from hps.report.placement import schedule_report
 @dataclass(frozen=True)
 class ExecuteOptions:
     """steps: training steps; micro_batches: per step (default: one per stage, at least 2);
-    policy: collective policy (default: the job's); learning_rate: of plain SGD; seed: of data."""
+    policy: collective policy (default: the job's); learning_rate: of plain SGD; seed: of data;
+    replicas: per-stage replica counts to run instead of the plan's (each within its pool)."""
 
     steps: int = 5
     micro_batches: int | None = None
@@ -45,6 +46,7 @@ class ExecuteOptions:
     learning_rate: float = 0.05
     seed: int = 0
     check: bool = False
+    replicas: tuple[int, ...] | None = None
 
 
 def stage_spans(schedule: list[int]) -> list[tuple[int, int, int]]:
@@ -68,6 +70,19 @@ def runnable_replicas(planned: int, pool: int, network) -> int:
     return 1
 
 
+def forced_replicas(replicas, names: list[str], pools: dict, networks: list) -> list[int]:
+    """Per-stage replica counts given by the user, checked against the stages, their pools and
+    their networks (k must fill whole dimensions)."""
+    if len(replicas) != len(names):
+        raise ConfigError("--replicas", "replicas", f"the plan has {len(names)} stages, got {len(replicas)} counts")
+    for k, name in zip(replicas, names):
+        if not 1 <= k <= len(pools[name]):
+            raise ConfigError("--replicas", name, f"needs 1 <= k <= {len(pools[name])} (its pool), got {k}")
+    for k, network in zip(replicas, networks):
+        used_dimensions(network, k)
+    return list(replicas)
+
+
 def micro_batch_count(batch: int, replicas: list[int], wanted: int) -> int:
     """The largest M ≤ wanted with batch / M a whole multiple of every stage's replica count."""
     step = math.lcm(*replicas)
@@ -87,6 +102,8 @@ def execute_plan(model: LayeredModel, workload: Workload, catalog: Catalog, job:
     pools = device_pools(catalog, names, options.devices)
     networks = [catalog.resources[t].network for _, _, t in spans]
     ks = [runnable_replicas(s["replicas"], len(pools[n]), net) for s, n, net in zip(planned["stages"], names, networks)]
+    if options.replicas is not None:
+        ks = forced_replicas(options.replicas, names, pools, networks)
     batch = int(job.batch)
     micro = micro_batch_count(batch, ks, options.micro_batches or max(2, len(spans)))
     optimizer = optax.sgd(options.learning_rate)
