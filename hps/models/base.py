@@ -56,5 +56,5 @@ def parameter_bytes(module: nnx.Module) -> tuple[float, float]:
         leaves = jax.tree.leaves(nnx.state(node, nnx.Param))
         return float(sum(leaf.size * leaf.dtype.itemsize for leaf in leaves))
 
-    sparse = sum(nbytes(m) for _, m in nnx.iter_modules(module) if isinstance(m, nnx.Embed))
+    sparse = float(sum(nbytes(m) for _, m in nnx.iter_modules(module) if isinstance(m, nnx.Embed)))
     return nbytes(module) - sparse, sparse

@@ -88,8 +88,10 @@ def build_model_and_workload(
             f"holds {size / 2**30:.1f} GiB of parameters, over the {max_bytes / 2**30:.1f} GiB a model may "
             f"allocate here; use a -small variant or smaller hyperparameters (--set)",
         )
-    model = MODELS[family](**values, rngs=rngs if rngs is not None else nnx.Rngs(seed))
-    return model, table
+    # One compiled initialisation rather than an eager compile per parameter shape (and XLA's
+    # persistent cache keeps it).
+    init = nnx.jit(lambda rngs: MODELS[family](**values, rngs=rngs))
+    return init(rngs if rngs is not None else nnx.Rngs(seed)), table
 
 
 def model_from_spec(spec: str, overrides: Mapping[str, object] | None = None, *, source: str = "--set") -> LayeredModel:
