@@ -138,6 +138,17 @@ def test_hps_train_resumes_and_hps_plan_plans_an_unseen_workload(tmp_path, exper
     assert len(report["schedule"]) == report["stages"][-1]["last_layer"] + 1
     assert report["plans"] == 17 and 0 < report["plan_seconds"] < 5
     assert set(report["schedule"]) <= {"cpu", "gpu-a", "gpu-b"}
+    assert report["instance"]["workload"] == "ctr-dnn" and report["instance"]["catalog"] == "small"
+
+    # the plan file drives `hps execute PLAN.json`: a laptop-sized model on groups of the fake devices
+    pods = str(Path(__file__).parent / "data" / "pods.toml")
+    assert main(["plan", "--checkpoint", str(out), "--workload", "ctr-dnn-small", "--catalog", pods, "--batch", "64",
+                 "--plans", "8", "--json", "--out", str(plan_file)]) == 0  # fmt: skip
+    planned = json.loads(capsys.readouterr().out)
+    assert main(["execute", str(plan_file), "--devices", "cpu=0-3,gpu=4-7", "--steps", "2", "--check", "--json"]) == 0
+    executed = json.loads(capsys.readouterr().out)
+    assert executed["schedule"] == planned["schedule"] and executed["batch"] == 64
+    assert executed["equivalent"] is True
 
 
 def test_hps_plan_and_train_report_bad_inputs_without_traceback(tmp_path, capsys):

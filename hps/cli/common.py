@@ -16,10 +16,10 @@ from hps.workloads import resolve_workload
 DEFAULT_CATALOG = "cloud-2024"
 
 
-def add_instance_args(parser: argparse.ArgumentParser) -> None:
+def add_instance_args(parser: argparse.ArgumentParser, *, workload_required: bool = True) -> None:
     """--catalog, --workload and the job flags (defaults: the workload's own job defaults)."""
     parser.add_argument("--catalog", default=DEFAULT_CATALOG, help="catalogue TOML file or shipped name (default: %(default)s)")
-    parser.add_argument("--workload", required=True, help="workload TOML file or zoo name (see `hps workload list`)")
+    parser.add_argument("--workload", required=workload_required, help="workload TOML file or zoo name (see `hps workload list`)")
     parser.add_argument("--batch", type=float, help="global batch B, samples per iteration (default: the workload's)")
     parser.add_argument("--throughput", type=float, help="throughput floor R, samples/s (default: the workload's)")
     parser.add_argument("--samples", type=float, help="samples to train N (default: the workload's)")
@@ -94,3 +94,12 @@ def resolve_job(args, workload: Workload) -> Job:
 
 def print_json(payload) -> None:
     print(json.dumps(payload, indent=2, allow_nan=False))
+
+
+def instance_document(args, job: Job) -> dict:
+    """The instance flags of a command as a plan file records them, so `hps execute PLAN.json`
+    rebuilds the same workload, catalogue and job."""
+    return {
+        "workload": args.workload, "catalog": args.catalog, "batch": job.batch, "throughput": job.throughput,
+        "samples": job.samples, "collective": job.collective, "chunks": job.chunks, "overrides": list(args.overrides),
+    }  # fmt: skip

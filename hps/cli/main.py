@@ -11,12 +11,12 @@ from hps.errors import HpsError
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from hps.cli import bench, collective, evaluate, plan, search, train, workload
+    from hps.cli import bench, collective, evaluate, execute, plan, profile, search, train, workload
 
     parser = argparse.ArgumentParser(prog="hps", description="Plan and run training on heterogeneous hardware.")
     parser.add_argument("--version", action="version", version=f"hps {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True)
-    for module in (search, evaluate, collective, train, plan, workload, bench):
+    for module in (search, evaluate, collective, train, plan, execute, profile, workload, bench):
         module.register(subparsers)
     return parser
 
@@ -35,7 +35,24 @@ def enable_compile_cache() -> None:
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
 
 
+HOST_DEVICE_COMMANDS = ("execute", "profile")
+"""Commands that run stages on device pools: on a CPU they get HOST_DEVICES host devices."""
+HOST_DEVICES = 8
+
+
+def use_host_devices(argv: list[str]) -> None:
+    """Ask XLA for HOST_DEVICES CPU devices when the command runs stages on device pools, so
+    `--devices cpu=0-3,v100=4-7` has devices to name on a machine with one CPU device. Only
+    before JAX is imported and when XLA_FLAGS does not already set a count."""
+    if not any(arg in HOST_DEVICE_COMMANDS for arg in argv[:1]) or "jax" in sys.modules:
+        return
+    flags = os.environ.get("XLA_FLAGS", "")
+    if "xla_force_host_platform_device_count" not in flags:
+        os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={HOST_DEVICES}".strip()
+
+
 def main(argv: list[str] | None = None) -> int:
+    use_host_devices(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(argv)
     enable_compile_cache()

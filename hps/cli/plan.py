@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from hps.cli.common import add_instance_args, print_json, resolve_instance
+from hps.cli.common import add_instance_args, instance_document, print_json, resolve_instance
 from hps.report.placement import format_report, schedule_report
 
 
@@ -38,6 +38,7 @@ def run(args) -> int:
         plans=result.candidates,
         feasible_plans=result.feasible_candidates,
         checkpoint_step=spec["step"],
+        instance=instance_document(args, job),
     )
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=2, allow_nan=False) + "\n")

@@ -3,8 +3,9 @@ pipelined step.
 
 The per-stage terms are measured one piece at a time, each blocked until ready, over every
 micro-batch of one global batch (the terms of the placement model's time_j, per iteration):
-compute = the stage's forwards + backwards, transfer = moving its inputs in and its output
-gradients back in (the boundary term), sync = its planned All-Reduce. This pass does not apply
+compute = the stage's forwards + backwards (the first stage's also reading the input batch onto
+its devices: the model's io term), transfer = moving its inputs in and its output gradients back
+in (the boundary term), sync = its planned All-Reduce. This pass does not apply
 updates, so it leaves the training untouched. The step time is the wall time of whole pipelined
 training steps, where stages on different devices overlap.
 """
@@ -49,7 +50,10 @@ def measure_stage_terms(pipeline: list[CompiledStage], batch: dict, micro_batche
         residuals = []
         for piece, spent in zip(pipeline, times):
             x, seconds = _timed(jax.device_put, x, piece.stage.batch_sharding)
-            spent.transfer += seconds
+            if piece is pipeline[0]:
+                spent.compute += seconds  # reading the input: the model's io term, inside t(l, t)
+            else:
+                spent.transfer += seconds
             x_float, x_other = split_float(x)
             (y, y_other, res), seconds = _timed(piece.forward, piece.stage.params, x_float, x_other)
             spent.compute += seconds

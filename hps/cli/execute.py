@@ -1,0 +1,127 @@
+"""`hps execute [PLAN.json]`: run a plan as real sharded JAX training (SPEC "Executor").
+
+The plan is a schedule (`--schedule`, or the "schedule" of `hps plan --out PLAN.json`, whose
+"instance" also names the workload, catalogue and job). Stages run on device pools per resource
+type (`--devices cpu=0-3,v100=4-7`, or by device kind). Prints measured vs predicted time per
+stage and throughput; `--check` also trains the same model on one device and compares.
+"""
+
+from __future__ import annotations
+
+import json
+from argparse import Namespace
+from pathlib import Path
+
+from hps.cli.common import DEFAULT_CATALOG, add_instance_args, parse_set, print_json, resolve_instance
+from hps.config.loaders import parse_schedule
+from hps.errors import ConfigError
+
+FLAG_DEFAULTS = {"catalog": DEFAULT_CATALOG, "collective": "themis", "chunks": 64}
+PLAN_KEYS = ("workload", "catalog", "batch", "throughput", "samples", "collective", "chunks", "overrides")
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("execute", help="run a plan as real sharded JAX training and measure it")
+    parser.add_argument("plan", nargs="?", help="plan JSON written by `hps plan --out` (instead of the flags)")
+    add_instance_args(parser, workload_required=False)
+    parser.set_defaults(**dict.fromkeys(FLAG_DEFAULTS))  # unset, so a plan file can fill them
+    parser.add_argument("--schedule", help="comma-separated resource type per layer")
+    add_device_args(parser)
+    parser.add_argument("--replicas", help="comma-separated replicas per stage to run instead of the plan's (e.g. 2,4)")
+    parser.add_argument("--steps", type=int, default=5, help="training steps (default: %(default)s)")
+    parser.add_argument("--micro-batches", type=int, help="micro-batches per step (default: one per stage, at least 2)")
+    parser.add_argument("--policy", choices=("baseline", "themis", "roundrobin", "best-fixed", "learned"),
+                        help="collective policy of the gradient All-Reduce (default: --collective)")  # fmt: skip
+    parser.add_argument("--checkpoint", help="trained collective policy, for --policy learned")
+    parser.add_argument("--lr", type=float, default=0.05, help="SGD learning rate (default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the model's initial parameters and data")
+    parser.add_argument("--check", action="store_true", help="also train on one device and compare parameters")
+    parser.add_argument("--out", help="also write the JSON report to this file")
+    parser.set_defaults(run=run)
+
+
+def add_device_args(parser) -> None:
+    parser.add_argument("--devices", help="device pools by index into jax.devices(), e.g. cpu=0-3,v100=4-7 "
+                        "(default: GPU types on GPUs, CPU types on CPUs; one kind: all share)")  # fmt: skip
+
+
+def plan_instance(path: str, args: Namespace) -> Namespace:
+    """args with the plan file's instance and schedule filled in where the flags left them unset."""
+    try:
+        plan = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as error:
+        raise ConfigError(path, "", f"not a readable plan JSON ({error})") from None
+    instance = plan.get("instance") if isinstance(plan, dict) else None
+    if not isinstance(instance, dict) or "schedule" not in plan:
+        raise ConfigError(path, "instance", "not a plan written by `hps plan --out` (needs 'instance' and 'schedule')")
+    merged = vars(args).copy()
+    for key in PLAN_KEYS:
+        if key in instance and merged.get(key) in (None, []):
+            merged[key] = instance[key]
+    if merged.get("schedule") is None:
+        merged["schedule"] = ",".join(plan["schedule"])
+    return Namespace(**merged)
+
+
+def run(args) -> int:
+    from hps.executor.plan import ExecuteOptions, execute_plan
+    from hps.models.registry import build_model
+    from hps.report.execution import format_execution
+
+    if args.plan:
+        args = plan_instance(args.plan, args)
+    for key, default in FLAG_DEFAULTS.items():
+        if getattr(args, key) is None:
+            setattr(args, key, default)
+    if not args.workload:
+        raise ConfigError("--workload", "workload", "give --workload (or a plan file)")
+    if not args.schedule:
+        raise ConfigError("--schedule", "schedule", "give --schedule (or a plan file)")
+    if args.steps < 1:
+        raise ConfigError("--steps", "steps", f"must be at least 1, got {args.steps}")
+    workload, catalog, job = resolve_instance(args)
+    model = build_model(workload.name, seed=args.seed, **parse_set(args.overrides))
+    check_model_matches(model, workload)
+    schedule = parse_schedule(args.schedule, catalog, len(workload.layers))
+    options = ExecuteOptions(
+        steps=args.steps, micro_batches=args.micro_batches, policy=args.policy, checkpoint=args.checkpoint,
+        devices=args.devices, learning_rate=args.lr, seed=args.seed, check=args.check,
+        replicas=parse_replicas(args.replicas),
+    )  # fmt: skip
+    report = execute_plan(model, workload, catalog, job, schedule, options)
+    if args.out:
+        Path(args.out).write_text(json.dumps(report, indent=2, allow_nan=False) + "\n")
+    if args.json:
+        print_json(report)
+        return 0
+    print(f"{workload.name} on {catalog.name}: {','.join(report['schedule'])}; batch {report['batch']}, "
+          f"{args.steps} steps, {report['collective_policy']} All-Reduce")  # fmt: skip
+    print(format_execution(report))
+    return 0
+
+
+def parse_replicas(text: str | None) -> tuple[int, ...] | None:
+    if text is None:
+        return None
+    try:
+        return tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise ConfigError("--replicas", "replicas", f"expected comma-separated integers, got {text!r}") from None
+
+
+def check_model_matches(model, workload) -> None:
+    """ConfigError unless the model's layers carry the table's parameter bytes (a table file
+    profiled with other hyperparameters than the model has would mislead every prediction)."""
+    from hps.models.base import parameter_bytes
+
+    if len(model.layers) != len(workload.layers):
+        raise ConfigError("--workload", workload.name, f"the model has {len(model.layers)} layers, the table {len(workload.layers)}; "
+                          "was the table made with other hyperparameters (--set)?")  # fmt: skip
+    for layer, row in zip(model.layers, workload.layers):
+        dense, sparse = parameter_bytes(layer)
+        if (dense, sparse) != (row.dense_param_bytes, row.sparse_param_bytes):
+            raise ConfigError(
+                "--workload", f"{workload.name}.{row.name}",
+                f"the table says {row.dense_param_bytes:g} dense + {row.sparse_param_bytes:g} sparse parameter "
+                f"bytes but the model has {dense:g} + {sparse:g}; was the table made with other hyperparameters (--set)?",
+            )  # fmt: skip

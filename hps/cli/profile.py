@@ -1,0 +1,64 @@
+"""`hps profile`: measure each layer's time per sample on each resource type's device pool and
+write them into the workload TOML, so the cost model plans with measured numbers."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from tqdm import tqdm
+
+from hps.cli.common import add_instance_args, parse_set, print_json, resolve_instance
+from hps.cli.execute import add_device_args
+from hps.config.loaders import write_workload
+from hps.errors import ConfigError
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("profile", help="measure per-layer times per device pool into a workload TOML")
+    add_instance_args(parser)
+    add_device_args(parser)
+    parser.add_argument("--types", help="comma-separated resource types to profile (default: those --devices names, else all)")
+    parser.add_argument("--micro-batch", type=int, help="samples per measured micro-batch (default: batch / 2)")
+    parser.add_argument("--repeats", type=int, default=3, help="measurements per layer; the median is kept")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", help="workload TOML to write (default: NAME-measured.toml)")
+    parser.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from hps.executor.devices import device_pools, parse_device_map
+    from hps.executor.profile import profile_layers, with_measured_times
+    from hps.models.registry import build_model
+    from hps.report.execution import format_profile
+
+    import jax
+
+    workload, catalog, job = resolve_instance(args)
+    model = build_model(workload.name, seed=args.seed, **parse_set(args.overrides))
+    if args.types:
+        types = [t.strip() for t in args.types.split(",") if t.strip()]
+    elif args.devices:
+        types = list(parse_device_map(args.devices, catalog, len(jax.devices())))
+    else:
+        types = list(catalog.names)
+    unknown = [t for t in types if t not in catalog.names]
+    if unknown:
+        raise ConfigError("--types", ",".join(unknown), f"not in the catalogue ({', '.join(catalog.names)})")
+    pools = device_pools(catalog, types, args.devices)
+    micro_batch = args.micro_batch or int(job.batch) // 2
+    for name, pool in pools.items():
+        if micro_batch < len(pool) or micro_batch % len(pool):
+            raise ConfigError("--micro-batch", "micro_batch", f"{micro_batch} samples do not split over the {len(pool)} devices of {name!r}")
+    bar = tqdm(total=len(types) * len(workload.layers), desc="profile", unit="layer", file=sys.stderr, disable=args.json)
+    times = profile_layers(model, pools, micro_batch, repeats=args.repeats, seed=args.seed,
+                           progress=lambda *_: bar.update())  # fmt: skip
+    bar.close()
+    out = Path(args.out or f"{workload.name}-measured.toml")
+    write_workload(with_measured_times(workload, times), out)
+    if args.json:
+        print_json({"workload": workload.name, "out": str(out), "micro_batch": micro_batch, "seconds_per_sample": times})
+        return 0
+    print(format_profile([layer.name for layer in workload.layers], times))
+    print(f"wrote {out}: re-plan with measured times, e.g. hps search --workload {out} --catalog {args.catalog}")
+    return 0

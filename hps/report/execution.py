@@ -1,0 +1,45 @@
+"""Human-readable tables of `hps execute` and `hps profile` reports."""
+
+from __future__ import annotations
+
+from hps.report.tables import format_table
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.2f}"
+
+
+def format_execution(report: dict) -> str:
+    """Per stage: replicas run (planned), measured and predicted ms per iteration by term, error;
+    then throughput and, when checked, equivalence with single-device training."""
+    rows = []
+    for s in report["stages"]:
+        measured, predicted = s["measured"], s["predicted"]
+        rows.append([
+            s["type"], f"{s['first_layer']}-{s['last_layer']}", f"{s['replicas']} ({s['planned_replicas']})",
+            "x".join(str(n) for n in s["mesh"].values()),
+            _ms(measured["compute"]), _ms(measured["transfer"]), _ms(measured["sync"]), _ms(s["measured_time"]),
+            _ms(s["predicted_time"]), "-" if s["error"] is None else f"{s['error']:+.0%}",
+        ])  # fmt: skip
+    headers = ["type", "layers", "replicas (plan)", "mesh", "compute ms", "transfer ms", "sync ms",
+               "measured ms", "predicted ms", "error"]  # fmt: skip
+    lines = [
+        format_table(headers, rows),
+        f"throughput: measured {report['measured_throughput']:,.0f} samples/s "
+        f"(step {_ms(report['measured_step_time'])} ms, {report['micro_batches']} micro-batches), "
+        f"predicted {report['predicted_throughput']:,.0f} samples/s",
+        f"losses: {', '.join(f'{x:.4f}' for x in report['losses'])}",
+    ]
+    if report["equivalent"] is not None:
+        verdict = "equal" if report["equivalent"] else "NOT equal"
+        lines.append(
+            f"single-device training: parameters {verdict} (max relative difference "
+            f"{report['max_param_rel_diff']:.2e}, losses {report['max_loss_rel_diff']:.2e})"
+        )
+    return "\n".join(lines)
+
+
+def format_profile(names: list[str], times: dict[str, list[float]]) -> str:
+    """Per layer: measured µs per sample on each profiled type."""
+    rows = [[name, *(f"{times[t][i] * 1e6:.3f}" for t in times)] for i, name in enumerate(names)]
+    return format_table(["layer", *(f"{t} us/sample" for t in times)], rows)
