@@ -104,3 +104,16 @@ def test_stages_of_one_type_take_consecutive_devices_and_wrap_only_when_short():
     assert assign_stage_devices(["cpu", "cpu"], [2, 4], pools) == [[0, 1], [0, 1, 2, 3]]
     with pytest.raises(ConfigError, match="pool"):
         assign_stage_devices(["cpu"], [5], pools)
+
+
+def test_without_a_mapping_gpu_types_run_on_gpus_and_cpu_types_on_the_host(monkeypatch):
+    """The HeterPS deployment: embedding stages on the host CPU, dense stages on the GPU. On a
+    CPU-only machine every type shares the CPU devices (tests use --devices groups instead)."""
+    from hps.executor import devices as pools_module
+
+    fake = {"cpu": ["c0", "c1"], "gpu": ["g0"]}
+    monkeypatch.setattr(pools_module, "_platform_devices", lambda platform: fake[platform])
+    assert pools_module.device_pools(PODS, ["cpu", "gpu"]) == {"cpu": ["c0", "c1"], "gpu": ["g0"]}
+    monkeypatch.setattr(pools_module, "_platform_devices", lambda platform: fake[platform] if platform == "cpu" else [])
+    everything = jax.devices()
+    assert pools_module.device_pools(PODS, ["cpu", "gpu"]) == {"cpu": everything, "gpu": everything}

@@ -120,7 +120,7 @@ def execute_plan(model: LayeredModel, workload: Workload, catalog: Catalog, job:
     pipeline = compile_pipeline(stages, optimizer)
 
     batches = [model.sample_batch(jax.random.key(options.seed + step), batch) for step in range(options.steps)]
-    terms = median_stage_terms(pipeline, batches[0], micro)
+    terms = median_stage_terms(pipeline, batches[0], micro, repeats=5)
     losses, step_seconds = [], []
     for b in batches:
         start = time.perf_counter()
