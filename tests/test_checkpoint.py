@@ -231,6 +231,14 @@ def test_collective_policy_trains_checkpoints_and_drives_hps_collective(tmp_path
     assert payload == want and len(payload["orders"]) == 16
     assert all(sorted(order) == [0, 1, 2] for order in payload["orders"])
 
+    # the executor's gradient All-Reduce on a 2x2x2 mesh in the learned policy's orders
+    pods = str(Path(__file__).parent / "data" / "pods.toml")
+    assert main(["execute", "--workload", "mlp", "--catalog", pods, "--schedule", "gpu,gpu,gpu,gpu", "--batch", "32",
+                 "--devices", "gpu=0-7", "--replicas", "8", "--chunks", "4", "--policy", "learned",
+                 "--checkpoint", str(out), "--steps", "2", "--check", "--json"]) == 0  # fmt: skip
+    executed = json.loads(capsys.readouterr().out)
+    assert executed["collective_policy"] == "learned" and executed["equivalent"] is True
+
     assert main(["plan", "--checkpoint", str(out), "--workload", "ctr-dnn"]) == 2  # a collective policy cannot plan
     assert "spec.kind" in capsys.readouterr().err
     assert main(["collective", "--network", "3d-switch-8x8x8", "--policy", "learned"]) == 2
