@@ -11,12 +11,12 @@ from hps.errors import HpsError
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from hps.cli import bench, collective, evaluate, execute, plan, profile, search, train, workload
+    from hps.cli import bench, collective, evaluate, execute, plan, profile, run, search, train, workload
 
     parser = argparse.ArgumentParser(prog="hps", description="Plan and run training on heterogeneous hardware.")
     parser.add_argument("--version", action="version", version=f"hps {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True)
-    for module in (search, evaluate, collective, train, plan, execute, profile, workload, bench):
+    for module in (run, search, evaluate, collective, train, plan, execute, profile, workload, bench):
         module.register(subparsers)
     return parser
 

@@ -1,0 +1,15 @@
+"""Experiments: typed configs (plain Python files defining `config()`), run item by item with
+resume, summarised as results.json, PNG figures and report.md (`hps run EXPERIMENT.py`).
+
+A new kind: a module here defining a frozen `ExperimentConfig` subclass and calling
+`register_kind(ConfigType, items=..., run_item=..., summarize=...)` (see hps.experiments.base),
+imported below so that `hps run` knows it.
+"""
+
+from hps.experiments.base import ExperimentConfig, Summary, kind_of, register_kind
+from hps.experiments.loader import load_config
+from hps.experiments.runner import run_experiment
+
+__all__ = ["ExperimentConfig", "Summary", "kind_of", "load_config", "register_kind", "run_experiment"]
+
+# The kinds: importing each module registers it.

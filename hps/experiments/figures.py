@@ -1,0 +1,47 @@
+"""The experiments' figures: grouped bars (a value per group per series) and log-log lines."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hps.report.figures import plt, save_figure
+
+
+def save_grouped_bars(path, groups: list[str], series: dict[str, list[float]], *, ylabel: str, title: str,
+                      hline: float | None = None) -> None:  # fmt: skip
+    """One cluster of bars per group (x axis), one bar per series in each; `hline` draws a
+    dashed reference line (e.g. 1.0 for speed-ups)."""
+    n = max(len(series), 1)
+    width = 0.8 / n
+    x = np.arange(len(groups))
+    fig, ax = plt.subplots(figsize=(max(8.0, 1.1 * len(groups) + 3), 4.8))
+    for i, (label, values) in enumerate(series.items()):
+        ax.bar(x + (i - (n - 1) / 2) * width, values, width, label=label)
+    if hline is not None:
+        ax.axhline(hline, color="black", linestyle="--", linewidth=0.8)
+    ax.set_xticks(x)
+    ax.set_xticklabels(groups, rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, ncol=min(n, 4))
+    fig.tight_layout()
+    save_figure(fig, path)
+
+
+def save_loglog_panels(path, panels: list[tuple[str, str, dict[str, tuple[list, list]]]], *, title: str,
+                       ylabel: str) -> None:  # fmt: skip
+    """One log-log panel per (panel title, x label, {line label: (xs, ys)}), side by side."""
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 4.2), squeeze=False)
+    for ax, (panel_title, xlabel, lines) in zip(axes[0], panels):
+        for label, (xs, ys) in lines.items():
+            ax.plot(xs, ys, "o-", label=label)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel(xlabel)
+        ax.set_title(panel_title, fontsize=10)
+        ax.grid(True, which="both", linewidth=0.3)
+        ax.legend(fontsize=8)
+    axes[0][0].set_ylabel(ylabel)
+    fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    save_figure(fig, path)
