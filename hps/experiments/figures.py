@@ -19,6 +19,7 @@ def save_grouped_bars(path, groups: list[str], series: dict[str, list[float]], *
         ax.bar(x + (i - (n - 1) / 2) * width, values, width, label=label)
     if hline is not None:
         ax.axhline(hline, color="black", linestyle="--", linewidth=0.8)
+    ax.set_ylim(0, 1.2 * max([hline or 0.0, *(max(v, default=0.0) for v in series.values())]) or None)
     ax.set_xticks(x)
     ax.set_xticklabels(groups, rotation=30, ha="right", fontsize=8)
     ax.set_ylabel(ylabel)

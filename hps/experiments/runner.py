@@ -21,6 +21,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from hps.errors import ConfigError
 from hps.experiments.base import ITEM_KEY, kind_of
 from hps.experiments.files import json_text, read_json, write_json_atomic, write_text_atomic
 from hps.experiments.report import report_markdown
@@ -69,7 +70,13 @@ def run_experiment(config, out_dir, *, fresh: bool = False, progress: bool = Tru
 
     fresh: discard saved items first. source: the experiment file, for report.md's command."""
     kind = kind_of(config)
-    items = list(kind.items(config))  # validates the config before any file is written
+    try:
+        items = list(kind.items(config))  # validates the config before any file is written
+    except ConfigError as error:
+        if source is None:
+            raise
+        field = f"{error.source}: {error.field}" if error.field else error.source
+        raise ConfigError(source, field, error.problem) from error
     _check_items(items)
     out = Path(out_dir)
     config_doc = config_document(config)
