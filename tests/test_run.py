@@ -175,3 +175,14 @@ def test_bad_experiment_file_exits_2_without_traceback_or_output(tmp_path, capsy
     assert needle in err and "Traceback" not in err
     assert "bad.py" in err
     assert not out.exists()
+
+
+def test_themis_iteration_item_is_the_study_hps_collective_iteration_prints(tmp_path, capsys):
+    from hps.experiments.themis_iteration import ThemisIterationConfig
+
+    config = ThemisIterationConfig(name="it", workloads=(("mlp", 64.0),), networks=("3d-switch-8x8x8",))
+    ran = run_experiment(config, tmp_path / "it", progress=False)
+    assert main(["collective", "--network", "3d-switch-8x8x8", "--iteration", "mlp", "--batch-per-npu", "64", "--json"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    assert ran["results"]["results"]["speedup"]["mlp"]["3d-switch-8x8x8"] == cli["speedup"]
+    assert (tmp_path / "it" / "speedup.png").is_file()

@@ -7,7 +7,7 @@ import re
 
 from hps.cli.common import print_json
 from hps.collective import studies
-from hps.config.loaders import load_catalog, load_network
+from hps.config.loaders import load_network
 from hps.config.paths import TOPOLOGIES, resolve_topology
 from hps.errors import ConfigError
 from hps.report.collective import format_iteration, format_suite
@@ -60,11 +60,9 @@ def _plot(path, network, size, chunks, policy, intra, result) -> None:
 
 def _iteration(network, args) -> dict:
     workload = resolve_workload(args.iteration)
-    catalog = load_catalog(resolve_topology(args.catalog, "catalogs", "--catalog"))
-    if args.resource not in catalog.names:
-        raise ConfigError("--resource", "resource", f"unknown type {args.resource!r}; {catalog.name} has {', '.join(catalog.names)}")
+    resource = studies.compute_resource(args.catalog, args.resource)
     return studies.iteration(
-        network, workload, catalog.resources[catalog.index(args.resource)], batch_per_npu=args.batch_per_npu,
+        network, workload, resource, batch_per_npu=args.batch_per_npu,
         chunks=min(args.chunks, 16), policy=args.policy, dense_only=True,
     )  # fmt: skip
 

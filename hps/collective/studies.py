@@ -11,8 +11,10 @@ from hps.collective.network import ideal_time, network_params
 from hps.collective.policies import policy_orders
 from hps.collective.simulator import simulate_allreduce, utilization
 from hps.collective.themis import MAX_CHUNKS
-from hps.config.loaders import load_network
+from hps.config.loaders import load_catalog, load_network
+from hps.config.paths import resolve_topology
 from hps.config.types import Network, ResourceType, Workload
+from hps.errors import ConfigError
 
 SUITE_POLICIES = (
     ("baseline", False),
@@ -62,6 +64,16 @@ def suite(paths, total_bytes: float, chunks: int) -> dict:
     columns = [f"{p}+{'scf' if s else 'fifo'}" for p, s in SUITE_POLICIES]
     mean = {c: float(np.mean([r[c] for r in rows])) for c in columns}
     return {"size": total_bytes, "chunks": chunks, "columns": columns, "networks": rows, "mean": mean}
+
+
+def compute_resource(catalog: str, resource: str, *, catalog_flag: str = "--catalog",
+                     resource_flag: str = "--resource") -> ResourceType:  # fmt: skip
+    """The resource type named `resource` in the catalogue `catalog` (a shipped name or a file):
+    the type whose units compute a data-parallel iteration. ConfigError names the flag."""
+    loaded = load_catalog(resolve_topology(catalog, "catalogs", catalog_flag))
+    if resource not in loaded.names:
+        raise ConfigError(resource_flag, "resource", f"unknown type {resource!r}; {loaded.name} has {', '.join(loaded.names)}")
+    return loaded.resources[loaded.index(resource)]
 
 
 def iteration(network: Network, workload: Workload, resource: ResourceType, *, batch_per_npu: float,

@@ -12,4 +12,5 @@ from hps.experiments.runner import run_experiment
 
 __all__ = ["ExperimentConfig", "Summary", "kind_of", "load_config", "register_kind", "run_experiment"]
 
-from hps.experiments import themis_allreduce  # noqa: E402,F401  (registers its kind)
+# The kinds: importing each module registers it.
+from hps.experiments import themis_allreduce, themis_iteration  # noqa: E402,F401
