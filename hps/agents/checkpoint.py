@@ -12,6 +12,7 @@ temporary folder and renames it), so a run killed mid-save leaves the previous s
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +49,8 @@ def config_from_document(document: dict, source: str):
     kind = check_document(document, source)
     try:
         return kind.config_from_dict(dict(document["train"]))
-    except (KeyError, TypeError, ValueError) as error:
-        raise ConfigError(source, "spec.train", f"cannot rebuild the training config: {error}") from error
+    except (KeyError, TypeError, ValueError, ConfigError) as error:
+        raise ConfigError(source, "spec.train", f"cannot rebuild the training config: {error}") from None
 
 
 def open_manager(directory: str | os.PathLike, *, max_to_keep: int = 3, read_only: bool = False) -> ocp.CheckpointManager:
@@ -58,9 +59,23 @@ def open_manager(directory: str | os.PathLike, *, max_to_keep: int = 3, read_onl
     if read_only and not path.is_dir():
         raise ConfigError(str(directory), "", "no such checkpoint directory")
     options = ocp.CheckpointManagerOptions(
-        max_to_keep=max_to_keep, enable_async_checkpointing=False, read_only=read_only, create=not read_only
-    )
-    return ocp.CheckpointManager(path, options=options)
+        max_to_keep=None if read_only else max_to_keep, save_interval_steps=0 if read_only else 1,
+        enable_async_checkpointing=False, read_only=read_only, create=not read_only,
+    )  # fmt: skip
+    with _quiet_absl():  # orbax logs a warning for every read-only manager
+        return ocp.CheckpointManager(path, options=options)
+
+
+@contextmanager
+def _quiet_absl():
+    from absl import logging as absl_logging
+
+    level = absl_logging.get_verbosity()
+    absl_logging.set_verbosity(absl_logging.ERROR)
+    try:
+        yield
+    finally:
+        absl_logging.set_verbosity(level)
 
 
 def save(manager: ocp.CheckpointManager, state, config) -> int:

@@ -11,12 +11,12 @@ from hps.errors import HpsError
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from hps.cli import bench, collective, evaluate, execute, plan, profile, run, search, train, workload
+    from hps.cli import bench, collective, evaluate, execute, plan, profile, quickstart, run, search, train, workload
 
     parser = argparse.ArgumentParser(prog="hps", description="Plan and run training on heterogeneous hardware.")
     parser.add_argument("--version", action="version", version=f"hps {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True)
-    for module in (run, search, evaluate, collective, train, plan, execute, profile, workload, bench):
+    for module in (quickstart, run, search, evaluate, collective, train, plan, execute, profile, workload, bench):
         module.register(subparsers)
     return parser
 
@@ -35,7 +35,7 @@ def enable_compile_cache() -> None:
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
 
 
-HOST_DEVICE_COMMANDS = ("execute", "profile")
+HOST_DEVICE_COMMANDS = ("execute", "profile", "quickstart")
 """Commands that run stages on device pools: on a CPU they get HOST_DEVICES host devices."""
 HOST_DEVICES = 8
 

@@ -1,0 +1,98 @@
+"""`hps quickstart`: train a small placement policy, compare it with every baseline and the
+optimum, plan an unseen workload from its checkpoint and execute the plan (`hps.quickstart`)."""
+
+from __future__ import annotations
+
+import sys
+
+from tqdm import tqdm
+
+from hps.cli.common import print_json
+from hps.report.tables import format_table
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("quickstart", help="the whole product in a few minutes: train, compare, plan, execute")
+    parser.add_argument("--out", default="runs/quickstart", help="run folder (default: %(default)s)")
+    parser.add_argument("--chunks", type=int, default=14, help="training chunks of 10 updates (default: %(default)s)")
+    parser.add_argument("--envs", type=int, default=4096, help="environments per update (default: %(default)s)")
+    parser.add_argument("--workloads", default="ctr-dnn,wide-deep,dlrm,matchnet",
+                        help="zoo workloads compared on cloud-2024 (default: %(default)s)")
+    parser.add_argument("--json", action="store_true", help="print the summary JSON instead of tables")
+    parser.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from hps.quickstart import STEPS, QuickstartConfig, run_quickstart
+
+    from hps.errors import ConfigError
+
+    if args.chunks < 1 or args.envs < 16 or args.envs % 16:
+        raise ConfigError("--chunks/--envs", "quickstart", "need at least 1 chunk and a multiple of 16 environments")
+    workloads = tuple(w.strip() for w in args.workloads.split(",") if w.strip())
+    config = QuickstartConfig(out=args.out, train_chunks=args.chunks, num_envs=args.envs, workloads=workloads)
+    steps = tqdm(total=len(STEPS), desc="quickstart", unit="step", file=sys.stderr, disable=args.json, position=0)
+    chunks = tqdm(total=config.train_chunks, desc="  train", unit="chunk", file=sys.stderr, disable=args.json,
+                  position=1, leave=False)  # fmt: skip
+
+    def progress(step: str) -> None:
+        if step != STEPS[0]:
+            steps.update()
+        steps.set_postfix_str(step)
+
+    def on_chunk(record: dict) -> None:
+        chunks.update()
+        chunks.set_postfix_str(f"reward {record.get('reward', float('nan')):.3f}")
+
+    summary = run_quickstart(config, progress, on_chunk)
+    steps.update()
+    chunks.close()
+    steps.close()
+    if args.json:
+        print_json(summary)
+        return 0
+    print(format_summary(summary))
+    return 0
+
+
+def _cost(value) -> str:
+    if value is None:
+        return "infeasible"
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
+def _ratio(value) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def format_summary(summary: dict) -> str:
+    """The one table (cost / best found per method and workload), then the unseen workload's
+    plan and its execution, then where the files are."""
+    comparisons = summary["comparisons"]
+    methods = list(dict.fromkeys(m for c in comparisons for m in c["methods"]))
+    rows = [[c["workload"], _cost(c["best_cost"]), *(_ratio(c["methods"].get(m, {}).get("ratio")) for m in methods)]
+            for c in comparisons]  # fmt: skip
+    training = summary["training"]
+    unseen = summary["unseen"]
+    execution = unseen["execution"]
+    plan = unseen["plan"]
+    stages = ", ".join(f"{s['type']} x{s['replicas']}" for s in execution["stages"])
+    lines = [
+        f"policy: {training['updates']} updates in {summary['seconds']['train']:.0f} s "
+        f"(checkpoint {summary['files']['checkpoint']})",
+        "",
+        "cost / best plan found (exhaustive = the optimum; policy = best of 64 sampled plans + greedy):",
+        format_table(["workload", "best $", *methods], rows),
+        "",
+        f"unseen workload {unseen['workload']}: planned from the checkpoint in {unseen['plan_seconds'] * 1e3:.1f} ms "
+        f"-> {','.join(plan['schedule'])} ({'feasible' if plan['feasible'] else plan['reason']}, "
+        f"${_cost(plan['cost'])})",
+        f"executed on {len(unseen['devices'])} device(s), stages {stages}: measured "
+        f"{execution['measured_throughput']:,.0f} samples/s (predicted {execution['predicted_throughput']:,.0f}); "
+        f"same parameters as single-device training: {execution['equivalent']} "
+        f"(max relative difference {execution['max_param_rel_diff']:.1e})",
+        "",
+        "figures: " + ", ".join(summary["files"][k] for k in ("comparison", "learning_curve")),
+        f"summary: {summary['files']['summary']}",
+    ]
+    return "\n".join(lines)

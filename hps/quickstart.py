@@ -1,0 +1,192 @@
+"""`hps quickstart`: the whole product in a few minutes on 2 CPU cores.
+
+1. train a small general placement policy (the default recipe, a short budget, one device);
+2. compare it on zoo workloads over a real catalogue with every search baseline and the
+   exhaustive optimum (cost relative to the best plan any method found);
+3. reload the saved checkpoint and plan a workload it never saw, in milliseconds;
+4. execute that plan as real sharded JAX training on the available devices, beside the cost
+   model's prediction, checked against single-device training.
+
+Library code: no printing; `progress(step name)` reports each step, and the CLI draws the table.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import jax
+import matplotlib.pyplot as plt
+import numpy as np
+
+from hps.config.loaders import load_catalog
+from hps.config.paths import resolve_topology
+from hps.config.types import Catalog, Job
+from hps.errors import SearchSpaceTooLarge
+from hps.placement import build_params
+from hps.report.figures import save_figure
+from hps.report.placement import schedule_report
+from hps.search import METHODS, run_search
+from hps.workloads import build_workload
+
+STEPS = ("train", "compare", "plan and execute")
+
+
+@dataclass(frozen=True)
+class QuickstartConfig:
+    """out: run folder; workloads: compared on `catalog` at their default jobs; unseen: planned
+    from the reloaded checkpoint and executed (a workload with a Flax model); train_chunks of
+    10 updates of num_envs environments, stopped early after train_minutes; plans: samples per
+    planning call."""
+
+    out: str = "runs/quickstart"
+    catalog: str = "cloud-2024"
+    workloads: tuple[str, ...] = ("ctr-dnn", "wide-deep", "dlrm", "matchnet")
+    unseen: str = "ctr-dnn-small"
+    train_chunks: int = 14
+    num_envs: int = 4096
+    train_minutes: float = 2.5
+    plans: int = 64
+    execute_steps: int = 5
+    seed: int = 0
+
+
+def train_policy(config: QuickstartConfig, on_chunk=None):
+    """The default placement recipe for config.train_chunks chunks on one device, in
+    out/policy (resumed, or reused when already complete). Returns the metrics records."""
+    from hps.agents.session import train_session
+    from hps.agents.train import default_placement_config
+
+    train = dataclasses.replace(default_placement_config(), num_chunks=config.train_chunks, num_envs=config.num_envs,
+                                seed=config.seed)  # fmt: skip
+    _, records = train_session(train, Path(config.out) / "policy", minutes=config.train_minutes,
+                               devices=jax.devices()[:1], on_chunk=on_chunk)  # fmt: skip
+    return records
+
+
+def compare_methods(policy, params, catalog: Catalog, workload_name: str, *, plans: int, seed: int) -> dict:
+    """Every search method and the policy on one zoo workload at its default job: per method
+    cost ($, None when infeasible), evaluations and seconds, and cost / the best cost found."""
+    from hps.agents.planner import plan
+
+    workload = build_workload(workload_name)
+    d = workload.defaults
+    job = Job(batch=d.batch, throughput=d.throughput, samples=d.samples)
+    params_exact = build_params(workload, catalog, job)
+    rows = {}
+    for method in METHODS:
+        try:
+            result = run_search(method, params_exact, key=jax.random.key(seed), warmup=True)
+        except SearchSpaceTooLarge:
+            continue
+        rows[method] = {"cost": result.cost if result.feasible else None, "evaluations": result.evaluations,
+                        "seconds": result.wall_seconds}  # fmt: skip
+    planned = plan(policy, params, workload, catalog, job, samples=plans, seed=seed)
+    report = schedule_report(workload, catalog, job, planned.schedule)
+    rows["policy"] = {"cost": report["cost"], "evaluations": planned.candidates, "seconds": planned.plan_seconds}
+    costs = [r["cost"] for r in rows.values() if r["cost"] is not None]
+    best = min(costs) if costs else None
+    for row in rows.values():
+        row["ratio"] = row["cost"] / best if best and row["cost"] is not None else None
+    return {"workload": workload_name, "layers": len(workload.layers), "optimum_known": "exhaustive" in rows,
+            "best_cost": best, "methods": rows}  # fmt: skip
+
+
+def plan_and_execute(config: QuickstartConfig, catalog: Catalog) -> dict:
+    """Reload the policy from its checkpoint, plan config.unseen, execute the plan."""
+    from hps.agents.checkpoint import checkpoint_folder, load_policy
+    from hps.agents.planner import plan
+    from hps.executor.plan import ExecuteOptions, execute_plan
+    from hps.models.registry import build_model_and_workload
+
+    policy, params, spec = load_policy(checkpoint_folder(Path(config.out) / "policy"), kind="placement")
+    model, workload = build_model_and_workload(config.unseen, seed=config.seed)
+    d = workload.defaults
+    job = Job(batch=d.batch, throughput=d.throughput, samples=d.samples)
+    planned = plan(policy, params, workload, catalog, job, samples=config.plans, seed=config.seed)
+    report = schedule_report(workload, catalog, job, planned.schedule)
+    executed = execute_plan(model, workload, catalog, job, planned.schedule,
+                            ExecuteOptions(steps=config.execute_steps, seed=config.seed, check=True))  # fmt: skip
+    return {"workload": config.unseen, "checkpoint_step": spec["step"], "plan": report,
+            "plan_seconds": planned.plan_seconds, "compile_seconds": planned.compile_seconds, "execution": executed,
+            "devices": [str(d) for d in jax.devices()]}  # fmt: skip
+
+
+def comparison_figure(comparisons: list[dict], path: Path) -> None:
+    """Grouped bars: cost / best found per workload (x) and method (bars); infeasible omitted."""
+    methods = [m for m in (*METHODS, "policy") if any(m in c["methods"] for c in comparisons)]
+    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(comparisons)), 3.6))
+    width = 0.8 / len(methods)
+    for j, method in enumerate(methods):
+        ratios = [c["methods"].get(method, {}).get("ratio") for c in comparisons]
+        xs = [i + (j - len(methods) / 2 + 0.5) * width for i in range(len(comparisons))]
+        ax.bar(xs, [r if r is not None else np.nan for r in ratios], width, label=method)
+    ax.axhline(1.0, color="black", lw=0.8)
+    ax.set_xticks(range(len(comparisons)), [c["workload"] for c in comparisons])
+    ax.set_ylabel("cost / best plan found")
+    ax.set_yscale("log")
+    ax.legend(ncol=4, fontsize=8)
+    ax.set_title("placement cost on cloud-2024 (lower is better)")
+    fig.tight_layout()
+    save_figure(fig, path)
+
+
+def run_quickstart(config: QuickstartConfig, progress=lambda step: None, on_chunk=None) -> dict:
+    """All four steps; writes out/summary.json and out/comparison.png (and the training run's
+    checkpoints, metrics and learning curve under out/policy). Returns the summary."""
+    from hps.agents.checkpoint import checkpoint_folder, load_policy
+
+    catalog = load_catalog(resolve_topology(config.catalog, "catalogs", "catalog"))
+    for name in config.workloads:  # fail on a bad name now, not after minutes of training
+        build_workload(name)
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    seconds = {}
+    start = time.perf_counter()
+    progress("train")
+    records = train_policy(config, on_chunk)
+    seconds["train"] = time.perf_counter() - start
+    progress("compare")
+    policy, params, _ = load_policy(checkpoint_folder(out / "policy"), kind="placement")
+    comparisons = [compare_methods(policy, params, catalog, name, plans=config.plans, seed=config.seed)
+                   for name in config.workloads]  # fmt: skip
+    comparison_figure(comparisons, out / "comparison.png")
+    seconds["compare"] = time.perf_counter() - start - seconds["train"]
+    progress("plan and execute")
+    unseen = plan_and_execute(config, catalog)
+    seconds["plan_and_execute"] = time.perf_counter() - start - seconds["train"] - seconds["compare"]
+    summary = {
+        "config": dataclasses.asdict(config),
+        "training": {"updates": records[-1]["step"] if records else 0, "last": records[-1] if records else None},
+        "comparisons": comparisons,
+        "unseen": unseen,
+        "seconds": seconds,
+        "files": {"summary": str(out / "summary.json"), "comparison": str(out / "comparison.png"),
+                  "learning_curve": str(out / "policy" / "learning_curve.png"),
+                  "checkpoint": str(out / "policy" / "checkpoints")},  # fmt: skip
+    }
+    _write_json(out / "summary.json", summary)
+    return summary
+
+
+def _write_json(path: Path, payload: dict) -> None:
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(_json_ready(payload), indent=2, allow_nan=False) + "\n")
+    tmp.replace(path)
+
+
+def _json_ready(value):
+    """NaN / inf -> None, numpy scalars -> Python, recursively."""
+    if isinstance(value, dict):
+        return {k: _json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_ready(v) for v in value]
+    if isinstance(value, (np.floating, np.integer)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
