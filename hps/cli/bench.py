@@ -3,7 +3,10 @@ side; `rl`: env steps per second of the RL loop (env alone, policy rollouts, tra
 
 from __future__ import annotations
 
+import math
+
 from hps.cli.common import print_json
+from hps.errors import ConfigError
 from hps.report.tables import format_table
 
 
@@ -22,6 +25,8 @@ def _sides(result: dict, jax_label: str, unit: str) -> str:
 
 
 def run(args) -> int:
+    if not (math.isfinite(args.seconds) and args.seconds > 0):
+        raise ConfigError("--seconds", "seconds", f"must be a positive number, got {args.seconds}")
     if args.target == "rl":
         return run_rl(args)
     from hps.bench import collective, placement

@@ -3,9 +3,10 @@ the topology suite (`--suite`), or a data-parallel iteration (`--iteration WORKL
 
 from __future__ import annotations
 
+import math
 import re
 
-from hps.cli.common import print_json
+from hps.cli.common import output_path, print_json, workload_arg
 from hps.collective import studies
 from hps.config.loaders import load_network
 from hps.config.paths import TOPOLOGIES, resolve_topology
@@ -13,7 +14,6 @@ from hps.errors import ConfigError
 from hps.report.collective import format_iteration, format_suite
 from hps.report.gantt import save_gantt
 from hps.report.tables import format_table
-from hps.workloads import resolve_workload
 
 POLICY_CHOICES = ("baseline", "themis", "roundrobin", "best-fixed", "learned")
 _UNITS = {"": 1, "B": 1, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "KB": 1e3, "MB": 1e6, "GB": 1e9}
@@ -59,7 +59,9 @@ def _plot(path, network, size, chunks, policy, intra, result) -> None:
 
 
 def _iteration(network, args) -> dict:
-    workload = resolve_workload(args.iteration)
+    if not (math.isfinite(args.batch_per_npu) and args.batch_per_npu > 0):
+        raise ConfigError("--batch-per-npu", "batch_per_npu", f"must be a positive number, got {args.batch_per_npu}")
+    workload = workload_arg(args.iteration, flag="--iteration")
     resource = studies.compute_resource(args.catalog, args.resource)
     return studies.iteration(
         network, workload, resource, batch_per_npu=args.batch_per_npu,
@@ -69,6 +71,7 @@ def _iteration(network, args) -> dict:
 
 def run(args) -> int:
     size = parse_size(args.size)
+    plot = output_path(args.plot, "--plot")
     if args.policy == "learned" and not args.checkpoint:
         raise ConfigError("--checkpoint", "checkpoint", "--policy learned needs --checkpoint DIR (hps train --kind collective)")
     if args.policy == "learned" and (args.suite or args.iteration):
@@ -88,8 +91,8 @@ def run(args) -> int:
 
         orders = checkpoint_orders(args.checkpoint, network, size, args.chunks)
     payload, result = studies.single(network, size, args.chunks, args.policy, args.intra == "scf", orders=orders)
-    if args.plot:
-        _plot(args.plot, network, size, args.chunks, args.policy, args.intra, result)
+    if plot:
+        _plot(plot, network, size, args.chunks, args.policy, args.intra, result)
     if args.json:
         print_json(payload)
         return 0

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
+import os
+from pathlib import Path
 
+from hps.config.files import atomic_write_text, check_output_path
 from hps.config.loaders import load_catalog
 from hps.config.paths import resolve_topology
 from hps.config.types import Job, Workload
 from hps.errors import ConfigError
 from hps.placement import validate_job
-from hps.workloads import resolve_workload
+from hps.workloads import ZOO, resolve_workload
 
 DEFAULT_CATALOG = "cloud-2024"
 
@@ -69,12 +71,24 @@ def _parse_set_value(name: str, text: str) -> object:
 
 def resolve_instance(args):
     """(workload, catalog, job) from parsed args; ConfigError names the flag that is missing."""
-    workload = resolve_workload(args.workload, parse_set(args.overrides), source="--set")
+    workload = workload_arg(args.workload, parse_set(args.overrides))
     catalog = load_catalog(resolve_topology(args.catalog, "catalogs", "--catalog"))
     return workload, catalog, resolve_job(args, workload)
 
 
+def workload_arg(spec: str, overrides: dict[str, object] | None = None, flag: str = "--workload") -> Workload:
+    """The workload a command-line `spec` names: a TOML file, else a zoo entry built with
+    `overrides` (--set). ConfigError naming `flag` for a missing file or an unknown name."""
+    if not Path(spec).is_file() and spec not in ZOO:
+        if spec.endswith(".toml") or os.sep in spec:
+            raise ConfigError(flag, "", f"no such workload file {spec!r}")
+        raise ConfigError(flag, "", f"unknown workload {spec!r}; give a TOML file or a zoo name: {', '.join(ZOO)}")
+    return resolve_workload(spec, overrides, source="--set")
+
+
 def resolve_job(args, workload: Workload) -> Job:
+    """The job of the flags, the workload's defaults filling those not given; ConfigError names
+    the flag of a bad value (each Job field has the flag of its name)."""
     defaults = workload.defaults
     values = {}
     for name in ("batch", "throughput", "samples"):
@@ -85,15 +99,29 @@ def resolve_job(args, workload: Workload) -> Job:
             value = getattr(defaults, name)
         values[name] = value
     job = Job(**values, collective=args.collective, chunks=args.chunks)
-    for name in ("batch", "throughput", "samples"):
-        if not (math.isfinite(values[name]) and values[name] > 0):
-            raise ConfigError(f"--{name}", name, f"must be a positive number, got {values[name]!r}")
-    validate_job(job, source="command line")
+    try:
+        validate_job(job, source="command line")
+    except ConfigError as error:
+        raise ConfigError(f"--{error.field}", error.field, error.problem) from None
     return job
 
 
+def to_json(payload) -> str:
+    return json.dumps(payload, indent=2, allow_nan=False)
+
+
 def print_json(payload) -> None:
-    print(json.dumps(payload, indent=2, allow_nan=False))
+    print(to_json(payload))
+
+
+def write_json(path, payload) -> None:
+    """The JSON document written atomically (a temporary file, then a rename)."""
+    atomic_write_text(path, to_json(payload) + "\n")
+
+
+def output_path(path: str | None, flag: str = "--out"):
+    """`path` checked for writing before the command's work starts (None stays None)."""
+    return None if path is None else check_output_path(path, flag)
 
 
 def instance_document(args, job: Job) -> dict:

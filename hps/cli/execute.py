@@ -9,10 +9,19 @@ stage and throughput; `--check` also trains the same model on one device and com
 from __future__ import annotations
 
 import json
+import math
 from argparse import Namespace
 from pathlib import Path
 
-from hps.cli.common import DEFAULT_CATALOG, add_instance_args, parse_set, print_json, resolve_instance
+from hps.cli.common import (
+    DEFAULT_CATALOG,
+    add_instance_args,
+    output_path,
+    parse_set,
+    print_json,
+    resolve_instance,
+    write_json,
+)
 from hps.config.loaders import parse_schedule
 from hps.errors import ConfigError
 
@@ -45,8 +54,16 @@ def add_device_args(parser) -> None:
                         "(default: GPU types on GPUs, CPU types on CPUs; one kind: all share)")  # fmt: skip
 
 
+PLAN_TYPES = {  # instance key -> (accepted JSON types, what the error says)
+    "workload": (str, "a string"), "catalog": (str, "a string"), "batch": ((int, float), "a number"),
+    "throughput": ((int, float), "a number"), "samples": ((int, float), "a number"),
+    "collective": (str, "a string"), "chunks": (int, "an integer"), "overrides": (list, "a list of NAME=VALUE strings"),
+}  # fmt: skip
+
+
 def plan_instance(path: str, args: Namespace) -> Namespace:
-    """args with the plan file's instance and schedule filled in where the flags left them unset."""
+    """args with the plan file's instance and schedule filled in where the flags left them unset.
+    ConfigError naming the file and the field when the plan is not a plan `hps plan --out` writes."""
     try:
         plan = json.loads(Path(path).read_text())
     except (OSError, ValueError) as error:
@@ -54,13 +71,44 @@ def plan_instance(path: str, args: Namespace) -> Namespace:
     instance = plan.get("instance") if isinstance(plan, dict) else None
     if not isinstance(instance, dict) or "schedule" not in plan:
         raise ConfigError(path, "instance", "not a plan written by `hps plan --out` (needs 'instance' and 'schedule')")
+    schedule = plan["schedule"]
+    if not isinstance(schedule, list) or not schedule or not all(isinstance(name, str) for name in schedule):
+        raise ConfigError(path, "schedule", f"must be a non-empty list of resource type names, got {schedule!r}")
+    for key, (types, what) in PLAN_TYPES.items():
+        value = instance.get(key)
+        wrong = isinstance(value, bool) or not isinstance(value, types)
+        if key == "overrides" and not wrong:
+            wrong = not all(isinstance(item, str) for item in value)
+        if key in instance and wrong:
+            raise ConfigError(path, f"instance.{key}", f"must be {what}, got {value!r}")
     merged = vars(args).copy()
     for key in PLAN_KEYS:
         if key in instance and merged.get(key) in (None, []):
             merged[key] = instance[key]
     if merged.get("schedule") is None:
-        merged["schedule"] = ",".join(plan["schedule"])
+        merged["schedule"] = ",".join(schedule)
     return Namespace(**merged)
+
+
+def check_run_flags(args: Namespace) -> None:
+    """ConfigError naming the flag for a value no execution can use."""
+    if args.steps < 1:
+        raise ConfigError("--steps", "steps", f"must be at least 1, got {args.steps}")
+    if args.micro_batches is not None and args.micro_batches < 1:
+        raise ConfigError("--micro-batches", "micro_batches", f"must be at least 1, got {args.micro_batches}")
+    if not (math.isfinite(args.lr) and args.lr > 0):
+        raise ConfigError("--lr", "lr", f"must be a positive number, got {args.lr}")
+    if args.policy == "learned" and args.checkpoint:
+        from hps.agents.checkpoint import checkpoint_folder
+
+        checkpoint_folder(args.checkpoint)  # a missing folder fails now, not when a stage first syncs
+
+
+def whole_batch(batch: float) -> int:
+    """The job's batch as the whole number of samples a real step trains on."""
+    if batch != int(batch) or batch < 1:
+        raise ConfigError("--batch", "batch", f"executing needs a whole number of samples (>= 1), got {batch:g}")
+    return int(batch)
 
 
 def run(args) -> int:
@@ -68,6 +116,7 @@ def run(args) -> int:
     from hps.models.registry import build_model
     from hps.report.execution import format_execution
 
+    out = output_path(args.out)
     if args.plan:
         args = plan_instance(args.plan, args)
     for key, default in FLAG_DEFAULTS.items():
@@ -77,9 +126,9 @@ def run(args) -> int:
         raise ConfigError("--workload", "workload", "give --workload (or a plan file)")
     if not args.schedule:
         raise ConfigError("--schedule", "schedule", "give --schedule (or a plan file)")
-    if args.steps < 1:
-        raise ConfigError("--steps", "steps", f"must be at least 1, got {args.steps}")
+    check_run_flags(args)
     workload, catalog, job = resolve_instance(args)
+    whole_batch(job.batch)
     model = build_model(workload.name, seed=args.seed, **parse_set(args.overrides))
     check_model_matches(model, workload)
     schedule = parse_schedule(args.schedule, catalog, len(workload.layers))
@@ -89,8 +138,8 @@ def run(args) -> int:
         replicas=parse_replicas(args.replicas),
     )  # fmt: skip
     report = execute_plan(model, workload, catalog, job, schedule, options)
-    if args.out:
-        Path(args.out).write_text(json.dumps(report, indent=2, allow_nan=False) + "\n")
+    if out:
+        write_json(out, report)
     if args.json:
         print_json(report)
         return 0

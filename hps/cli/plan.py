@@ -6,10 +6,8 @@ plans the policy samples (default 64) before the exact model keeps the best, gre
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
-from hps.cli.common import add_instance_args, instance_document, print_json, resolve_instance
+from hps.cli.common import add_instance_args, instance_document, output_path, print_json, resolve_instance, write_json
+from hps.errors import ConfigError
 from hps.report.placement import format_report, schedule_report
 
 
@@ -27,6 +25,9 @@ def run(args) -> int:
     from hps.agents.checkpoint import checkpoint_folder, load_policy
     from hps.agents.planner import plan
 
+    out = output_path(args.out)
+    if args.plans < 1:
+        raise ConfigError("--plans", "plans", f"must be at least 1, got {args.plans}")
     workload, catalog, job = resolve_instance(args)
     policy, params, spec = load_policy(checkpoint_folder(args.checkpoint), kind="placement")
     result = plan(policy, params, workload, catalog, job, samples=args.plans, seed=args.seed)
@@ -40,8 +41,8 @@ def run(args) -> int:
         checkpoint_step=spec["step"],
         instance=instance_document(args, job),
     )
-    if args.out:
-        Path(args.out).write_text(json.dumps(report, indent=2, allow_nan=False) + "\n")
+    if out:
+        write_json(out, report)
     if args.json:
         print_json(report)
         return 0

@@ -4,11 +4,10 @@ write them into the workload TOML, so the cost model plans with measured numbers
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from tqdm import tqdm
 
-from hps.cli.common import add_instance_args, parse_set, print_json, resolve_instance
+from hps.cli.common import add_instance_args, output_path, parse_set, print_json, resolve_instance
 from hps.cli.execute import add_device_args
 from hps.config.loaders import write_workload
 from hps.errors import ConfigError
@@ -34,10 +33,17 @@ def run(args) -> int:
 
     import jax
 
+    if args.repeats < 1:
+        raise ConfigError("--repeats", "repeats", f"must be at least 1, got {args.repeats}")
+    if args.micro_batch is not None and args.micro_batch < 1:
+        raise ConfigError("--micro-batch", "micro_batch", f"must be at least 1, got {args.micro_batch}")
     workload, catalog, job = resolve_instance(args)
+    out = output_path(args.out or f"{workload.name}-measured.toml")
     model = build_model(workload.name, seed=args.seed, **parse_set(args.overrides))
-    if args.types:
+    if args.types is not None:
         types = [t.strip() for t in args.types.split(",") if t.strip()]
+        if not types:
+            raise ConfigError("--types", "types", f"names no resource type; the catalogue has {', '.join(catalog.names)}")
     elif args.devices:
         types = list(parse_device_map(args.devices, catalog, len(jax.devices())))
     else:
@@ -46,7 +52,7 @@ def run(args) -> int:
     if unknown:
         raise ConfigError("--types", ",".join(unknown), f"not in the catalogue ({', '.join(catalog.names)})")
     pools = device_pools(catalog, types, args.devices)
-    micro_batch = args.micro_batch or int(job.batch) // 2
+    micro_batch = int(job.batch) // 2 if args.micro_batch is None else args.micro_batch
     for name, pool in pools.items():
         if micro_batch < len(pool) or micro_batch % len(pool):
             raise ConfigError("--micro-batch", "micro_batch", f"{micro_batch} samples do not split over the {len(pool)} devices of {name!r}")
@@ -54,7 +60,6 @@ def run(args) -> int:
     times = profile_layers(model, pools, micro_batch, repeats=args.repeats, seed=args.seed,
                            progress=lambda *_: bar.update())  # fmt: skip
     bar.close()
-    out = Path(args.out or f"{workload.name}-measured.toml")
     write_workload(with_measured_times(workload, times), out)
     if args.json:
         print_json({"workload": workload.name, "out": str(out), "micro_batch": micro_batch, "seconds_per_sample": times})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 
-from hps.cli.common import add_set_arg, parse_set
+from hps.cli.common import add_set_arg, output_path, parse_set
 from hps.config.loaders import workload_to_toml, write_workload
 from hps.errors import ConfigError
 from hps.report.tables import format_table
@@ -49,6 +49,7 @@ def run_list(args) -> int:
 
 
 def run_export(args) -> int:
+    output_path(args.out)
     return _emit(resolve_workload(args.name, parse_set(args.overrides), source="--set"), args.out)
 
 
@@ -56,6 +57,7 @@ def run_derive(args) -> int:
     from hps.models.derive import derive_workload
     from hps.models.registry import model_from_spec
 
+    output_path(args.out)
     if args.batch <= 0:
         raise ConfigError("--batch", "batch", f"must be a positive integer, got {args.batch}")
     overrides = parse_set(args.overrides)

@@ -9,10 +9,10 @@ Every problem raises ``hps.ConfigError(file, field, problem)`` with a field path
 from __future__ import annotations
 
 import os
-import tempfile
 import tomllib
 from typing import Any
 
+from hps.config.files import atomic_write_text
 from hps.config.types import (
     ALGORITHMS,
     LAYER_KINDS,
@@ -257,26 +257,13 @@ def workload_to_toml(workload: Workload) -> str:
 
 
 def write_workload(workload: Workload, path: str | os.PathLike[str]) -> None:
-    """Validate, then write the workload atomically (temp file in the same folder, os.replace).
+    """Validate, then write the workload atomically (`hps.config.files.atomic_write_text`).
 
     An invalid workload raises ConfigError naming `path` and nothing is written.
     """
     text = workload_to_toml(workload)
     parse_workload(tomllib.loads(text), str(path))
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".workload-", suffix=".toml.tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; a workload file is ordinary data
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic_write_text(path, text)
 
 
 # ---------------------------------------------------------------- command-line schedules

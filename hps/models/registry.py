@@ -74,6 +74,11 @@ def build_model_and_workload(
     Raises ConfigError for an unknown workload, one without a Flax model, a bad override (naming
     `source`, e.g. "--set"), or a model whose table holds more than `max_bytes` of parameters.
     """
+    if workload not in ZOO:
+        raise ConfigError(
+            "workload", workload, "has no Flax model: only zoo workloads have one (a table file keeps its zoo name, "
+            f"e.g. from hps workload export); models exist for {', '.join(model_workloads())}",
+        )  # fmt: skip
     family = base_workload(workload)
     if family not in MODELS:
         raise ConfigError(

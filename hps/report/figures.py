@@ -2,26 +2,18 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
-
 import matplotlib
+
+from hps.config.files import atomic_write
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
 def save_figure(fig, path, dpi: int = 110) -> None:
-    """Write `fig` as PNG to `path` through a temporary file and a rename, then close it, so a
-    failed or interrupted write never leaves a half-written image."""
-    directory = os.path.dirname(os.path.abspath(path))
-    handle, tmp = tempfile.mkstemp(suffix=".png", dir=directory)
-    os.close(handle)
+    """Write `fig` as PNG to `path` through `atomic_write` (a temporary file and a rename), then
+    close it, so a failed or interrupted write never leaves a half-written image."""
     try:
-        fig.savefig(tmp, dpi=dpi)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
+        atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=dpi, format="png"), suffix=".png")
     finally:
         plt.close(fig)
-        if os.path.exists(tmp):
-            os.remove(tmp)

@@ -8,6 +8,7 @@ import time
 import jax
 import jax.numpy as jnp
 
+from hps.errors import ConfigError
 from hps.placement.model import SegmentTable, segment_table
 from hps.placement.params import PlacementParams
 from hps.search.result import SearchResult
@@ -54,6 +55,9 @@ def greedy(
     del key
     started = time.perf_counter()
     n_layers, n_types = real_sizes(params)
+    if budget is not None and budget < n_types:
+        problem = f"the greedy search needs at least {n_types} evaluations (its single-type starts), got {budget}"
+        raise ConfigError("--budget", "budget", problem)
     layers = jnp.int32(n_layers)
     make_table = prepare_table(params, warmup=warmup)
     start = prepare(_start, params, warmup=warmup)
