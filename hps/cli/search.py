@@ -65,7 +65,7 @@ def run(args) -> int:
     params = build_params(workload, catalog, job)
     methods = list(METHODS) if args.method == ALL else [args.method]
     results, skipped = _run_methods(methods, params, args, show_progress=not args.json)
-    best = min(results, key=lambda r: (not r.feasible, r.cost))
+    best = min(results, key=lambda r: (not r.feasible, r.cost, -r.throughput))  # else the closest to the floor
     report = schedule_report(workload, catalog, job, list(best.schedule))
     if args.json:
         payload = {**report, "method": best.method, "results": [_summary(r, catalog) for r in results]}
@@ -80,6 +80,10 @@ def run(args) -> int:
     print(format_table(["method", "cost_$", "feasible", "samples_per_s", "evaluations", "search_s", "schedule"], rows))
     for method, why in skipped.items():
         print(f"{method}: skipped: {why}")
-    print(f"\nbest ({best.method}):")
+    if best.feasible:
+        print(f"\nbest ({best.method}):")
+    else:
+        print(f"\nno feasible plan: no method meets the floor of {job.throughput:g} samples/s within the catalogue's "
+              f"memory and max_units; the closest plan ({best.method}, highest throughput) fails on:")  # fmt: skip
     print(format_report(report, workload))
     return 0

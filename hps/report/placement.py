@@ -28,10 +28,6 @@ def schedule_report(workload: Workload, catalog: Catalog, job: Job, schedule: li
     params = build_params(workload, catalog, job)
     result = _evaluate(params, jnp.asarray([schedule], jnp.int32))
     row = jax.tree.map(lambda x: np.asarray(x)[0], result)
-    reason = None
-    if not row.feasible:
-        layer = int(row.failed_layer)
-        reason = f"{REASONS[int(row.reason)]} at the stage starting at layer {layer} ({workload.layers[layer].name})"
     stages = [
         {
             "type": catalog.names[schedule[end]],
@@ -42,6 +38,12 @@ def schedule_report(workload: Workload, catalog: Catalog, job: Job, schedule: li
         }
         for end in np.flatnonzero(row.stage_end)
     ]
+    reason = None
+    if not row.feasible:
+        layer = int(row.failed_layer)
+        failed = next(stage for stage in stages if stage["first_layer"] == layer)
+        why = infeasible_because(REASONS[int(row.reason)], failed, stages, catalog, job)
+        reason = f"{REASONS[int(row.reason)]} at the stage starting at layer {layer} ({workload.layers[layer].name}): {why}"
     return {
         "feasible": bool(row.feasible),
         "reason": reason,
@@ -52,6 +54,23 @@ def schedule_report(workload: Workload, catalog: Catalog, job: Job, schedule: li
         "stages": stages,
         "schedule": [catalog.names[t] for t in schedule],
     }
+
+
+def infeasible_because(code: str, stage: dict, stages: list[dict], catalog: Catalog, job: Job) -> str:
+    """Why the provisioning of `stage` (a `schedule_report` stage row) failed, in figures."""
+    if stage["type"] not in catalog.names:
+        return f"resource type {stage['type']!r} is not in catalogue {catalog.name!r}"
+    resource = catalog.resources[catalog.index(stage["type"])]
+    units = f"all {resource.max_units} units of {resource.name} (its max_units)"
+    if code == "throughput":
+        reached = job.batch / stage["time"] if stage["time"] > 0 else math.inf
+        return f"{units} reach {reached:,.0f} samples/s, below the floor of {job.throughput:,g} samples/s"
+    if code == "memory":
+        return f"it does not fit in {resource.memory / 2**30:g} GiB per unit even on {units}"
+    if code == "pooled_cap":
+        pooled = sum(s["replicas"] for s in stages if s["type"] == stage["type"])
+        return f"the stages on {resource.name} together need {pooled} units, above its max_units of {resource.max_units}"
+    return f"{resource.name} cannot run this stage"
 
 
 def format_report(report: dict, workload: Workload) -> str:
