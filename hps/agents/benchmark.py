@@ -20,19 +20,9 @@ import jax.numpy as jnp
 from hps.agents.policy import PolicyFunctions
 from hps.agents.rollout import rollout
 from hps.agents.train import TrainConfig, default_placement_config, init_train_state, make_train
+from hps.bench.timing import timed_calls
 from hps.envs.generators import InstanceSplit, generate_instances
 from hps.envs.placement import PlacementEnv
-
-
-def _timed(fn, *args, repeats: int):
-    """(first call seconds, mean seconds of `repeats` further calls); results blocked on."""
-    start = time.perf_counter()
-    jax.block_until_ready(fn(*args))
-    first = time.perf_counter() - start
-    start = time.perf_counter()
-    for _ in range(repeats):
-        jax.block_until_ready(fn(*args))
-    return first, (time.perf_counter() - start) / repeats
 
 
 def env_only(env: PlacementEnv, instances, key, num_steps: int):
@@ -51,37 +41,76 @@ def env_only(env: PlacementEnv, instances, key, num_steps: int):
     return total
 
 
-def measure(config: TrainConfig | None = None, *, num_envs: int = 4096, layers: int = 16, types: int = 4,
-            repeats: int = 3, updates_per_chunk: int = 5, devices=None) -> dict:
-    """{"env_steps_per_s", "rollout_steps_per_s", "train_steps_per_s", "compile_s", …}."""
+GENERATE_BLOCK = 256  # instances per generator call: one compile serves every env count
+
+
+def bench_setup(config: TrainConfig | None, num_envs: int, layers: int, types: int, updates_per_chunk: int):
+    """(config for the setting, instances (num_envs,) with exactly `layers` layers and `types`
+    types), generated in blocks of GENERATE_BLOCK so that a sweep over env counts compiles the
+    generator once."""
     split = InstanceSplit("bench", layers, layers, types, types, salt=99)
     config = config or default_placement_config()
     config = dataclasses.replace(config, split=split, num_envs=num_envs, updates_per_chunk=updates_per_chunk)
-    instances = jax.block_until_ready(generate_instances(jax.random.PRNGKey(0), num_envs, split))
+    keys = jax.random.split(jax.random.PRNGKey(0), -(-num_envs // GENERATE_BLOCK))
+    blocks = [generate_instances(key, GENERATE_BLOCK, split) for key in keys]
+    instances = jax.tree.map(lambda *parts: jnp.concatenate(parts)[:num_envs], *blocks)
+    return config, jax.block_until_ready(instances)
+
+
+def env_rate(num_envs: int = 4096, layers: int = 16, types: int = 4, repeats: int = 3,
+             min_seconds: float = 0.0) -> dict:  # fmt: skip
+    """{"env_steps_per_s", "env_compile_s"}: the environment alone, uniform random actions."""
+    _, instances = bench_setup(None, num_envs, layers, types, 1)
+    env_fn = jax.jit(lambda inst, key: env_only(PlacementEnv(), inst, key, layers))
+    key = jax.random.PRNGKey(2)
+    compile_s, seconds = timed_calls(env_fn, instances, key, repeats=repeats, min_seconds=min_seconds)
+    return {"env_steps_per_s": num_envs * layers / seconds, "env_compile_s": compile_s}
+
+
+def rollout_rate(config: TrainConfig | None = None, *, num_envs: int = 4096, layers: int = 16, types: int = 4,
+                 repeats: int = 3, min_seconds: float = 0.0) -> dict:  # fmt: skip
+    """{"rollout_steps_per_s", "rollout_compile_s"}: rollouts with the policy acting, no gradients."""
+    config, instances = bench_setup(config, num_envs, layers, types, 1)
     env, policy = PlacementEnv(), PolicyFunctions(config.policy)
     params = policy.init(jax.random.PRNGKey(1))
-    steps = num_envs * layers
-
-    env_fn = jax.jit(lambda inst, key: env_only(env, inst, key, layers))
-    env_compile, env_s = _timed(env_fn, instances, jax.random.PRNGKey(2), repeats=repeats)
     roll_fn = jax.jit(lambda p, inst, key: rollout(policy, p, env, inst, key, layers).episode_reward)
-    roll_compile, roll_s = _timed(roll_fn, params, instances, jax.random.PRNGKey(3), repeats=repeats)
+    key = jax.random.PRNGKey(3)
+    compile_s, seconds = timed_calls(roll_fn, params, instances, key, repeats=repeats, min_seconds=min_seconds)
+    return {"rollout_steps_per_s": num_envs * layers / seconds, "rollout_compile_s": compile_s}
 
+
+def train_rate(config: TrainConfig | None = None, *, num_envs: int = 4096, layers: int = 16, types: int = 4,
+               repeats: int = 3, min_seconds: float = 0.0, updates_per_chunk: int = 5, devices=None) -> dict:  # fmt: skip
+    """{"train_steps_per_s", "train_compile_s"}: whole `train_chunk` calls, counting the env
+    steps of their rollouts."""
+    config, _ = bench_setup(config, num_envs, layers, types, updates_per_chunk)
     train_chunk = make_train(config, devices=devices)
     state = init_train_state(config, devices=devices)
     start = time.perf_counter()
     state, _ = jax.block_until_ready(train_chunk(state))
-    train_compile = time.perf_counter() - start
-    start = time.perf_counter()
-    for _ in range(repeats):
+    compile_s = time.perf_counter() - start
+    calls, start = 0, time.perf_counter()
+    while calls < repeats or time.perf_counter() - start < min_seconds:
         state, _ = jax.block_until_ready(train_chunk(state))
-    train_s = (time.perf_counter() - start) / repeats
+        calls += 1
+    seconds = (time.perf_counter() - start) / calls
+    return {"train_steps_per_s": num_envs * layers * updates_per_chunk / seconds, "train_compile_s": compile_s}
+
+
+def measure(config: TrainConfig | None = None, *, num_envs: int = 4096, layers: int = 16, types: int = 4,
+            repeats: int = 3, updates_per_chunk: int = 5, devices=None) -> dict:
+    """{"env_steps_per_s", "rollout_steps_per_s", "train_steps_per_s", "compile_s", …}."""
+    setting = dict(num_envs=num_envs, layers=layers, types=types, repeats=repeats)
+    config = config or default_placement_config()
+    env = env_rate(**setting)
+    roll = rollout_rate(config, **setting)
+    train = train_rate(config, **setting, updates_per_chunk=updates_per_chunk, devices=devices)
     return {
-        "env_steps_per_s": steps / env_s,
-        "rollout_steps_per_s": steps / roll_s,
-        "train_steps_per_s": steps * updates_per_chunk / train_s,
-        "compile_s": env_compile + roll_compile + train_compile,
-        "train_compile_s": train_compile,
+        "env_steps_per_s": env["env_steps_per_s"],
+        "rollout_steps_per_s": roll["rollout_steps_per_s"],
+        "train_steps_per_s": train["train_steps_per_s"],
+        "compile_s": env["env_compile_s"] + roll["rollout_compile_s"] + train["train_compile_s"],
+        "train_compile_s": train["train_compile_s"],
         "num_envs": num_envs,
         "layers": layers,
         "types": types,

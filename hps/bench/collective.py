@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 import jax
 import numpy as np
 
-from hps.bench.timing import compile_seconds, load_reference, side_by_side
+from hps.bench.timing import compile_seconds, load_reference, side_by_side, timed_calls
 from hps.collective.network import NetworkParams, network_batch
 from hps.collective.simulator import simulate_allreduce
 from hps.collective.themis import collective_orders
@@ -27,21 +27,23 @@ from hps.config.types import ALGORITHMS, Dimension, Network
 GiB = 2.0**30
 
 
-def random_networks(count: int, seed: int = 0) -> list[Network]:
-    """Networks of 1–4 dimensions, sizes 1–16, 1–1000 GiB/s, 0–10 µs per step, any algorithm."""
+def random_networks(count: int, seed: int = 0, dims: int | None = None) -> list[Network]:
+    """Networks of 1–4 dimensions (all `dims` when given), sizes 1–16, 1–1000 GiB/s, 0–10 µs per
+    step, any algorithm."""
     rng = np.random.default_rng(seed)
     networks = []
     for i in range(count):
-        dims = tuple(
+        n_dims = int(rng.integers(1, 5))
+        network_dims = tuple(
             Dimension(
                 size=int(rng.integers(1, 17)),
                 bandwidth=float(rng.uniform(1, 1000)) * GiB,
                 latency=float(rng.uniform(0, 10e-6)),
                 algorithm=str(rng.choice(ALGORITHMS)),
             )
-            for _ in range(int(rng.integers(1, 5)))
+            for _ in range(dims or n_dims)
         )
-        networks.append(Network(f"random-{i}", dims))
+        networks.append(Network(f"random-{i}", network_dims))
     return networks
 
 
@@ -70,24 +72,43 @@ def split_parts(batch: NetworkParams, orders, parts: int) -> list:
     ]
 
 
-def run(networks: int = 1024, chunks: int = 64, total_bytes: float = GiB, min_seconds: float = 2.0) -> dict:
-    """{"jax_per_s", "reference_per_s", "speedup", "compile_s", ...} (simulated collectives/s)."""
-    nets = random_networks(networks)
+def batched_simulation(nets: list[Network], chunks: int, total_bytes: float, pool: ThreadPoolExecutor, threads: int):
+    """(by_dims, groups [(NetworkParams, orders)], simulate_all) of the jnp side: Themis orders
+    and SCF, one vmapped call per group of equal D, each group cut into `threads` parts run on
+    `pool`; simulate_all() -> completion times per group, (group size,) s each."""
     orders_of = jax.jit(jax.vmap(lambda n: collective_orders(n.size, n.bandwidth, total_bytes, chunks, True)[0]))
     simulate = jax.jit(
         jax.vmap(lambda n, o: simulate_allreduce(n, total_bytes, chunks, o, True, max_chunks=chunks).time)
     )
     by_dims = list(batches_by_dims(nets).values())
     groups = [(batch, orders_of(batch)[:, :chunks]) for _, batch in by_dims]
-    threads = cpu_cores()
     parts = [split_parts(batch, orders, threads) for batch, orders in groups]
-    pool = ThreadPoolExecutor(threads)
 
     def simulate_all() -> list:
-        """Completion times per group, (group size,) s each, the parts run on the pool."""
         futures = [[pool.submit(lambda p: jax.block_until_ready(simulate(*p)), p) for p in g] for g in parts]
         return [np.concatenate([np.asarray(f.result()) for f in g]) for g in futures]
 
+    return by_dims, groups, simulate_all
+
+
+def simulator_rate(networks: int = 256, chunks: int = 64, dims: int | None = None, total_bytes: float = GiB,
+                   min_seconds: float = 1.0) -> dict:  # fmt: skip
+    """{"collectives_per_s", "compile_s", ...} of the jnp side alone on `networks` random
+    networks (of `dims` dimensions when given: one group, one compile)."""
+    threads = cpu_cores()
+    with ThreadPoolExecutor(threads) as pool:
+        _, _, simulate_all = batched_simulation(random_networks(networks, dims=dims), chunks, total_bytes, pool, threads)
+        compile_s, seconds = timed_calls(simulate_all, min_seconds=min_seconds)
+    return {"collectives_per_s": networks / seconds, "compile_s": compile_s, "networks": networks,
+            "chunks": chunks, "dims": dims, "threads": threads}  # fmt: skip
+
+
+def run(networks: int = 1024, chunks: int = 64, total_bytes: float = GiB, min_seconds: float = 2.0) -> dict:
+    """{"jax_per_s", "reference_per_s", "speedup", "compile_s", ...} (simulated collectives/s)."""
+    nets = random_networks(networks)
+    threads = cpu_cores()
+    pool = ThreadPoolExecutor(threads)
+    by_dims, groups, simulate_all = batched_simulation(nets, chunks, total_bytes, pool, threads)
     compile_s = compile_seconds(simulate_all)
     jax_times = np.zeros(networks)
     for (indices, _), times in zip(by_dims, simulate_all()):

@@ -26,6 +26,17 @@ def compile_seconds(fn, *args) -> float:
     return time.perf_counter() - start
 
 
+def timed_calls(fn, *args, repeats: int = 3, min_seconds: float = 0.0) -> tuple[float, float]:
+    """(seconds of the first, compiling call; mean seconds of the calls after it: at least
+    `repeats` of them, and more until `min_seconds` have passed). Results blocked on."""
+    first = compile_seconds(fn, *args)
+    calls, start = 0, time.perf_counter()
+    while calls < repeats or time.perf_counter() - start < min_seconds:
+        jax.block_until_ready(fn(*args))
+        calls += 1
+    return first, (time.perf_counter() - start) / calls
+
+
 def side_by_side(call, per_call: int, run_one, items, seconds: float = 2.0, rounds: int = 4) -> tuple[float, float]:
     """(jax items/s, reference items/s), measured in alternating rounds so that drift on a
     shared machine hits both sides alike.

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hps.cli.common import print_json
+from hps.config.files import check_output_dir
 from hps.report.tables import format_table
 
 
@@ -22,7 +23,7 @@ def run(args) -> int:
     from hps.experiments import load_config, run_experiment
 
     config = load_config(args.experiment)
-    out = Path(args.out) / config.name
+    out = check_output_dir(Path(args.out) / config.name, "--out")
     ran = run_experiment(config, out, fresh=args.fresh, progress=not args.json, source=args.experiment)
     if args.json:
         print_json(ran["results"])

@@ -29,20 +29,22 @@ def save_grouped_bars(path, groups: list[str], series: dict[str, list[float]], *
     save_figure(fig, path)
 
 
-def save_loglog_panels(path, panels: list[tuple[str, str, dict[str, tuple[list, list]]]], *, title: str,
-                       ylabel: str) -> None:  # fmt: skip
-    """One log-log panel per (panel title, x label, {line label: (xs, ys)}), side by side."""
+def save_loglog_panels(path, panels: list[tuple[str, str, str, dict[str, tuple[list, list]]]], *, title: str) -> None:
+    """One log-log panel per (panel title, x label, y label, {line label: (xs, ys)}), side by side."""
     fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 4.2), squeeze=False)
-    for ax, (panel_title, xlabel, lines) in zip(axes[0], panels):
+    for ax, (panel_title, xlabel, ylabel, lines) in zip(axes[0], panels):
         for label, (xs, ys) in lines.items():
             ax.plot(xs, ys, "o-", label=label)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
+        values = [y for _, ys in lines.values() for y in ys]
+        if values:  # at least a decade tall, so noise on a flat line does not look like a trend
+            ax.set_ylim(min(min(values), max(values) / 10) / 1.3, max(values) * 1.3)
         ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
         ax.set_title(panel_title, fontsize=10)
         ax.grid(True, which="both", linewidth=0.3)
         ax.legend(fontsize=8)
-    axes[0][0].set_ylabel(ylabel)
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
     save_figure(fig, path)

@@ -1,28 +1,12 @@
-"""Files of a run folder, written atomically (temporary file in the same folder, then os.replace),
-so a kill never leaves a half-written results.json, item or report."""
+"""JSON files of a run folder: deterministic text, written atomically (hps.config.files), read
+back leniently (a missing or unreadable item is recomputed)."""
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
-
-def write_text_atomic(path, text: str) -> None:
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{Path(path).name}-", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+from hps.config.files import atomic_write_text
 
 
 def json_text(document) -> str:
@@ -31,7 +15,7 @@ def json_text(document) -> str:
 
 
 def write_json_atomic(path, document) -> None:
-    write_text_atomic(path, json_text(document))
+    atomic_write_text(path, json_text(document))
 
 
 def read_json(path):

@@ -23,7 +23,8 @@ from tqdm import tqdm
 
 from hps.errors import ConfigError
 from hps.experiments.base import ITEM_KEY, kind_of
-from hps.experiments.files import json_text, read_json, write_json_atomic, write_text_atomic
+from hps.config.files import atomic_write_text
+from hps.experiments.files import json_text, read_json, write_json_atomic
 from hps.experiments.report import report_markdown
 
 
@@ -50,7 +51,7 @@ def _run_item(kind, config, key, params, path: Path) -> dict:
         text = json_text({"key": key, "result": result, "seconds": seconds})
     except (TypeError, ValueError) as error:
         raise ValueError(f"item {key!r}: result is not JSON without NaN/inf ({error})") from error
-    write_text_atomic(path, text)
+    atomic_write_text(path, text)
     return json.loads(text)
 
 
@@ -107,7 +108,7 @@ def run_experiment(config, out_dir, *, fresh: bool = False, progress: bool = Tru
     timings = {"items": seconds, "computed_now": computed, "run_seconds": total,
                "item_seconds": sum(s for s in seconds.values() if s is not None)}  # fmt: skip
     write_json_atomic(out / "timings.json", timings)
-    write_text_atomic(out / "report.md", report_markdown(config, summary, out, source, timings))
+    atomic_write_text(out / "report.md", report_markdown(config, summary, out, source, timings))
     files += [out / "timings.json", out / "report.md"]
     return {"results": document, "headers": summary.headers, "rows": summary.rows,
             "files": [str(f) for f in files], "computed": computed, "seconds": total}  # fmt: skip

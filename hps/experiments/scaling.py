@@ -1,0 +1,129 @@
+"""Scaling: throughput of the simulators and of training against the number of environments,
+layers and chunks, compile excluded (what `hps bench rl` and `hps bench collective` measure,
+swept over small grids).
+
+- placement environment alone (`hps.agents.benchmark.env_rate`): env steps/s vs environments
+  (at `base_layers`) and vs layers (at `base_envs`);
+- training updates (`train_rate`, rollout + loss + gradients + optax step): env steps/s vs
+  environments, at `train_layers`;
+- collective simulator (`hps.bench.collective.simulator_rate`, Themis orders, SCF): simulated
+  All-Reduces/s vs chunks, on `networks` random networks of `network_dims` dimensions.
+
+Timings vary from run to run (and with what else the machine runs), so results.json holds
+measured rates and is not byte-identical across runs, unlike the other experiments'.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hps.experiments.base import ExperimentConfig, Summary, register_kind
+from hps.experiments.figures import save_loglog_panels
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScalingConfig(ExperimentConfig):
+    """Grids (each a tuple of sizes) and the fixed sizes the other axis is swept at; `types`
+    resource types per placement instance; `min_seconds` of timed calls per point (after the
+    compiling call). `seed` is unused: the benchmarks draw fixed instances."""
+
+    name: str = "scaling"
+    envs: tuple[int, ...] = (256, 1024, 4096)
+    layers: tuple[int, ...] = (4, 8, 16, 32)
+    base_envs: int = 1024
+    base_layers: int = 16
+    train_envs: tuple[int, ...] = (256, 1024)
+    train_layers: int = 8
+    updates_per_chunk: int = 5
+    chunks: tuple[int, ...] = (4, 16, 64, 256)
+    networks: int = 256
+    network_dims: int = 3
+    types: int = 4
+    min_seconds: float = 0.5
+
+    def __post_init__(self):
+        super().__post_init__()
+        for name in ("envs", "layers", "train_envs", "chunks"):
+            values = getattr(self, name)
+            if not (isinstance(values, tuple) and all(isinstance(v, int) and v > 0 for v in values)):
+                raise ValueError(f"{name}: must be a tuple of positive integers, got {values!r}")
+        for name in ("base_envs", "base_layers", "train_layers", "updates_per_chunk", "networks", "types"):
+            if not (isinstance(getattr(self, name), int) and getattr(self, name) > 0):
+                raise ValueError(f"{name}: must be a positive integer, got {getattr(self, name)!r}")
+        if not all(4 <= n <= 32 for n in (*self.layers, self.base_layers, self.train_layers)):
+            raise ValueError("layers: placement instances have 4 to 32 layers")
+        if not 1 <= self.types <= 8 or not 1 <= self.network_dims <= 4 or max(self.chunks, default=1) > 256:
+            raise ValueError("types must be 1..8, network_dims 1..4, chunks at most 256")
+
+
+def items(config: ScalingConfig):
+    env_points = dict.fromkeys([(n, config.base_layers) for n in config.envs] + [(config.base_envs, l) for l in config.layers])
+    return [
+        *((f"env-n{n}-l{l}", ("env", n, l)) for n, l in env_points),
+        *((f"train-n{n}-l{config.train_layers}", ("train", n, config.train_layers)) for n in config.train_envs),
+        *((f"collective-c{c}", ("collective", c, config.network_dims)) for c in config.chunks),
+    ]
+
+
+def run_item(config: ScalingConfig, params) -> dict:
+    what, size, other = params
+    if what == "collective":
+        from hps.bench.collective import simulator_rate
+
+        rate = simulator_rate(config.networks, size, dims=other, min_seconds=config.min_seconds)
+        return {"what": what, "chunks": size, "dims": other, "networks": config.networks,
+                "per_s": rate["collectives_per_s"], "compile_s": rate["compile_s"]}  # fmt: skip
+    from hps.agents.benchmark import env_rate, train_rate
+
+    setting = dict(num_envs=size, layers=other, types=config.types, repeats=1, min_seconds=config.min_seconds)
+    if what == "env":
+        rate = env_rate(**setting)
+    else:
+        rate = train_rate(**setting, updates_per_chunk=config.updates_per_chunk)
+    return {"what": what, "envs": size, "layers": other, "per_s": rate[f"{what}_steps_per_s"],
+            "compile_s": rate[f"{what}_compile_s"]}  # fmt: skip
+
+
+LABELS = {"env": ("placement env alone", "env steps/s"), "train": ("training updates", "env steps/s"),
+          "collective": ("collective simulator", "All-Reduces/s")}  # fmt: skip
+
+
+def summarize(config: ScalingConfig, results: dict[str, dict]) -> Summary:
+    def line(what, x, **fixed):
+        points = sorted((r[x], r["per_s"]) for r in results.values()
+                        if r["what"] == what and all(r[k] == v for k, v in fixed.items()))  # fmt: skip
+        return [p[0] for p in points], [p[1] for p in points]
+
+    rows = []
+    for key, r in results.items():
+        setting = (f"{r['chunks']} chunks, {r['networks']} networks x {r['dims']} dims" if r["what"] == "collective"
+                   else f"{r['envs']} envs x {r['layers']} layers x {config.types} types")  # fmt: skip
+        rows.append([LABELS[r["what"]][0], setting, f"{r['per_s']:,.0f}", LABELS[r["what"]][1], round(r["compile_s"], 1)])
+    panels = [
+        ("vs environments", "environments", "env steps/s",
+         {"env alone": line("env", "envs", layers=config.base_layers),
+          "training": line("train", "envs", layers=config.train_layers)}),
+        ("vs layers", "layers", "env steps/s", {"env alone": line("env", "layers", envs=config.base_envs)}),
+        ("vs chunks", "chunks per All-Reduce", "All-Reduces/s", {"collective simulator": line("collective", "chunks")}),
+    ]  # fmt: skip
+    panels = [p for p in panels if any(xs for xs, _ in p[3].values())]
+
+    def draw(path):
+        save_loglog_panels(path, panels, title="simulator and training throughput (compile excluded)")
+
+    note = (
+        "Rates after the compiling call (its time is the compile_s column). Training counts the env steps "
+        f"of its rollouts, at {config.train_layers} layers, {config.updates_per_chunk} updates per compiled chunk. "
+        "Timings vary between runs: this results.json is a measurement, not a deterministic result."
+    )
+    return Summary(
+        results={"points": results, "types": config.types},
+        headers=["loop", "setting", "rate", "unit", "compile_s"],
+        rows=rows,
+        figures=[("scaling.png", draw)],
+        markdown=note,
+        title="Scaling: simulator and training throughput",
+    )
+
+
+register_kind(ScalingConfig, items=items, run_item=run_item, summarize=summarize)
