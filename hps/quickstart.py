@@ -25,12 +25,11 @@ import numpy as np
 
 from hps.config.loaders import load_catalog
 from hps.config.paths import resolve_topology
-from hps.config.types import Catalog, Job
-from hps.errors import SearchSpaceTooLarge
-from hps.placement import build_params
+from hps.config.types import Catalog
+from hps.experiments.placement import compare_on_instance, default_job
 from hps.report.figures import save_figure
 from hps.report.placement import schedule_report
-from hps.search import METHODS, run_search
+from hps.search import METHODS
 from hps.workloads import build_workload
 
 STEPS = ("train", "compare", "plan and execute")
@@ -68,32 +67,12 @@ def train_policy(config: QuickstartConfig, on_chunk=None):
     return records
 
 
-def compare_methods(policy, params, catalog: Catalog, workload_name: str, *, plans: int, seed: int) -> dict:
-    """Every search method and the policy on one zoo workload at its default job: per method
-    cost ($, None when infeasible), evaluations and seconds, and cost / the best cost found."""
-    from hps.agents.planner import plan
-
+def compare_zoo_workload(policy, params, catalog: Catalog, workload_name: str, *, plans: int, seed: int) -> dict:
+    """Every search method, each single-type plan and the policy on one zoo workload at its
+    default job (`hps.experiments.placement.compare_on_instance`)."""
     workload = build_workload(workload_name)
-    d = workload.defaults
-    job = Job(batch=d.batch, throughput=d.throughput, samples=d.samples)
-    params_exact = build_params(workload, catalog, job)
-    rows = {}
-    for method in METHODS:
-        try:
-            result = run_search(method, params_exact, key=jax.random.key(seed), warmup=True)
-        except SearchSpaceTooLarge:
-            continue
-        rows[method] = {"cost": result.cost if result.feasible else None, "evaluations": result.evaluations,
-                        "seconds": result.wall_seconds}  # fmt: skip
-    planned = plan(policy, params, workload, catalog, job, samples=plans, seed=seed)
-    report = schedule_report(workload, catalog, job, planned.schedule)
-    rows["policy"] = {"cost": report["cost"], "evaluations": planned.candidates, "seconds": planned.plan_seconds}
-    costs = [r["cost"] for r in rows.values() if r["cost"] is not None]
-    best = min(costs) if costs else None
-    for row in rows.values():
-        row["ratio"] = row["cost"] / best if best and row["cost"] is not None else None
-    return {"workload": workload_name, "layers": len(workload.layers), "optimum_known": "exhaustive" in rows,
-            "best_cost": best, "methods": rows}  # fmt: skip
+    compared = compare_on_instance(policy, params, workload, catalog, default_job(workload), plans=plans, seed=seed)
+    return {"workload": workload_name, **compared}
 
 
 def plan_and_execute(config: QuickstartConfig, catalog: Catalog) -> dict:
@@ -105,8 +84,7 @@ def plan_and_execute(config: QuickstartConfig, catalog: Catalog) -> dict:
 
     policy, params, spec = load_policy(checkpoint_folder(Path(config.out) / "policy"), kind="placement")
     model, workload = build_model_and_workload(config.unseen, seed=config.seed)
-    d = workload.defaults
-    job = Job(batch=d.batch, throughput=d.throughput, samples=d.samples)
+    job = default_job(workload)
     planned = plan(policy, params, workload, catalog, job, samples=config.plans, seed=config.seed)
     report = schedule_report(workload, catalog, job, planned.schedule)
     executed = execute_plan(model, workload, catalog, job, planned.schedule,
@@ -152,7 +130,7 @@ def run_quickstart(config: QuickstartConfig, progress=lambda step: None, on_chun
     seconds["train"] = time.perf_counter() - start
     progress("compare")
     policy, params, _ = load_policy(checkpoint_folder(out / "policy"), kind="placement")
-    comparisons = [compare_methods(policy, params, catalog, name, plans=config.plans, seed=config.seed)
+    comparisons = [compare_zoo_workload(policy, params, catalog, name, plans=config.plans, seed=config.seed)
                    for name in config.workloads]  # fmt: skip
     comparison_figure(comparisons, out / "comparison.png")
     seconds["compare"] = time.perf_counter() - start - seconds["train"]

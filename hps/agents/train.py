@@ -84,6 +84,10 @@ class TrainConfig:
         return dataclasses.asdict(self)
 
 
+UNBOUNDED_CHUNKS = 1_000_000
+"""num_chunks for a run that a wall-clock budget ends (`minutes`), not a chunk count."""
+
+
 def default_placement_config() -> TrainConfig:
     """The recipe `hps train` uses for the general placement policy: a hidden width of 32
     (about 3x the training throughput of 64 on CPU), 16 samples of each instance per update

@@ -69,7 +69,7 @@ def format_summary(summary: dict) -> str:
     """The one table (cost / best found per method and workload), then the unseen workload's
     plan and its execution, then where the files are."""
     comparisons = summary["comparisons"]
-    methods = list(dict.fromkeys(m for c in comparisons for m in c["methods"]))
+    methods = list(dict.fromkeys(m for c in comparisons for m in c["methods"] if not m.startswith("only:")))
     rows = [[c["workload"], _cost(c["best_cost"]), *(_ratio(c["methods"].get(m, {}).get("ratio")) for m in methods)]
             for c in comparisons]  # fmt: skip
     training = summary["training"]
