@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from hps.cli.main import main
+from hps.errors import ConfigError
 from hps.experiments import run_experiment
 from hps.experiments.themis_allreduce import ThemisAllReduceConfig
 
@@ -206,3 +207,24 @@ def test_scaling_sweeps_each_axis_once_and_draws_its_log_log_figure(tmp_path):
     assert (tmp_path / name).read_bytes()[:4] == b"\x89PNG"
     with pytest.raises(ValueError, match="layers"):
         scaling.ScalingConfig(layers=(2,))
+
+
+def test_a_collective_checkpoint_adds_the_learned_column(tmp_path, monkeypatch):
+    import numpy as np
+
+    seen = []
+
+    def baseline_orders(checkpoint, network, size, chunks):  # a "policy" that keeps the baseline order
+        seen.append((checkpoint, network.name, size, chunks))
+        return np.tile(np.arange(4, dtype=np.int32), (chunks, 1))
+
+    monkeypatch.setattr("hps.agents.collective_eval.checkpoint_orders", baseline_orders)
+    with pytest.raises(ConfigError, match="no such directory"):
+        run_experiment(tiny_config(checkpoint=str(tmp_path / "missing")), tmp_path / "x", progress=False)
+    assert not (tmp_path / "x").exists()
+    ran = run_experiment(tiny_config(checkpoint=str(tmp_path)), tmp_path / "learned", progress=False)
+    results = ran["results"]["results"]
+    assert results["columns"][-1] == "learned+scf" and ran["headers"][-2] == "learned+scf"
+    for row in results["networks"].values():
+        assert row["utilization"]["learned+scf"] == row["utilization"]["baseline+scf"]
+    assert seen == [(str(tmp_path), name, 2.0**26, 16) for name in ("3d-switch-8x8x8", "3d-torus-4x4x4")]

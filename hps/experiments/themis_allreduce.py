@@ -48,6 +48,10 @@ def network_paths(specs: tuple[str, ...]) -> list[Path]:
 
 
 def items(config: ThemisAllReduceConfig):
+    if config.checkpoint:
+        from hps.agents.checkpoint import checkpoint_folder
+
+        checkpoint_folder(config.checkpoint)  # a missing folder fails before any work
     return [(load_network(path).name, path) for path in network_paths(config.networks)]
 
 
