@@ -13,7 +13,7 @@ from hps.report.tables import format_table
 def register(subparsers) -> None:
     parser = subparsers.add_parser("run", help="run an experiment file (resumes a killed run)")
     parser.add_argument("experiment", help="Python file defining config() (see experiments/)")
-    parser.add_argument("--out", default="results", help="results folder; the run goes to OUT/NAME (default: %(default)s)")
+    parser.add_argument("--out", default="results", help="results folder; the run goes to OUT/NAME (default: results)")
     parser.add_argument("--fresh", action="store_true", help="recompute every item instead of resuming")
     parser.add_argument("--json", action="store_true", help="print results.json instead of the table")
     parser.set_defaults(run=run)

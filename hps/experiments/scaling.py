@@ -57,7 +57,8 @@ class ScalingConfig(ExperimentConfig):
 
 
 def items(config: ScalingConfig):
-    env_points = dict.fromkeys([(n, config.base_layers) for n in config.envs] + [(config.base_envs, l) for l in config.layers])
+    env_points = dict.fromkeys([(n, config.base_layers) for n in config.envs]
+                               + [(config.base_envs, l) for l in config.layers])  # fmt: skip
     return [
         *((f"env-n{n}-l{l}", ("env", n, l)) for n, l in env_points),
         *((f"train-n{n}-l{config.train_layers}", ("train", n, config.train_layers)) for n in config.train_envs),
