@@ -24,3 +24,8 @@ class ConfigError(HpsError):
 
 class SearchSpaceTooLarge(HpsError):
     """An exhaustive search was asked for a space larger than it will enumerate."""
+
+
+class TrainingDiverged(HpsError):
+    """A training chunk produced a non-finite loss or non-finite parameters. Training stops before
+    that state is saved, so the run folder keeps its last good checkpoint."""

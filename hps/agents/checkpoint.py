@@ -96,7 +96,8 @@ def read_spec(manager: ocp.CheckpointManager, step: int | None = None) -> tuple[
     try:
         document = manager.restore(step, args=ocp.args.Composite(spec=ocp.args.JsonRestore())).spec
     except Exception as error:  # orbax raises many types for missing or damaged files
-        raise ConfigError(f"{source}/{step}", "spec", f"unreadable checkpoint: {error}") from error
+        raise ConfigError(f"{source}/{step}", "spec", f"unreadable checkpoint (a damaged or incomplete step; "
+                                                      f"remove its folder to use the step before): {error}") from None
     check_document(document, f"{source}/{step}")
     return step, document
 
@@ -118,7 +119,8 @@ def restore(manager: ocp.CheckpointManager, config, *, devices=None, step: int |
     try:
         return manager.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore(abstract))).state
     except Exception as error:
-        raise ConfigError(source, "state", f"cannot restore the training state: {error}") from error
+        raise ConfigError(source, "state", f"cannot restore the training state (a damaged or incomplete step; "
+                                           f"remove its folder to resume from the step before): {error}") from None
 
 
 def load_policy(directory: str | os.PathLike, step: int | None = None, kind: str | None = None):

@@ -34,7 +34,7 @@ from flax import struct
 from hps.agents import reinforce
 from hps.agents.collective_policy import CollectivePolicyFunctions, CollectivePolicySpec
 from hps.agents.sharding import check_divisible, env_mesh, replicated, shard_envs
-from hps.agents.train import TrainState, fresh_state, make_optimizer, run_chunks
+from hps.agents.train import TrainState, check_train_numbers, fresh_state, make_optimizer, run_chunks
 from hps.envs.collective import CollectiveEnv, CollectiveObs
 from hps.envs.network_gen import (
     TRAIN_NETWORKS,
@@ -43,6 +43,7 @@ from hps.envs.network_gen import (
     generate_collectives,
     stratified_chunks,
 )
+from hps.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -67,10 +68,13 @@ class CollectiveTrainConfig:
     seed: int = 0
 
     def __post_init__(self):
-        if self.samples_per_instance < 1 or self.num_envs % self.samples_per_instance:
-            raise ValueError("num_envs must be a multiple of samples_per_instance (≥ 1)")
+        check_train_numbers(self)
+        if self.num_envs % self.samples_per_instance:
+            raise ConfigError("CollectiveTrainConfig", "num_envs",
+                              f"must be a multiple of samples_per_instance ({self.samples_per_instance}), got {self.num_envs}")
         if self.split.max_chunks > self.max_chunks:
-            raise ValueError(f"split {self.split.name!r} has up to {self.split.max_chunks} chunks > max_chunks")
+            raise ConfigError("CollectiveTrainConfig", "max_chunks",
+                              f"must be at least split {self.split.name!r}'s {self.split.max_chunks} chunks, got {self.max_chunks}")
 
     def env(self) -> CollectiveEnv:
         return CollectiveEnv(self.max_chunks, self.scf)

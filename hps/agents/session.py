@@ -28,6 +28,8 @@ from hps.agents import checkpoint
 from hps.agents.distributed import is_primary
 from hps.agents.kinds import kind_of
 from hps.agents.train import TrainState, run_chunks
+from hps.config.files import atomic_write_text
+from hps.errors import ConfigError, TrainingDiverged
 
 
 @dataclass(frozen=True)
@@ -48,10 +50,18 @@ class SessionPaths:
 
 
 def read_metrics(path: Path, before_chunk: int | None = None) -> list[dict]:
-    """The metrics records of a run folder (those of chunks < before_chunk when given)."""
+    """The metrics records of a run folder (those of chunks < before_chunk when given). A last
+    line cut short (a run killed while appending it) is dropped; the session rewrites it."""
     if not path.exists():
         return []
-    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    lines = [line for line in path.read_text().splitlines() if line.strip()]
+    records = []
+    for index, line in enumerate(lines):
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            if index < len(lines) - 1:
+                raise ConfigError(str(path), f"line {index + 1}", "not a JSON metrics record") from None
     return [r for r in records if before_chunk is None or r["chunk"] < before_chunk]
 
 
@@ -63,7 +73,10 @@ def train_session(config, out, *, minutes: float | None = None, devices=None,
     on_chunk(record) runs after each chunk."""
     kind = kind_of(config)
     paths = SessionPaths(Path(out))
-    paths.out.mkdir(parents=True, exist_ok=True)
+    try:
+        paths.out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ConfigError(str(out), "", f"cannot create the run folder: {error.strerror or error}") from None
     manager = checkpoint.open_manager(paths.checkpoints)
     state = None
     if manager.latest_step() is not None:
@@ -72,7 +85,7 @@ def train_session(config, out, *, minutes: float | None = None, devices=None,
     records = read_metrics(paths.metrics, before_chunk=start_chunk)
     primary = is_primary()
     if primary:
-        paths.metrics.write_text("".join(json.dumps(r) + "\n" for r in records))
+        atomic_write_text(paths.metrics, "".join(json.dumps(r) + "\n" for r in records))
     evaluator = kind.evaluator(config) if evaluate else None
     started = time.perf_counter()
     offset = records[-1]["elapsed_s"] if records else 0.0
@@ -94,16 +107,29 @@ def train_session(config, out, *, minutes: float | None = None, devices=None,
     def out_of_time():
         return minutes is not None and time.perf_counter() - started >= 60.0 * minutes
 
-    train_chunk = kind.make_train(config, devices=devices)
-    state = kind.init_state(config, devices=devices) if state is None else state
-    state, _ = run_chunks(train_chunk, state, config.updates_per_chunk, config.num_chunks,
-                          on_chunk=after_chunk, stop=out_of_time)  # fmt: skip
-    manager.close()
+    try:
+        train_chunk = kind.make_train(config, devices=devices)
+        state = kind.init_state(config, devices=devices) if state is None else state
+        state, _ = run_chunks(train_chunk, state, config.updates_per_chunk, config.num_chunks,
+                              on_chunk=after_chunk, stop=out_of_time)  # fmt: skip
+    except TrainingDiverged as error:
+        raise TrainingDiverged(f"{paths.out}: {error}; {kept(manager)}") from None
+    finally:
+        manager.close()
     if records and primary:
         from hps.report.learning_curve import save_learning_curve
 
         save_learning_curve(records, paths.curve, title=f"{kind.name} policy, {config.num_envs} envs")
     return state, records
+
+
+def kept(manager) -> str:
+    """What a diverged run leaves to resume from."""
+    step = manager.latest_step()
+    if step is None:
+        return "no checkpoint was saved; lower the learning rate and start again"
+    return (f"its last good checkpoint (update {step}) is kept in {manager.directory}; the same config "
+            "repeats the divergence when resumed, so lower the learning rate to go on")  # fmt: skip
 
 
 def final_params(state: TrainState):

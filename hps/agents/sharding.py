@@ -10,6 +10,8 @@ from __future__ import annotations
 import jax
 from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
 
+from hps.errors import ConfigError
+
 ENV_AXIS = "envs"
 
 
@@ -41,6 +43,6 @@ def shard_envs(tree, mesh: Mesh, axis: int = 0):
 
 
 def check_divisible(count: int, mesh: Mesh, what: str) -> None:
-    """Raise ValueError unless `count` splits evenly over the mesh's devices."""
+    """ConfigError unless `count` splits evenly over the mesh's devices."""
     if count % mesh.size:
-        raise ValueError(f"{what} = {count} must be a multiple of the device count {mesh.size}")
+        raise ConfigError("config", what, f"must be a multiple of the device count {mesh.size}, got {count}")

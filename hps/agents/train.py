@@ -28,6 +28,7 @@ from hps.agents.rollout import rollout
 from hps.agents.sharding import check_divisible, env_mesh, env_shardings, replicated, shard_envs
 from hps.envs.generators import TRAIN, InstanceSplit, generate_instances
 from hps.envs.placement import PlacementEnv
+from hps.errors import ConfigError, TrainingDiverged
 
 ALGORITHMS = ("reinforce", "ppo")
 
@@ -69,12 +70,14 @@ class TrainConfig:
     seed: int = 0
 
     def __post_init__(self):
+        check_train_numbers(self)
         if self.algorithm not in ALGORITHMS:
-            raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {self.algorithm!r}")
+            raise ConfigError("TrainConfig", "algorithm", f"must be one of {', '.join(ALGORITHMS)}, got {self.algorithm!r}")
         if self.algorithm == "ppo" and self.num_envs % self.ppo_minibatches:
-            raise ValueError("num_envs must be a multiple of ppo_minibatches")
-        if self.samples_per_instance < 1 or self.num_envs % self.samples_per_instance:
-            raise ValueError("num_envs must be a multiple of samples_per_instance (≥ 1)")
+            raise ConfigError("TrainConfig", "num_envs", f"must be a multiple of ppo_minibatches ({self.ppo_minibatches}), got {self.num_envs}")
+        if self.num_envs % self.samples_per_instance:
+            raise ConfigError("TrainConfig", "num_envs",
+                              f"must be a multiple of samples_per_instance ({self.samples_per_instance}), got {self.num_envs}")
 
     @property
     def instances_per_chunk(self) -> int:
@@ -82,6 +85,35 @@ class TrainConfig:
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+
+AT_LEAST_ONE = ("num_envs", "updates_per_chunk", "num_chunks", "samples_per_instance", "ppo_epochs",
+                "ppo_minibatches", "max_chunks")  # fmt: skip
+POSITIVE = ("learning_rate", "max_grad_norm", "clip_eps", "top_fraction")
+NON_NEGATIVE = ("pool_size", "entropy_coef", "value_coef")
+UNIT_INTERVAL = ("baseline_decay", "gamma", "gae_lambda", "top_fraction")  # in [0, 1]
+
+
+def check_train_numbers(config) -> None:
+    """ConfigError naming the field of a training config (either trainer's) whose number no run
+    can use: counts below 1, non-positive rates, non-finite values, fractions outside [0, 1]."""
+    source = type(config).__name__
+
+    def bad(name: str, problem: str):
+        return ConfigError(source, name, f"{problem}, got {getattr(config, name)!r}")
+
+    for name in AT_LEAST_ONE:
+        value = getattr(config, name, 1)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise bad(name, "must be an integer >= 1")
+    for name in POSITIVE + NON_NEGATIVE + UNIT_INTERVAL:
+        value = getattr(config, name, 1)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise bad(name, "must be a finite number")
+        if (name in POSITIVE and value <= 0) or (name in NON_NEGATIVE and value < 0):
+            raise bad(name, "must be > 0" if name in POSITIVE else "must be >= 0")
+        if name in UNIT_INTERVAL and not 0 <= value <= 1:
+            raise bad(name, "must be in [0, 1]")
 
 
 UNBOUNDED_CHUNKS = 1_000_000
@@ -229,20 +261,39 @@ def make_train(config: TrainConfig, *, devices=None, instances=None):
     return jax.jit(train_chunk, out_shardings=replicated(mesh))
 
 
+@jax.jit
+def all_finite(tree) -> jax.Array:
+    """True when every leaf of `tree` holds only finite numbers."""
+    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(leaf)) for leaf in jax.tree.leaves(tree)]))
+
+
+def divergence(state, metrics: dict) -> str | None:
+    """What is not finite after a chunk (its mean loss, the parameters), or None."""
+    if not math.isfinite(metrics["loss"]):
+        return f"the mean loss is {metrics['loss']}"
+    if not bool(all_finite(state.params)):
+        return "the policy parameters hold NaN or inf"
+    return None
+
+
 def run_chunks(train_chunk, state, updates_per_chunk: int, num_chunks: int, *, on_chunk=None, stop=None):
     """The Python loop between jitted chunks, shared by every trainer: from chunk
     state.step / updates_per_chunk to num_chunks (so a resumed run ends where an uninterrupted
     one does). on_chunk(chunk_index, state, metrics) runs after each chunk; stop() is asked
     before each and ends training early when true (a time budget). Returns (state, history: one
-    metrics dict of floats per chunk run here); FloatingPointError when a loss is not finite."""
+    metrics dict of floats per chunk run here). TrainingDiverged when a chunk's loss or
+    parameters are not finite, before on_chunk sees (and a session saves) that state."""
     history = []
     for chunk in range(int(jax.device_get(state.step)) // updates_per_chunk, num_chunks):
         if stop is not None and stop():
             break
+        first_update = int(jax.device_get(state.step))
         state, metrics = train_chunk(state)
         metrics = {name: float(value) for name, value in jax.device_get(metrics).items()}
-        if not math.isfinite(metrics["loss"]):
-            raise FloatingPointError(f"chunk {chunk}: loss is {metrics['loss']}")
+        problem = divergence(state, metrics)
+        if problem is not None:
+            raise TrainingDiverged(f"training diverged in chunk {chunk} (updates {first_update}-"
+                                   f"{first_update + updates_per_chunk - 1}): {problem}")  # fmt: skip
         history.append(metrics)
         if on_chunk is not None:
             on_chunk(chunk, state, metrics)

@@ -17,9 +17,11 @@ from pathlib import Path
 from tqdm import tqdm
 
 from hps.cli.common import print_json
+from hps.config.files import check_output_dir
 from hps.errors import ConfigError
 
 UNBOUNDED_CHUNKS = 1_000_000  # with --minutes and no --chunks, the clock ends training
+FLAGS = {"num_envs": "envs", "algorithm": "algorithm", "seed": "seed", "num_chunks": "chunks"}  # config field -> flag
 SHOWN = ("reward", "feasible", "cost_ratio", "utilization", "eval_feasible", "eval_cost_ratio", "eval_utilization",
          "eval_themis_utilization")  # fmt: skip
 
@@ -53,6 +55,8 @@ def load_experiment(path: str):
         raise ConfigError(path, "", "no such experiment file")
     try:
         namespace = runpy.run_path(path)
+    except ConfigError as error:  # a config the file builds rejects a value
+        raise ConfigError(path, f"CONFIG.{error.field}", error.problem) from None
     except Exception as error:
         raise ConfigError(path, "", f"cannot run the experiment file: {type(error).__name__}: {error}") from error
     config = namespace.get("CONFIG")
@@ -74,19 +78,27 @@ def resolve_config(args):
         config = default_placement_config() if args.kind == "placement" else CollectiveTrainConfig()
     if args.algorithm is not None and not hasattr(config, "algorithm"):
         raise ConfigError("--algorithm", "algorithm", "the collective policy trains with REINFORCE only")
-    changes = {name: value for name, value in (("num_envs", args.envs), ("algorithm", args.algorithm),
-                                               ("seed", args.seed), ("num_chunks", args.chunks)) if value is not None}  # fmt: skip
+    changes = {name: getattr(args, flag) for name, flag in FLAGS.items() if getattr(args, flag) is not None}
     if args.minutes is not None and args.chunks is None:
         changes["num_chunks"] = UNBOUNDED_CHUNKS
-    if args.minutes is not None and not args.minutes > 0:
-        raise ConfigError("--minutes", "minutes", f"must be > 0, got {args.minutes}")
     try:
         return dataclasses.replace(config, **changes)
-    except ValueError as error:
-        raise ConfigError(args.experiment or "command line", "config", str(error)) from error
+    except ConfigError as error:
+        flag = f"--{FLAGS[error.field]}" if error.field in changes else None
+        raise ConfigError(flag or args.experiment or "command line", error.field, error.problem) from None
+
+
+def check_flags(args) -> None:
+    """ConfigError naming the flag of a value no run can use, before anything starts."""
+    check_output_dir(args.out, "--out")
+    if args.minutes is not None and not args.minutes > 0:
+        raise ConfigError("--minutes", "minutes", f"must be > 0, got {args.minutes}")
+    if args.eval_every < 0:
+        raise ConfigError("--eval-every", "eval_every", f"must be ≥ 0, got {args.eval_every}")
 
 
 def run(args) -> int:
+    check_flags(args)
     if args.coordinator is not None:
         from hps.agents.distributed import initialize
 
@@ -105,11 +117,11 @@ def run(args) -> int:
         postfix = {name: f"{record[name]:.3f}" for name in SHOWN if name in record}
         bar.set_postfix(postfix, refresh=True)
 
-    if args.eval_every < 0:
-        raise ConfigError("--eval-every", "eval_every", f"must be ≥ 0, got {args.eval_every}")
-    state, records = train_session(config, args.out, minutes=args.minutes, on_chunk=on_chunk,
-                                   eval_every=max(args.eval_every, 1), evaluate=args.eval_every > 0)  # fmt: skip
-    bar.close()
+    try:
+        state, records = train_session(config, args.out, minutes=args.minutes, on_chunk=on_chunk,
+                                       eval_every=max(args.eval_every, 1), evaluate=args.eval_every > 0)  # fmt: skip
+    finally:
+        bar.close()  # before any error message, on a line of its own
     paths = SessionPaths(Path(args.out))
     last = records[-1] if records else {}
     if args.json:
