@@ -141,6 +141,7 @@ def policy_orders(
         return jnp.asarray(explicit_orders(orders, n_dims, int(n_chunks), max_chunks))
     if policy == "learned":
         raise ConfigError(
-            "--policy", "policy", "'learned' needs a trained policy checkpoint; not available yet"
+            "--policy", "policy", "'learned' orders come from a trained collective policy: give --checkpoint DIR "
+            "(hps train --kind collective)"
         )
     raise ConfigError("--policy", "policy", f"unknown policy {policy!r}; expected one of {POLICIES}")
