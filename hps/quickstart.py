@@ -26,7 +26,7 @@ import numpy as np
 from hps.config.loaders import load_catalog
 from hps.config.paths import resolve_topology
 from hps.config.types import Catalog
-from hps.experiments.placement import compare_on_instance, default_job
+from hps.experiments.placement import compare_on_instance, deepest, default_job
 from hps.report.figures import save_figure
 from hps.report.placement import schedule_report
 from hps.search import METHODS
@@ -67,11 +67,13 @@ def train_policy(config: QuickstartConfig, on_chunk=None):
     return records
 
 
-def compare_zoo_workload(policy, params, catalog: Catalog, workload_name: str, *, plans: int, seed: int) -> dict:
+def compare_zoo_workload(policy, params, catalog: Catalog, workload_name: str, *, plans: int, seed: int,
+                         pad_layers: int | None = None) -> dict:  # fmt: skip
     """Every search method, each single-type plan and the policy on one zoo workload at its
     default job (`hps.experiments.placement.compare_on_instance`)."""
     workload = build_workload(workload_name)
-    compared = compare_on_instance(policy, params, workload, catalog, default_job(workload), plans=plans, seed=seed)
+    compared = compare_on_instance(policy, params, workload, catalog, default_job(workload), plans=plans, seed=seed,
+                                   pad_layers=pad_layers)  # fmt: skip
     return {"workload": workload_name, **compared}
 
 
@@ -130,8 +132,9 @@ def run_quickstart(config: QuickstartConfig, progress=lambda step: None, on_chun
     seconds["train"] = time.perf_counter() - start
     progress("compare")
     policy, params, _ = load_policy(checkpoint_folder(out / "policy"), kind="placement")
-    comparisons = [compare_zoo_workload(policy, params, catalog, name, plans=config.plans, seed=config.seed)
-                   for name in config.workloads]  # fmt: skip
+    depth = deepest(config.workloads)  # one compile of each search serves every workload
+    comparisons = [compare_zoo_workload(policy, params, catalog, name, plans=config.plans, seed=config.seed,
+                                        pad_layers=depth) for name in config.workloads]  # fmt: skip
     comparison_figure(comparisons, out / "comparison.png")
     seconds["compare"] = time.perf_counter() - start - seconds["train"]
     progress("plan and execute")

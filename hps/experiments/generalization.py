@@ -17,6 +17,7 @@ from hps.experiments.heterps_zoo import TRAIN_ITEM
 from hps.experiments.placement import (
     DEFAULT_POLICY_DIR,
     compare_on_instance,
+    deepest,
     default_job,
     ensure_policy,
     load_placement_policy,
@@ -57,7 +58,7 @@ def run_item(config: GeneralizationConfig, params) -> dict:
     catalog = load_catalog(resolve_topology(catalog_name, "catalogs", "catalogs"))
     workload = build_workload(name)
     compared = compare_on_instance(policy, weights, workload, catalog, default_job(workload), plans=config.plans,
-                                   seed=config.seed, methods=METHODS)  # fmt: skip
+                                   seed=config.seed, methods=METHODS, pad_layers=deepest(config.workloads))  # fmt: skip
     for key in [k for k in compared["methods"] if k.startswith("only:")]:
         del compared["methods"][key]
     return {"workload": name, "catalog": catalog.name, **compared}

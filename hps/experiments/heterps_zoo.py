@@ -21,6 +21,7 @@ from hps.experiments.base import ExperimentConfig, Summary, register_kind
 from hps.experiments.placement import (
     DEFAULT_POLICY_DIR,
     compare_on_instance,
+    deepest,
     default_job,
     ensure_policy,
     load_placement_policy,
@@ -65,7 +66,8 @@ def run_item(config: HeterpsZooConfig, params) -> dict:
     catalog = load_catalog(resolve_topology(config.catalog, "catalogs", "catalog"))
     workload = build_workload(name)
     job = default_job(workload, scale)
-    compared = compare_on_instance(policy, weights, workload, catalog, job, plans=config.plans, seed=config.seed)
+    compared = compare_on_instance(policy, weights, workload, catalog, job, plans=config.plans, seed=config.seed,
+                                   pad_layers=deepest(config.workloads))  # fmt: skip
     return {"workload": name, "floor_scale": scale, "floor": job.throughput, "catalog": catalog.name,
             "cpu_types": [r.name for r in catalog.resources if r.kind == "cpu"],
             "gpu_types": [r.name for r in catalog.resources if r.kind == "gpu"], **compared}  # fmt: skip

@@ -18,6 +18,7 @@ from hps.errors import SearchSpaceTooLarge
 from hps.placement import build_params
 from hps.report.placement import schedule_report
 from hps.search import METHODS, run_search
+from hps.workloads import build_workload
 
 DEFAULT_POLICY_DIR = "runs/placement-policy"
 """Where `hps train` (no experiment) writes the default general placement policy."""
@@ -47,13 +48,14 @@ def load_placement_policy(policy_dir: str):
 
 
 def compare_on_instance(policy, params, workload: Workload, catalog: Catalog, job: Job, *, plans: int = 64,
-                        seed: int = 0, methods=tuple(METHODS)) -> dict:  # fmt: skip
+                        seed: int = 0, methods=tuple(METHODS), pad_layers: int | None = None) -> dict:  # fmt: skip
     """Every search method (skipping exhaustive where the space is too large), every single-type
     plan ("only:TYPE") and the policy (best of `plans` samples + greedy; "policy") on one
     instance. Per entry: cost ($, None if infeasible), dollars_per_hour, throughput, evaluations,
     seconds (search wall time, compile excluded; the policy's plan_seconds), and ratio = cost /
-    the best cost found (the optimum when exhaustive ran)."""
-    exact = build_params(workload, catalog, job)
+    the best cost found (the optimum when exhaustive ran). pad_layers: pad the instance to this
+    many layers (masked), so instances of different depths share the searches' compiles."""
+    exact = build_params(workload, catalog, job, max_layers=pad_layers or len(workload.layers))
     rows = {}
     for method in methods:
         try:
@@ -81,6 +83,11 @@ def _row(workload, catalog, job, schedule, evaluations, seconds) -> dict:
     return {"cost": report["cost"], "dollars_per_hour": report["dollars_per_hour"] if feasible else None,
             "throughput": report["throughput"] if feasible else None, "evaluations": int(evaluations),
             "seconds": float(seconds), "schedule": report["schedule"]}  # fmt: skip
+
+
+def deepest(workload_names) -> int:
+    """The most layers among zoo workloads `workload_names` (a shared padding for their searches)."""
+    return max(len(build_workload(name).layers) for name in workload_names)
 
 
 def default_job(workload: Workload, floor_scale: float = 1.0) -> Job:
