@@ -16,7 +16,7 @@ import time
 
 from hps.agents.checkpoint import load_policy
 from hps.agents.evaluation import compare_on_large, compare_with_optimum
-from hps.cli.plan import checkpoint_folder
+from hps.agents.checkpoint import checkpoint_folder
 
 
 def main() -> None:
