@@ -7,12 +7,12 @@ field, the CLI prints it without a traceback and exits with status 2, and nothin
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import jax
@@ -21,13 +21,13 @@ import numpy as np
 import pytest
 
 from hps.agents import checkpoint
-from hps.agents.policy import PolicySpec
 from hps.agents.session import read_metrics, train_session
-from hps.agents.train import TrainConfig, TrainState, run_chunks
+from hps.agents.train import TrainState, run_chunks
 from hps.cli.main import main
 from hps.config.files import atomic_write_text, check_output_path
-from hps.envs.generators import InstanceSplit
 from hps.errors import ConfigError, TrainingDiverged
+from tests.test_checkpoint import TINY as TINY_5_CHUNKS
+from tests.test_checkpoint import assert_same_params, experiment  # noqa: F401 (a fixture)
 
 REPO = Path(__file__).resolve().parents[1]
 SMALL_CATALOG = (REPO / "topologies" / "catalogs" / "small.toml").read_text()
@@ -36,17 +36,9 @@ PODS = str(REPO / "tests" / "data" / "pods.toml")
 LAYER = "[[layer]]\nname='a'\nkind='dense'\nflops=1.0\nmem_bytes=1.0\nio_bytes=0.0\nact_bytes=1.0\ndense_param_bytes=1.0\nsparse_param_bytes=0.0\n"
 SCHEDULE = ",".join(["cpu"] * 7)
 
-# Same shapes as tests/test_checkpoint.py's TINY, so the two files share compiled programs.
-TINY = TrainConfig(split=InstanceSplit("ckpt-tiny", 4, 6, 2, 3, salt=31), num_envs=64, updates_per_chunk=2,
-                   num_chunks=2, seed=7, policy=PolicySpec(hidden=16))  # fmt: skip
-EXPERIMENT = """
-from hps.agents.policy import PolicySpec
-from hps.agents.train import TrainConfig
-from hps.envs.generators import InstanceSplit
-
-CONFIG = TrainConfig(split=InstanceSplit("ckpt-tiny", 4, 6, 2, 3, salt=31), num_envs=64, updates_per_chunk=2,
-                     num_chunks=2, seed=7, policy=PolicySpec(hidden=16))
-"""
+# tests/test_checkpoint.py's tiny run (its experiment file trains 5 chunks), here 2 chunks: the
+# same compiled programs serve both files.
+TINY = dataclasses.replace(TINY_5_CHUNKS, num_chunks=2)
 
 # name -> file text; each is one kind of malformed input SPEC lists
 INPUTS = {
@@ -277,7 +269,7 @@ def test_errors_reach_the_process_without_a_traceback_and_leave_no_output(inputs
     for argv, proc in zip(cases, procs):
         stdout, stderr = proc.communicate(timeout=300)
         assert proc.returncode == 2, (argv, stderr[-2000:])
-        assert stderr.startswith(f"hps {argv[0]}: error: ") and "Traceback" not in stderr, stderr[-2000:]
+        assert stderr.startswith(f"hps {argv[0]}: error: ") and stderr.count("\n") == 1, stderr[-2000:]  # one line
         assert stdout == ""
     assert list(tmp_path.iterdir()) == []
 
@@ -322,23 +314,11 @@ def test_output_paths_are_checked_before_the_work(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def experiment(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("experiment") / "tiny.py"
-    path.write_text(textwrap.dedent(EXPERIMENT))
-    return path
-
-
-@pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     """(run folder, parameters) of a clean 2-chunk session of TINY (checkpoints at updates 2 and 4)."""
     out = tmp_path_factory.mktemp("trained")
     state, _ = train_session(TINY, out, evaluate=False)
     return out, jax.tree.map(np.asarray, jax.device_get(state.params))
-
-
-def assert_same_params(a, b):
-    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
-        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
 
 
 # ---------------------------------------------------------------- NaN / inf guards
@@ -459,8 +439,8 @@ def test_damaged_checkpoint_error_reaches_the_process_without_a_traceback(tmp_pa
     proc = subprocess.run([sys.executable, "-m", "hps.cli.main", "plan", "--checkpoint", str(run), *instance()],
                           capture_output=True, text=True, env=env, timeout=300)  # fmt: skip
     assert proc.returncode == 2, proc.stderr[-3000:]
-    assert f"hps plan: error: {latest}: state: cannot restore" in proc.stderr
-    assert "Traceback" not in proc.stderr and proc.stdout == ""
+    assert proc.stderr.startswith(f"hps plan: error: {latest}: state: cannot restore the training state")
+    assert proc.stderr.count("\n") == 1 and proc.stdout == ""  # the message alone: no traceback, no log lines
 
 
 def test_removing_the_damaged_step_resumes_from_the_one_before_to_the_clean_result(tmp_path, experiment, trained, capsys):
@@ -469,7 +449,7 @@ def test_removing_the_damaged_step_resumes_from_the_one_before_to_the_clean_resu
     run = tmp_path / "run"
     shutil.copytree(trained[0], run)
     shutil.rmtree(damage(run, "state-bytes"))
-    code, _ = run_cli(["train", str(experiment), "--out", str(run), "--eval-every", "0", "--json"], capsys)
+    code, _ = run_cli(["train", str(experiment), "--out", str(run), "--chunks", "2", "--eval-every", "0", "--json"], capsys)
     assert code == 0
     assert [r["chunk"] for r in read_metrics(run / "metrics.jsonl")] == [0, 1]
     _, params, spec = checkpoint.load_policy(run / "checkpoints")
@@ -545,3 +525,12 @@ def test_search_with_the_same_seed_gives_the_same_json(method, capsys):
     first, second = run_json(argv, capsys), run_json(argv, capsys)
     assert 0 < first["results"][0]["evaluations"] <= 4096
     assert without_timings(first) == without_timings(second)
+
+
+def test_a_metrics_line_cut_short_by_a_kill_is_dropped_and_a_damaged_one_is_an_error(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    path.write_text('{"chunk": 0, "step": 2}\n{"chunk": 1, "st')
+    assert read_metrics(path) == [{"chunk": 0, "step": 2}]
+    path.write_text('{"chunk": 0, "step": 2}\nnot json\n{"chunk": 2, "step": 6}\n')
+    with pytest.raises(ConfigError, match="metrics.jsonl: line 2: not a JSON metrics record"):
+        read_metrics(path)
