@@ -23,6 +23,7 @@ import jax
 import matplotlib.pyplot as plt
 import numpy as np
 
+from hps.config.files import atomic_write_text
 from hps.config.loaders import load_catalog
 from hps.config.paths import resolve_topology
 from hps.config.types import Catalog
@@ -155,9 +156,7 @@ def run_quickstart(config: QuickstartConfig, progress=lambda step: None, on_chun
 
 
 def _write_json(path: Path, payload: dict) -> None:
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(_json_ready(payload), indent=2, allow_nan=False) + "\n")
-    tmp.replace(path)
+    atomic_write_text(path, json.dumps(_json_ready(payload), indent=2, allow_nan=False) + "\n")
 
 
 def _json_ready(value):

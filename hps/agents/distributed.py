@@ -13,6 +13,12 @@ import jax
 from hps.errors import ConfigError
 
 
+TIMEOUT_S = 900
+"""Seconds to wait for the other processes to join, for a missed heartbeat, and at shutdown.
+JAX's defaults (300, 100, 300 s) abort healthy runs on a loaded machine, where a process can
+stall for minutes while its peer compiles or writes checkpoints and plots."""
+
+
 def initialize(coordinator: str, num_processes: int, process_id: int) -> None:
     """Join the job at `coordinator` (HOST:PORT) as process `process_id` of `num_processes`."""
     host, _, port = coordinator.rpartition(":")
@@ -23,7 +29,10 @@ def initialize(coordinator: str, num_processes: int, process_id: int) -> None:
     if not 0 <= process_id < num_processes:
         raise ConfigError("--process-id", "process_id", f"must be in [0, {num_processes}), got {process_id}")
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    jax.distributed.initialize(coordinator_address=coordinator, num_processes=num_processes, process_id=process_id)
+    jax.distributed.initialize(
+        coordinator_address=coordinator, num_processes=num_processes, process_id=process_id,
+        initialization_timeout=TIMEOUT_S, heartbeat_timeout_seconds=TIMEOUT_S, shutdown_timeout_seconds=TIMEOUT_S,
+    )  # fmt: skip
 
 
 def is_primary() -> bool:

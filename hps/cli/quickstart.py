@@ -29,6 +29,9 @@ def run(args) -> int:
 
     if args.chunks < 1 or args.envs < 16 or args.envs % 16:
         raise ConfigError("--chunks/--envs", "quickstart", "need at least 1 chunk and a multiple of 16 environments")
+    from hps.config.files import check_output_dir
+
+    check_output_dir(args.out, "--out")
     workloads = tuple(w.strip() for w in args.workloads.split(",") if w.strip())
     config = QuickstartConfig(out=args.out, train_chunks=args.chunks, num_envs=args.envs, workloads=workloads)
     steps = tqdm(total=len(STEPS), desc="quickstart", unit="step", file=sys.stderr, disable=args.json, position=0)
