@@ -24,20 +24,29 @@ DEFAULT_POLICY_DIR = "runs/placement-policy"
 """Where `hps train` (no experiment) writes the default general placement policy."""
 
 
-def ensure_policy(policy_dir: str, train_minutes: float, seed: int = 0) -> dict:
-    """Train the default placement policy in policy_dir unless it already holds a checkpoint.
+def ensure_trained(policy_dir: str, train_config, minutes: float) -> dict:
+    """Train `train_config` (a placement TrainConfig or a CollectiveTrainConfig) in policy_dir
+    for at most `minutes` on one device, unless policy_dir already holds a checkpoint.
     Returns {"trained_now", "step"}."""
     from hps.agents.checkpoint import open_manager
 
     checkpoints = Path(policy_dir) / "checkpoints"
-    if checkpoints.is_dir() and open_manager(checkpoints, read_only=True).latest_step() is not None:
-        return {"trained_now": False, "step": int(open_manager(checkpoints, read_only=True).latest_step())}
+    if checkpoints.is_dir():
+        step = open_manager(checkpoints, read_only=True).latest_step()
+        if step is not None:
+            return {"trained_now": False, "step": int(step)}
     from hps.agents.session import train_session
+
+    state, _ = train_session(train_config, policy_dir, minutes=minutes, devices=jax.devices()[:1])
+    return {"trained_now": True, "step": int(jax.device_get(state.step))}
+
+
+def ensure_policy(policy_dir: str, train_minutes: float, seed: int = 0) -> dict:
+    """The default placement policy in policy_dir, trained there first if it holds none."""
     from hps.agents.train import UNBOUNDED_CHUNKS, default_placement_config
 
     config = dataclasses.replace(default_placement_config(), num_chunks=UNBOUNDED_CHUNKS, seed=seed)
-    state, _ = train_session(config, policy_dir, minutes=train_minutes, devices=jax.devices()[:1])
-    return {"trained_now": True, "step": int(jax.device_get(state.step))}
+    return ensure_trained(policy_dir, config, train_minutes)
 
 
 def load_placement_policy(policy_dir: str):

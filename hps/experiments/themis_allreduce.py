@@ -24,13 +24,16 @@ BASELINE, THEMIS = "baseline+fifo", "themis+scf"
 class ThemisAllReduceConfig(ExperimentConfig):
     """networks: shipped names or TOML files (() = every topologies/networks/*.toml); one
     All-Reduce of size_bytes in `chunks` chunks on each. checkpoint: a trained collective
-    policy's run folder (`hps train --kind collective`), which adds a "learned+scf" column."""
+    policy's run folder (`hps train --kind collective`), which adds a "learned+scf" column;
+    with train_minutes > 0 the default collective policy is trained there first when the
+    folder holds none."""
 
     name: str = "themis_allreduce"
     networks: tuple[str, ...] = ()
     size_bytes: float = 2.0**30
     chunks: int = 64
     checkpoint: str | None = None
+    train_minutes: float = 0.0
 
     def __post_init__(self):
         super().__post_init__()
@@ -47,15 +50,33 @@ def network_paths(specs: tuple[str, ...]) -> list[Path]:
     return [resolve_topology(spec, "networks", "networks") for spec in specs]
 
 
+TRAIN_ITEM = "train-policy"
+
+
 def items(config: ThemisAllReduceConfig):
+    networks = [(load_network(path).name, path) for path in network_paths(config.networks)]
+    if config.checkpoint and config.train_minutes > 0:
+        return [(TRAIN_ITEM, None), *networks]
     if config.checkpoint:
         from hps.agents.checkpoint import checkpoint_folder
 
         checkpoint_folder(config.checkpoint)  # a missing folder fails before any work
-    return [(load_network(path).name, path) for path in network_paths(config.networks)]
+    return networks
+
+
+def train_policy(config: ThemisAllReduceConfig) -> dict:
+    """The default collective policy (as `hps train --kind collective`) in config.checkpoint."""
+    from hps.agents.collective_train import CollectiveTrainConfig
+    from hps.agents.train import UNBOUNDED_CHUNKS
+    from hps.experiments.placement import ensure_trained
+
+    train = CollectiveTrainConfig(num_chunks=UNBOUNDED_CHUNKS, seed=config.seed)
+    return ensure_trained(config.checkpoint, train, config.train_minutes)
 
 
 def run_item(config: ThemisAllReduceConfig, path) -> dict:
+    if path is None:
+        return train_policy(config)
     network = load_network(path)
     suite = studies.suite([path], config.size_bytes, config.chunks)
     columns = list(suite["columns"])
@@ -76,6 +97,7 @@ def run_item(config: ThemisAllReduceConfig, path) -> dict:
 
 
 def summarize(config: ThemisAllReduceConfig, results: dict[str, dict]) -> Summary:
+    training = results.pop(TRAIN_ITEM, None)
     columns = next(iter(results.values()))["columns"]
     speedup = {name: r["utilization"][THEMIS] / r["utilization"][BASELINE] for name, r in results.items()}
     mean = {c: float(np.mean([r["utilization"][c] for r in results.values()])) for c in columns}
@@ -88,6 +110,7 @@ def summarize(config: ThemisAllReduceConfig, results: dict[str, dict]) -> Summar
         "themis_speedup": {"per_network": speedup, "mean": float(np.mean(list(speedup.values()))),
                            "max": max(speedup.values()), "min": min(speedup.values())},  # fmt: skip
         "paper": PAPER,
+        "training": training,
     }
     rows = [[name, *(f"{r['utilization'][c]:.1%}" for c in columns), f"{speedup[name]:.2f}x"]
             for name, r in results.items()]  # fmt: skip
