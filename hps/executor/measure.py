@@ -16,10 +16,8 @@ import time
 from dataclasses import dataclass
 
 import jax
-import jax.numpy as jnp
 
-from hps.executor.pipeline import CompiledStage, split_batch
-from hps.executor.stages import split_float
+from hps.executor.pipeline import CompiledStage, backward_pass, forward_pass, split_batch
 
 
 @dataclass
@@ -42,41 +40,25 @@ def _timed(fn, *args):
 
 
 def measure_stage_terms(pipeline: list[CompiledStage], batch: dict, micro_batches: int) -> list[StageTimes]:
-    """One global batch through the stages, piece by piece, each blocked; no update applied."""
-    times = [StageTimes() for _ in pipeline]
-    global_batch = next(iter(batch.values())).shape[0]
-    kept, losses = [], []
-    for x in split_batch(batch, micro_batches):
-        residuals = []
-        for piece, spent in zip(pipeline, times):
-            x, seconds = _timed(jax.device_put, x, piece.stage.batch_sharding)
-            if piece is pipeline[0]:
-                spent.compute += seconds  # reading the input: the model's io term, inside t(l, t)
-            else:
-                spent.transfer += seconds
-            x_float, x_other = split_float(x)
-            (y, y_other, res), seconds = _timed(piece.forward, piece.stage.params, x_float, x_other)
-            spent.compute += seconds
-            residuals.append(res)
-            x = {**y, **y_other} if isinstance(y, dict) else y
-        kept.append(residuals)
-        losses.append(y)
-    totals = [None] * len(pipeline)
-    for m in reversed(range(len(kept))):
-        dy = jax.tree.map(lambda v: jnp.full_like(v, 1.0 / global_batch), losses[m])
-        for s in reversed(range(len(pipeline))):
-            piece, spent = pipeline[s], times[s]
-            dy, seconds = _timed(jax.device_put, dy, piece.stage.batch_sharding)
+    """One global batch through the stages' forward and backward passes, each piece blocked and
+    timed; no update applied."""
+    times = {id(piece): StageTimes() for piece in pipeline}
+
+    def timed(term, piece, fn, *args):
+        out, seconds = _timed(fn, *args)
+        spent = times[id(piece)]
+        if term == "transfer":
             spent.transfer += seconds
-            (grads, dy), seconds = _timed(piece.backward, kept[m][s], dy)
+        else:  # compute, and the first stage reading its input (the model's io term)
             spent.compute += seconds
-            if totals[s] is not None:
-                grads, seconds = _timed(piece.accumulate, totals[s], grads)
-                spent.compute += seconds
-            totals[s] = grads
-    for piece, spent, local in zip(pipeline, times, totals):
-        _, spent.sync = _timed(piece.sync, local)
-    return times
+        return out
+
+    global_batch = next(iter(batch.values())).shape[0]
+    residuals, losses = forward_pass(pipeline, split_batch(batch, micro_batches), timed)
+    totals = backward_pass(pipeline, residuals, losses, global_batch, timed)
+    for piece, local in zip(pipeline, totals):
+        _, times[id(piece)].sync = _timed(piece.sync, local)
+    return [times[id(piece)] for piece in pipeline]
 
 
 def median_stage_terms(pipeline, batch, micro_batches, repeats: int = 3) -> list[StageTimes]:

@@ -45,16 +45,25 @@ def split_batch(batch: dict, micro_batches: int) -> list[dict]:
     return [jax.tree.map(lambda v, i=i: v[i * size : (i + 1) * size], batch) for i in range(micro_batches)]
 
 
-def forward_pass(pipeline: list[CompiledStage], micro: list[dict]):
+def call(term: str, piece: CompiledStage, fn, *args):
+    """How the passes run each piece: plainly (asynchronous dispatch). `hps.executor.measure`
+    passes a timing `call` instead; `term` says what the piece is: "input" (the first stage
+    reading the batch), "transfer" (moving activations or their gradients between meshes) or
+    "compute"."""
+    return fn(*args)
+
+
+def forward_pass(pipeline: list[CompiledStage], micro: list[dict], run=call):
     """Forward of every micro-batch through every stage. Returns (residuals[m][s], losses[m]):
     the per-device vjp residuals and the per-example losses (on the last stage's mesh)."""
     residuals, losses = [], []
     for x in micro:
         kept = []
         for piece in pipeline:
-            x = jax.device_put(x, piece.stage.batch_sharding)
+            term = "input" if piece is pipeline[0] else "transfer"
+            x = run(term, piece, jax.device_put, x, piece.stage.batch_sharding)
             x_float, x_other = split_float(x)
-            y, y_other, res = piece.forward(piece.stage.params, x_float, x_other)
+            y, y_other, res = run("compute", piece, piece.forward, piece.stage.params, x_float, x_other)
             kept.append(res)
             x = {**y, **y_other} if isinstance(y, dict) else y
         residuals.append(kept)
@@ -62,7 +71,7 @@ def forward_pass(pipeline: list[CompiledStage], micro: list[dict]):
     return residuals, losses
 
 
-def backward_pass(pipeline: list[CompiledStage], residuals, losses, global_batch: int):
+def backward_pass(pipeline: list[CompiledStage], residuals, losses, global_batch: int, run=call):
     """Backward of every micro-batch, last first. Returns each stage's device-local gradient
     sums (stacked along a leading device axis), not yet All-Reduced."""
     totals = [None] * len(pipeline)
@@ -70,9 +79,9 @@ def backward_pass(pipeline: list[CompiledStage], residuals, losses, global_batch
         dy = jax.tree.map(lambda v: jnp.full_like(v, 1.0 / global_batch), losses[m])
         for s in reversed(range(len(pipeline))):
             piece = pipeline[s]
-            dy = jax.device_put(dy, piece.stage.batch_sharding)
-            grads, dy = piece.backward(residuals[m][s], dy)
-            totals[s] = grads if totals[s] is None else piece.accumulate(totals[s], grads)
+            dy = run("transfer", piece, jax.device_put, dy, piece.stage.batch_sharding)
+            grads, dy = run("compute", piece, piece.backward, residuals[m][s], dy)
+            totals[s] = grads if totals[s] is None else run("compute", piece, piece.accumulate, totals[s], grads)
     return totals
 
 

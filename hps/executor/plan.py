@@ -28,7 +28,7 @@ from hps.executor.pipeline import compile_pipeline, train_step
 from hps.executor.predict import predict_stages
 from hps.executor.reference import max_relative_difference, single_device_training
 from hps.executor.stages import build_stage
-from hps.models.base import LayeredModel
+from hps.models.base import LayeredModel, parameter_bytes
 from hps.report.placement import schedule_report
 
 
@@ -113,7 +113,7 @@ def execute_plan(model: LayeredModel, workload: Workload, catalog: Catalog, job:
     for index, ((first, last, t), devices, net) in enumerate(zip(spans, assign_stage_devices(names, ks, pools), networks)):
         mesh = make_stage_mesh(devices, net)
         layers = list(model.layers)[first : last + 1]
-        w = 4.0 * sum(x.size for layer in layers for x in jax.tree.leaves(_state(layer)))
+        w = sum(sum(parameter_bytes(layer)) for layer in layers)  # dense + embedding: all are synced
         orders = planned_orders(policy, net, len(devices), max(w, 1.0), job.chunks, checkpoint=options.checkpoint)
         stages.append(build_stage(index, names[index], first, last, model, mesh.mesh, mesh.axis_names, orders, optimizer))
         synced.append(w)
@@ -154,12 +154,6 @@ def execute_plan(model: LayeredModel, workload: Workload, catalog: Catalog, job:
         report["max_loss_rel_diff"] = max(abs(a - b) / abs(b) for a, b in zip(losses, reference_losses))
         report["equivalent"] = report["max_param_rel_diff"] <= 1e-5
     return report
-
-
-def _state(layer):
-    from flax import nnx
-
-    return nnx.split(layer)[1]
 
 
 def _stage_row(stage, span, plan_row, measured, prediction, synced_bytes) -> dict:
