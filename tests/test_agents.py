@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from hps.agents.lstm import lstm_sequence, lstm_update
 from hps.agents.policy import MASKED_LOGIT, PolicyFunctions, PolicySpec
 from hps.agents.rollout import replay, rollout, truncate_obs
 from hps.agents.train import TrainConfig, TrainState, init_train_state, make_train, run_training
@@ -97,6 +98,44 @@ def test_rollout_samples_only_real_types_and_replay_reproduces_its_log_probs(poo
     log_probs, _, values = jax.jit(lambda p, t: replay(policy, p, t))(params, traj)
     np.testing.assert_allclose(np.asarray(log_probs)[valid], np.asarray(traj.log_probs)[valid], atol=1e-5)
     np.testing.assert_allclose(np.asarray(values)[valid], np.asarray(traj.values)[valid], rtol=1e-5, atol=1e-5)
+
+
+def test_instances_shared_by_several_envs_play_as_if_each_env_had_its_own_copy(pool):
+    """rollout(samples=4) encodes each instance once; it must equal four envs per copied
+    instance, and replay must reproduce its log-probabilities."""
+    policy = PolicyFunctions(PolicySpec(hidden=16))
+    params = policy.init(jax.random.PRNGKey(5))
+    instances, key = take(pool, slice(0, 8)), jax.random.PRNGKey(6)
+    copies = jax.tree.map(lambda x: jnp.repeat(x, 4, axis=0), instances)
+    shared = jax.jit(lambda p, i, k: rollout(policy, p, ENV, i, k, STEPS, samples=4))(params, instances, key)
+    copied = jax.jit(lambda p, i, k: rollout(policy, p, ENV, i, k, STEPS))(params, copies, key)
+    assert shared.obs.layer_mask.shape[0] == 8 and shared.actions.shape == copied.actions.shape == (32, STEPS)
+    np.testing.assert_array_equal(shared.actions, copied.actions)
+    np.testing.assert_allclose(shared.episode_reward, copied.episode_reward, rtol=1e-6)
+    valid = np.asarray(shared.valid)
+    np.testing.assert_allclose(np.asarray(shared.log_probs)[valid], np.asarray(copied.log_probs)[valid], atol=1e-5)
+    log_probs, _, _ = jax.jit(lambda p, t: replay(policy, p, t))(params, shared)
+    np.testing.assert_allclose(np.asarray(log_probs)[valid], np.asarray(shared.log_probs)[valid], atol=1e-5)
+
+
+def test_lstm_sequence_equals_the_cell_run_step_by_step_and_its_gradient_equals_autodiff():
+    def step_by_step(gates, kernel):
+        zeros = jnp.zeros(gates.shape[1:-1] + (kernel.shape[0],))
+
+        def step(carry, x):
+            hidden, cell = lstm_update(x + carry[0] @ kernel, carry[1])
+            return (hidden, cell), hidden
+
+        return jax.lax.scan(step, (zeros, zeros), gates)[1]
+
+    k1, k2, k3 = jax.random.split(jax.random.PRNGKey(0), 3)
+    gates, kernel = jax.random.normal(k1, (7, 5, 32)), 0.5 * jax.random.normal(k2, (8, 32))
+    weights = jax.random.normal(k3, (7, 5, 8))
+    np.testing.assert_allclose(lstm_sequence(gates, kernel), step_by_step(gates, kernel), rtol=1e-6, atol=1e-7)
+    ours = jax.grad(lambda g, k: jnp.sum(lstm_sequence(g, k) * weights), argnums=(0, 1))(gates, kernel)
+    autodiff = jax.grad(lambda g, k: jnp.sum(step_by_step(g, k) * weights), argnums=(0, 1))(gates, kernel)
+    for mine, reference in zip(ours, autodiff):
+        np.testing.assert_allclose(mine, reference, rtol=1e-5, atol=1e-6)
 
 
 # ---------------------------------------------------------------- training

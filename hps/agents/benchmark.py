@@ -4,7 +4,9 @@ Setting: `num_envs` environments of instances with exactly `layers` layers and `
 (default 4,096 × 16 × 4), so every decision of the scan is a real env step. Three figures:
 - env_steps_per_s: the environment alone (vmapped `PlacementEnv.step` under `lax.scan`, uniform
   random actions) — the simulator's speed;
-- rollout_steps_per_s: rollouts with the policy acting (encoder + decoder + env, no gradients);
+- rollout_steps_per_s: rollouts with the policy acting (encoder + decoder + env, no gradients),
+  with each instance played by the recipe's samples_per_instance envs, as training plays them
+  (the encoder runs once per instance); rollout_distinct_steps_per_s: one instance per env;
 - train_steps_per_s: whole `train_chunk` calls (rollout, loss, gradients, optax step, and the
   chunk's instance generation), counting the env steps of its rollouts.
 """
@@ -68,12 +70,16 @@ def env_rate(num_envs: int = 4096, layers: int = 16, types: int = 4, repeats: in
 
 
 def rollout_rate(config: TrainConfig | None = None, *, num_envs: int = 4096, layers: int = 16, types: int = 4,
-                 repeats: int = 3, min_seconds: float = 0.0) -> dict:  # fmt: skip
-    """{"rollout_steps_per_s", "rollout_compile_s"}: rollouts with the policy acting, no gradients."""
+                 repeats: int = 3, min_seconds: float = 0.0, samples: int | None = None) -> dict:  # fmt: skip
+    """{"rollout_steps_per_s", "rollout_compile_s"}: rollouts with the policy acting, no gradients.
+    samples: envs per instance (default: the config's samples_per_instance, as training draws
+    them); num_envs / samples distinct instances are encoded."""
     config, instances = bench_setup(config, num_envs, layers, types, 1)
+    samples = samples or config.samples_per_instance
+    instances = jax.tree.map(lambda x: x[: num_envs // samples], instances)
     env, policy = PlacementEnv(), PolicyFunctions(config.policy)
     params = policy.init(jax.random.PRNGKey(1))
-    roll_fn = jax.jit(lambda p, inst, key: rollout(policy, p, env, inst, key, layers).episode_reward)
+    roll_fn = jax.jit(lambda p, inst, key: rollout(policy, p, env, inst, key, layers, samples=samples).episode_reward)
     key = jax.random.PRNGKey(3)
     compile_s, seconds = timed_calls(roll_fn, params, instances, key, repeats=repeats, min_seconds=min_seconds)
     return {"rollout_steps_per_s": num_envs * layers / seconds, "rollout_compile_s": compile_s}
@@ -99,19 +105,24 @@ def train_rate(config: TrainConfig | None = None, *, num_envs: int = 4096, layer
 
 def measure(config: TrainConfig | None = None, *, num_envs: int = 4096, layers: int = 16, types: int = 4,
             repeats: int = 3, updates_per_chunk: int = 5, devices=None) -> dict:
-    """{"env_steps_per_s", "rollout_steps_per_s", "train_steps_per_s", "compile_s", …}."""
+    """{"env_steps_per_s", "rollout_steps_per_s" (instances shared as training shares them),
+    "rollout_distinct_steps_per_s" (one instance per env), "train_steps_per_s", "compile_s", …}."""
     setting = dict(num_envs=num_envs, layers=layers, types=types, repeats=repeats)
     config = config or default_placement_config()
     env = env_rate(**setting)
     roll = rollout_rate(config, **setting)
+    distinct = rollout_rate(config, **setting, samples=1)
     train = train_rate(config, **setting, updates_per_chunk=updates_per_chunk, devices=devices)
     return {
         "env_steps_per_s": env["env_steps_per_s"],
         "rollout_steps_per_s": roll["rollout_steps_per_s"],
+        "rollout_distinct_steps_per_s": distinct["rollout_steps_per_s"],
         "train_steps_per_s": train["train_steps_per_s"],
-        "compile_s": env["env_compile_s"] + roll["rollout_compile_s"] + train["train_compile_s"],
+        "compile_s": env["env_compile_s"] + roll["rollout_compile_s"] + distinct["rollout_compile_s"]
+        + train["train_compile_s"],
         "train_compile_s": train["train_compile_s"],
         "num_envs": num_envs,
+        "samples_per_instance": config.samples_per_instance,
         "layers": layers,
         "types": types,
         "algorithm": config.algorithm,

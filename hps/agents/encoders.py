@@ -16,19 +16,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-
-def lstm_update(gates, cell):
-    """One LSTM cell update from pre-activation gates (…, 4H) [input, forget, candidate, output]
-    and the cell state (…, H); returns (hidden, cell).
-
-    sigmoid(x) = (1 + tanh(x/2)) / 2 exactly, so all four gates take one tanh over (…, 4H):
-    on CPU that is about twice as fast as XLA's logistic."""
-    hidden = cell.shape[-1]
-    half = jnp.concatenate([jnp.full((2 * hidden,), 0.5), jnp.ones((hidden,)), jnp.full((hidden,), 0.5)])
-    squashed = jnp.tanh(gates * half)
-    i, f, g, o = jnp.split(squashed, 4, axis=-1)
-    cell = (0.5 + 0.5 * f) * cell + (0.5 + 0.5 * i) * g
-    return (0.5 + 0.5 * o) * jnp.tanh(cell), cell
+from hps.agents.lstm import lstm_update
 
 
 class LSTMEncoder(nnx.Module):

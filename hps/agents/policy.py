@@ -25,7 +25,9 @@ import jax
 import jax.numpy as jnp
 from flax import nnx, struct
 
-from hps.agents.encoders import lstm_update, make_encoder
+from hps.agents.batching import over_envs
+from hps.agents.encoders import make_encoder
+from hps.agents.lstm import lstm_sequence, lstm_update
 from hps.envs.features import N_JOB_FEATURES, N_LAYER_FEATURES, N_PAIR_FEATURES, N_TYPE_FEATURES
 from hps.envs.generators import L_MAX
 
@@ -54,12 +56,13 @@ class PolicySpec:
 @struct.dataclass
 class Context:
     """Per-episode tensors the decoder reads: layer_gates (L, 4H), type_gates (T, 4H),
-    type_keys (T, H), pair (L, T, F_P) layer-on-type features, action_mask (T,)."""
+    keys (L, T, H) and key_scores (L, T) (each type's embedding with its layer-on-type
+    features, for the type head), action_mask (T,)."""
 
     layer_gates: jnp.ndarray
     type_gates: jnp.ndarray
-    type_keys: jnp.ndarray
-    pair: jnp.ndarray
+    keys: jnp.ndarray
+    key_scores: jnp.ndarray
     action_mask: jnp.ndarray
 
 
@@ -88,8 +91,9 @@ class PlacementPolicy(nnx.Module):
         self.dec_hidden = linear(h, 4 * h, bias=False)
         self.head_state = linear(h, h)
         self.head_type = linear(h, h, bias=False)
-        self.head_pair = linear(N_PAIR_FEATURES + 1, h, bias=False)
+        self.head_pair = linear(N_PAIR_FEATURES, h, bias=False)
         self.head_out = linear(h, 1, bias=False)  # a shared bias would not change the softmax
+        self.head_continue = linear(h, 1)
         self.value_hidden = linear(h, h)
         self.value_out = linear(h, 1)
 
@@ -103,11 +107,12 @@ class PlacementPolicy(nnx.Module):
         types = jax.nn.relu(types + self.type_mix(catalogue))
         layers = self.layer_in(jnp.concatenate([obs.layer_features, tiled(n_layers)], -1))
         codes = self.encoder(layers + self.layer_catalogue(catalogue), obs.layer_mask)
+        keys = jax.nn.relu(self.head_type(types)[None] + self.head_pair(obs.pair_features))
         return Context(
             layer_gates=self.dec_layer(codes),
             type_gates=self.dec_type(types),
-            type_keys=self.head_type(types),
-            pair=obs.pair_features,
+            keys=keys,
+            key_scores=self.head_out(keys)[..., 0],
             action_mask=obs.action_mask,
         )
 
@@ -119,19 +124,24 @@ class PlacementPolicy(nnx.Module):
     def previous_gates(self, context: Context, previous_action):
         """Decoder input gates (…, 4H) of the previous decision's type; the learned start
         vector where previous_action < 0 (the first layer)."""
-        n_types = context.type_gates.shape[0]
-        gates = context.type_gates[jnp.clip(previous_action, 0, n_types - 1)]
-        return jnp.where(jnp.asarray(previous_action)[..., None] >= 0, gates, self.dec_start[...])
+        previous_action = jnp.asarray(previous_action)
+        one_hot = jax.nn.one_hot(previous_action, context.type_gates.shape[0], dtype=context.type_gates.dtype)
+        start = (previous_action < 0)[..., None] * self.dec_start[...]
+        return one_hot @ context.type_gates + start  # a matmul, not a gather: its gradient is dense
 
-    def heads(self, context: Context, hidden, pair, previous_action):
-        """Logits (…, T) and values (…) from decoder states hidden (…, H), the layers' pair
-        features (…, T, F_P) and the previous actions (…). Each type's score also sees whether
-        it continues the current stage (it is the previous action)."""
-        n_types = pair.shape[-2]
-        same = jnp.arange(n_types) == jnp.asarray(previous_action)[..., None]
-        pair = jnp.concatenate([pair, same[..., None].astype(pair.dtype)], axis=-1)
-        scores = jax.nn.relu(self.head_state(hidden)[..., None, :] + context.type_keys + self.head_pair(pair))
-        logits = jnp.where(context.action_mask, self.head_out(scores)[..., 0], MASKED_LOGIT)
+    def heads(self, context: Context, hidden, keys, key_scores, previous_action):
+        """Logits (…, T) and values (…) from decoder states hidden (…, H), the layers' type
+        keys (…, T, H) and static scores (…, T), and the previous actions (…).
+
+        A type's logit is its static score plus the dot product of a query (from the decoder
+        state) with its key, plus a state-dependent bonus when it continues the current stage
+        (it is the previous action). Scoring by dot products keeps (…, T, H) tensors out of
+        the per-decision work: the keys are built once per instance."""
+        n_types = keys.shape[-2]
+        query = self.head_state(hidden)
+        same = (jnp.arange(n_types) == jnp.asarray(previous_action)[..., None]).astype(keys.dtype)
+        scores = jnp.einsum("...h,...th->...t", query, keys) + key_scores + same * self.head_continue(hidden)
+        logits = jnp.where(context.action_mask, scores, MASKED_LOGIT)
         values = self.value_out(jax.nn.relu(self.value_hidden(hidden)))[..., 0]
         return logits, values
 
@@ -141,26 +151,37 @@ class PlacementPolicy(nnx.Module):
         hidden, cell = carry
         gates_in = context.layer_gates[layer_index] + self.previous_gates(context, previous_action)
         hidden, cell = lstm_update(gates_in + self.dec_hidden(hidden), cell)
-        logits, value = self.heads(context, hidden, context.pair[layer_index], previous_action)
+        logits, value = self.heads(context, hidden, context.keys[layer_index], context.key_scores[layer_index],
+                                   previous_action)
         return logits, value, (hidden, cell)
+
+    def decoder_inputs(self, context: Context, actions):
+        """Teacher forcing of one episode with `actions` (L,): the decoder's input gates (L, 4H)
+        and each decision's previous action (L,), −1 at the first."""
+        previous = jnp.concatenate([jnp.full((1,), -1, jnp.int32), actions[:-1].astype(jnp.int32)])
+        return context.layer_gates + self.previous_gates(context, previous), previous
+
+    def evaluate_batch(self, obs, actions, samples: int = 1):
+        """Teacher-forced logits (N, L, T) and values (N, L) of N = I × samples episodes:
+        obs (I, …) one observation per instance (encoded once), actions (N, L) int, episode n
+        on instance n // samples (entries past an episode's end are ignored).
+
+        With the actions known, only the LSTM recurrence is sequential: its inputs are built
+        before it, it runs over the whole batch at once (`lstm_sequence`, with its own backward
+        pass), and the heads run after it on every decision."""
+        context = jax.vmap(self.encode)(obs)
+        gates_in, previous = over_envs(self.decoder_inputs, ("instance", "env"), samples)(context, actions)
+        hidden = lstm_sequence(jnp.swapaxes(gates_in, 0, 1), self.dec_hidden.kernel[...])
+        hidden = jnp.swapaxes(hidden, 0, 1)
+        heads = lambda ctx, h, prev: self.heads(ctx, h, ctx.keys, ctx.key_scores, prev)  # noqa: E731
+        return over_envs(heads, ("instance", "env", "env"), samples)(context, hidden, previous)
 
     def evaluate_actions(self, obs, actions):
         """Teacher-forced pass over a whole episode: logits (L, T) and values (L,) of every
-        decision when the layers get `actions` (L,) int (entries past the end are ignored).
-
-        With the actions known, only the LSTM recurrence needs a scan; its inputs are built
-        before it and the heads run after it on all decisions at once, which keeps the
-        backward pass out of per-step gathers and accumulations (several times faster on CPU)."""
-        context = self.encode(obs)
-        previous = jnp.concatenate([jnp.full((1,), -1, jnp.int32), actions[:-1].astype(jnp.int32)])
-        gates_in = context.layer_gates + self.previous_gates(context, previous)
-
-        def step(carry, gates):
-            hidden, cell = lstm_update(gates + self.dec_hidden(carry[0]), carry[1])
-            return (hidden, cell), hidden
-
-        _, hidden = jax.lax.scan(step, self.initial_carry(), gates_in)
-        return self.heads(context, hidden, context.pair, previous)
+        decision when the layers get `actions` (L,) int (entries past the end are ignored)."""
+        batched = lambda x: x[None]  # noqa: E731
+        logits, values = self.evaluate_batch(jax.tree.map(batched, obs), batched(actions))
+        return logits[0], values[0]
 
 
 class PolicyFunctions:
@@ -189,6 +210,11 @@ class PolicyFunctions:
     def evaluate_actions(self, params, obs, actions):
         """Teacher-forced logits (L, T) and values (L,) of a whole episode with `actions` (L,)."""
         return self.model(params).evaluate_actions(obs, actions)
+
+    def evaluate_batch(self, params, obs, actions, samples: int = 1):
+        """Teacher-forced logits (N, L, T) and values (N, L) of N = I × samples episodes
+        `actions` (N, L) of the instances of obs (I, …)."""
+        return self.model(params).evaluate_batch(obs, actions, samples)
 
     def apply(self, params, obs):
         """Logits (T,) and value () for the decision `obs` asks for (layer obs.layer_index,

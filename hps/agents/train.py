@@ -238,9 +238,13 @@ def make_train(config: TrainConfig, *, devices=None, instances=None):
         key, draw_key, rollout_key, update_key = jax.random.split(state.key, 4)
         pool_size = jax.tree.leaves(pool)[0].shape[0]
         draws = config.num_envs // config.samples_per_instance
-        index = jnp.repeat(jax.random.randint(draw_key, (draws,), 0, pool_size), config.samples_per_instance)
+        index = jax.random.randint(draw_key, (draws,), 0, pool_size)
+        samples = config.samples_per_instance
+        if config.algorithm == "ppo":  # PPO's minibatches split envs, so each env keeps its own copy
+            index, samples = jnp.repeat(index, samples), 1
         batch = shard_envs(jax.tree.map(lambda x: x[index], pool), mesh)
-        trajectory = shard_envs(rollout(policy, state.params, env, batch, rollout_key, num_steps), mesh)
+        trajectory = rollout(policy, state.params, env, batch, rollout_key, num_steps, samples=samples)
+        trajectory = shard_envs(trajectory, mesh)
         if config.algorithm == "reinforce":
             state, metrics = reinforce_update(state, trajectory)
         else:

@@ -62,8 +62,10 @@ def run_rl(args) -> int:
         f"RL loop, {result['num_envs']:,} envs x {result['layers']} layers x {result['types']} types, "
         f"{result['algorithm']} with the {result['encoder']} policy (hidden {result['hidden']}), on {result['device']}"
     )
+    shared = f"policy rollout ({result['samples_per_instance']} envs per instance)"
     rows = [[name, result[f"{key}_steps_per_s"]] for name, key in
-            (("environment alone", "env"), ("policy rollout", "rollout"), ("training update", "train"))]  # fmt: skip
+            (("environment alone", "env"), (shared, "rollout"), ("policy rollout (1 env per instance)", "rollout_distinct"),
+             ("training update", "train"))]  # fmt: skip
     print(format_table(["loop", "env_steps_per_s"], rows))
     print(f"compile {result['compile_s']:.1f} s in all (training {result['train_compile_s']:.1f} s), excluded")
     return 0
