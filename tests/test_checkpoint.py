@@ -139,6 +139,11 @@ def test_hps_train_resumes_and_hps_plan_plans_an_unseen_workload(tmp_path, exper
     assert report["plans"] == 17 and 0 < report["plan_seconds"] < 5
     assert set(report["schedule"]) <= {"cpu", "gpu-a", "gpu-b"}
     assert report["instance"]["workload"] == "ctr-dnn" and report["instance"]["catalog"] == "small"
+    assert report["refine_evaluations"] == 0
+    assert main(["plan", "--checkpoint", str(out), "--workload", "ctr-dnn", "--catalog", "small",
+                 "--plans", "16", "--refine", "--json"]) == 0  # fmt: skip
+    refined = json.loads(capsys.readouterr().out)  # the same samples, then stage moves from their best
+    assert refined["refine_evaluations"] > 0 and refined["cost"] <= report["cost"] * (1 + 1e-6)
 
     # the plan file drives `hps execute PLAN.json`: a laptop-sized model on groups of the fake devices
     pods = str(Path(__file__).parent / "data" / "pods.toml")

@@ -22,7 +22,8 @@ from hps.agents.policy import PolicyFunctions
 from hps.agents.rollout import rollout
 from hps.envs.generators import HELDOUT, HELDOUT_LARGE, InstanceSplit, generate_instances
 from hps.envs.placement import PlacementEnv
-from hps.search import exhaustive, genetic, single
+from hps.search import exhaustive, genetic, gradient, single
+from hps.search.refine import refine
 from hps.search.scoring import RANK_FEASIBLE, batch_best, score
 from hps.placement.model import segment_table
 
@@ -36,8 +37,12 @@ class Comparison:
     """instances: evaluated; with_feasible: those where the optimum is feasible; found_feasible:
     of those, where the policy's best sample was feasible (greedy_feasible: its greedy plan);
     *_ratio: mean cost / optimum over the instances where the method found a feasible plan;
-    genetic_*: the GA at the same evaluations; worst_ / median_sampled_ratio: of the policy's
-    best samples; within_3_percent: instances where that best sample is within 3 % of optimum."""
+    genetic_*: the GA at the same evaluations (a population of EQUAL_POPULATION, so it evolves);
+    gradient_*: the gradient search at the same evaluations; worst_ / median_sampled_ratio: of
+    the policy's best samples; within_3_percent: instances where that best sample is within 3 %
+    of optimum. refined_*: the best sample polished by stage moves (`hps.search.refine`), which
+    scored refine_evaluations more plans per instance on average; genetic_refined_ratio: the GA
+    given the same total evaluations as the policy and its refinement on each instance."""
 
     instances: int
     with_feasible: int
@@ -51,6 +56,14 @@ class Comparison:
     median_sampled_ratio: float
     within_3_percent: int
     evaluations_per_instance: int
+    gradient_feasible: int
+    gradient_ratio: float
+    refined_feasible: int
+    refined_ratio: float
+    worst_refined_ratio: float
+    refined_within_3_percent: int
+    refine_evaluations: float
+    genetic_refined_ratio: float
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -80,16 +93,32 @@ def heldout_evaluator(config, split: InstanceSplit = HELDOUT, count: int = 256):
 
 @jax.jit
 def _best_and_greedy(params, schedules):
-    """(cost of the best schedule, its feasibility, greedy (last row) cost, greedy feasibility)."""
-    scored = score(segment_table(params), params, schedules)
+    """(cost of the best schedule, its feasibility, greedy (last row) cost, greedy feasibility,
+    cost and feasibility of the best after stage-move refinement, refine evaluations)."""
+    table = segment_table(params)
+    scored = score(table, params, schedules)
     best = batch_best(scored)
     feasible = scored.rank == RANK_FEASIBLE
-    return best.primary, best.rank == RANK_FEASIBLE, scored.primary[-1], feasible[-1]
+    refined, evaluations = refine(table, params, best)
+    return (best.primary, best.rank == RANK_FEASIBLE, scored.primary[-1], feasible[-1],
+            refined.primary, refined.rank == RANK_FEASIBLE, evaluations)  # fmt: skip
+
+
+EQUAL_POPULATION = 32  # the GA's population when it gets as few evaluations as the policy
+
+
+def genetic_at(placement, key, budget: int):
+    """The GA with at most `budget` evaluations: EQUAL_POPULATION individuals for budget //
+    EQUAL_POPULATION generations (a single generation of `budget` when that is less than one)."""
+    population = min(EQUAL_POPULATION, budget)
+    return genetic(placement, key=key, population=population, generations=budget // population,
+                   elites=min(4, population - 1))  # fmt: skip
 
 
 def _policy_best(policy, params, instance, seed: int, samples: int, num_layers: int, temperature: float = 1.0):
-    """(best cost, best feasible, greedy cost, greedy feasible) of the policy's samples + greedy
-    plan of one instance, scored by the exact model (schedules padded to the instance's layers)."""
+    """(best cost, best feasible, greedy cost, greedy feasible, refined cost, refined feasible,
+    refine evaluations) of the policy's samples + greedy plan of one instance, scored by the
+    exact model (schedules padded to the instance's layers)."""
     placement = instance.placement
     schedules = candidate_schedules(policy, params, instance, jax.random.PRNGKey(seed), samples, num_layers, temperature)
     padded = jnp.zeros((schedules.shape[0], placement.max_layers), jnp.int32).at[:, :num_layers].set(schedules)
@@ -105,22 +134,27 @@ def compare_with_optimum(policy, params, *, count: int = 50, samples: int = 64,
                          split: InstanceSplit = HELDOUT_SMALL, seed: int = EVAL_KEY, temperature: float = 1.0) -> Comparison:
     """Evaluate the policy against exhaustive search and the GA on `count` instances of `split`."""
     pool = generate_instances(jax.random.PRNGKey(seed), count, split)
-    rows = {name: [] for name in ("optimum", "has", "best", "best_ok", "greedy", "greedy_ok", "ga", "ga_ok")}
+    names = ("optimum", "has", "best", "best_ok", "greedy", "greedy_ok", "refined", "refined_ok", "refine_evals",
+             "ga", "ga_ok", "gradient", "gradient_ok", "ga_refined", "ga_refined_ok")  # fmt: skip
+    rows = {name: [] for name in names}
     for i in range(count):
         instance = jax.tree.map(lambda x: x[i], pool)
         placement = instance.placement
         optimum = exhaustive(placement)
-        best, best_ok, greedy_cost, greedy_ok = _policy_best(policy, params, instance, i, samples, split.max_layers,
-                                                             temperature)
-        ga = genetic(placement, key=jax.random.PRNGKey(i), budget=samples + 1)
-        for name, value in (("optimum", optimum.cost), ("has", optimum.feasible), ("best", best), ("best_ok", best_ok),
-                            ("greedy", greedy_cost), ("greedy_ok", greedy_ok), ("ga", ga.cost), ("ga_ok", ga.feasible)):  # fmt: skip
+        policy_figures = _policy_best(policy, params, instance, i, samples, split.max_layers, temperature)
+        key = jax.random.PRNGKey(i)
+        ga = genetic_at(placement, key, samples + 1)
+        descent = gradient(placement, key=key, budget=samples + 1)
+        ga_refined = genetic_at(placement, key, samples + 1 + int(policy_figures[-1]))
+        values = (optimum.cost, optimum.feasible, *policy_figures, ga.cost, ga.feasible, descent.cost, descent.feasible,
+                  ga_refined.cost, ga_refined.feasible)  # fmt: skip
+        for name, value in zip(names, values):
             rows[name].append(value)
     has = np.asarray(rows["has"], bool)
-    found = has & np.asarray(rows["best_ok"], bool)
-    greedy_found = has & np.asarray(rows["greedy_ok"], bool)
-    ga_found = has & np.asarray(rows["ga_ok"], bool)
+    found, greedy_found, ga_found, gradient_found, refined_found, ga_refined_found = (
+        has & np.asarray(rows[f"{name}_ok"], bool) for name in ("best", "greedy", "ga", "gradient", "refined", "ga_refined"))
     sampled_ratio, ratios = _mean_ratio(rows["best"], rows["optimum"], found)
+    refined_ratio, refined = _mean_ratio(rows["refined"], rows["optimum"], refined_found)
     return Comparison(
         instances=count,
         with_feasible=int(has.sum()),
@@ -134,6 +168,14 @@ def compare_with_optimum(policy, params, *, count: int = 50, samples: int = 64,
         median_sampled_ratio=float(np.median(ratios)) if ratios.size else float("nan"),
         within_3_percent=int(np.sum(ratios <= 1.03)),
         evaluations_per_instance=samples + 1,
+        gradient_feasible=int(gradient_found.sum()),
+        gradient_ratio=_mean_ratio(rows["gradient"], rows["optimum"], gradient_found)[0],
+        refined_feasible=int(refined_found.sum()),
+        refined_ratio=refined_ratio,
+        worst_refined_ratio=float(refined.max()) if refined.size else float("nan"),
+        refined_within_3_percent=int(np.sum(refined <= 1.03)),
+        refine_evaluations=float(np.mean(rows["refine_evals"])),
+        genetic_refined_ratio=_mean_ratio(rows["ga_refined"], rows["optimum"], ga_refined_found)[0],
     )
 
 
@@ -141,19 +183,20 @@ def compare_on_large(policy, params, *, count: int = 20, samples: int = 64, spli
                      seed: int = EVAL_KEY, genetic_budget: int | None = None) -> dict:
     """Held-out 24–32-layer instances (too large to enumerate): the policy's best of samples + 1
     against the genetic algorithm (at `genetic_budget` evaluations, default its own 51,200, and
-    at the policy's samples + 1) and the best single-type plan. Returns mean cost / best
+    at the policy's samples + 1), the policy's best refined by stage moves (which scores more
+    plans), and the best single-type plan. Returns mean cost / best
     single-type cost for each, over instances where both are feasible, and feasible counts."""
     pool = generate_instances(jax.random.PRNGKey(seed), count, split)
-    names = ("policy", "genetic", "genetic_equal", "single")
+    names = ("policy", "policy_refined", "genetic", "genetic_equal", "single")
     costs = {name: [] for name in names}
     for i in range(count):
         instance = jax.tree.map(lambda x: x[i], pool)
         placement = instance.placement
-        best, best_ok, _, _ = _policy_best(policy, params, instance, i, samples, split.max_layers)
+        best, best_ok, _, _, refined, refined_ok, _ = _policy_best(policy, params, instance, i, samples, split.max_layers)
         ga = genetic(placement, key=jax.random.PRNGKey(i), budget=genetic_budget)
-        ga_equal = genetic(placement, key=jax.random.PRNGKey(i), budget=samples + 1)
+        ga_equal = genetic_at(placement, jax.random.PRNGKey(i), samples + 1)
         one = single(placement)
-        for name, (cost, ok) in zip(names, ((best, best_ok), (ga.cost, ga.feasible),
+        for name, (cost, ok) in zip(names, ((best, best_ok), (refined, refined_ok), (ga.cost, ga.feasible),
                                             (ga_equal.cost, ga_equal.feasible), (one.cost, one.feasible))):  # fmt: skip
             costs[name].append(float(cost) if ok else float("inf"))
     table = {name: np.asarray(values) for name, values in costs.items()}

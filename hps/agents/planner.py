@@ -2,7 +2,8 @@
 
 The policy samples `samples` schedules of the instance (and decodes one greedily); the exact cost
 model (`hps.placement.evaluate_schedules`) scores them all and the cheapest feasible one wins
-(the least infeasible when none is feasible). The instance is padded to the env's trained limits
+(the least infeasible when none is feasible). With `refine`, a hill climb of stage moves
+(`hps.search.refine`) then polishes that plan. The instance is padded to the env's trained limits
 (L_MAX layers, T_MAX types, K_MAX units), so one compiled planner serves every workload and
 catalogue within them.
 """
@@ -25,20 +26,23 @@ from hps.envs.placement import PlacementEnv
 from hps.errors import ConfigError
 from hps.placement import build_params
 from hps.placement.model import segment_table
+from hps.search.refine import refine
 from hps.search.scoring import RANK_FEASIBLE, batch_best, score
 
 
 @dataclass(frozen=True)
 class Plan:
     """schedule: type index per layer; candidates: schedules scored (samples + 1 greedy);
-    feasible_candidates: how many of them were feasible; plan_seconds: wall time of the planning
-    call, compile excluded; compile_seconds: the first call's extra time."""
+    feasible_candidates: how many of them were feasible; refine_evaluations: plans the stage
+    moves scored (0 without refine); plan_seconds: wall time of the planning call, compile
+    excluded; compile_seconds: the first call's extra time."""
 
     schedule: list[int]
     candidates: int
     feasible_candidates: int
     plan_seconds: float
     compile_seconds: float
+    refine_evaluations: int = 0
 
 
 def check_limits(workload: Workload, catalog: Catalog) -> None:
@@ -57,23 +61,28 @@ def candidate_schedules(policy: PolicyFunctions, params, instance, key, samples:
                         temperature=1.0):
     """(samples + 1, num_layers) int32: schedules sampled at `temperature`, then the greedy one."""
     env = PlacementEnv()
-    batch = jax.tree.map(lambda x: jnp.broadcast_to(x, (samples,) + x.shape), instance)
-    sampled = rollout(policy, params, env, batch, key, num_layers, temperature=temperature).actions
     single = jax.tree.map(lambda x: x[None], instance)
+    sampled = rollout(policy, params, env, single, key, num_layers, temperature=temperature, samples=samples).actions
     greedy = rollout(policy, params, env, single, key, num_layers, greedy=True).actions
     return jnp.concatenate([sampled, greedy], axis=0)[:, :num_layers]
 
 
-@jax.jit
-def _best(exact_params, schedules):
-    """(best schedule (L,), feasible count) under the exact model, ranked as every search ranks."""
-    scored = score(segment_table(exact_params), exact_params, schedules)
-    return batch_best(scored).schedule, jnp.sum(scored.rank == RANK_FEASIBLE)
+@partial(jax.jit, static_argnames=("polish",))
+def best_candidate(exact_params, schedules, polish: bool = False):
+    """(best schedule (L,), feasible count, refine evaluations) under the exact model, ranked as
+    every search ranks; with `polish`, the best is then refined by stage moves."""
+    table = segment_table(exact_params)
+    scored = score(table, exact_params, schedules)
+    best, evaluations = batch_best(scored), jnp.int32(0)
+    if polish:
+        best, evaluations = refine(table, exact_params, best)
+    return best.schedule, jnp.sum(scored.rank == RANK_FEASIBLE), evaluations
 
 
 def plan(policy: PolicyFunctions, params, workload: Workload, catalog: Catalog, job: Job, *,
-         samples: int = 64, seed: int = 0) -> Plan:
-    """The best of `samples` sampled plans and the greedy plan of `workload` on `catalog`."""
+         samples: int = 64, seed: int = 0, polish: bool = False) -> Plan:
+    """The best of `samples` sampled plans and the greedy plan of `workload` on `catalog`;
+    `polish`: then refined by stage moves."""
     check_limits(workload, catalog)
     if samples < 1:
         raise ConfigError("--samples", "samples", f"must be ≥ 1, got {samples}")
@@ -84,13 +93,13 @@ def plan(policy: PolicyFunctions, params, workload: Workload, catalog: Catalog, 
 
     def run():
         schedules = candidate_schedules(policy, params, instance, key, samples, len(workload.layers))
-        return jax.device_get(_best(exact, schedules))
+        return jax.device_get(best_candidate(exact, schedules, polish))
 
     start = time.perf_counter()
     run()
     first = time.perf_counter() - start
     start = time.perf_counter()
-    schedule, feasible = run()
+    schedule, feasible, evaluations = run()
     seconds = time.perf_counter() - start
     return Plan(
         schedule=np.asarray(schedule).tolist(),
@@ -98,4 +107,5 @@ def plan(policy: PolicyFunctions, params, workload: Workload, catalog: Catalog, 
         feasible_candidates=int(feasible),
         plan_seconds=seconds,
         compile_seconds=max(first - seconds, 0.0),
+        refine_evaluations=int(evaluations),
     )
