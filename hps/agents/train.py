@@ -37,8 +37,10 @@ ALGORITHMS = ("reinforce", "ppo")
 class TrainConfig:
     """Everything a training run depends on (hashable; JSON-able via `dataclasses.asdict`).
 
-    pool_size: instances generated per chunk (0: num_envs); each update draws num_envs of them
-    (samples_per_instance consecutive envs share an instance). learning_rate: Adam's, after
+    pool_size: instances generated per chunk; each update draws num_envs / samples_per_instance
+    of them at random (samples_per_instance consecutive envs share an instance). 0: every update
+    plays fresh instances, each generated once, when a chunk's updates need at most num_envs of
+    them; otherwise a pool of num_envs. learning_rate: Adam's, after
     clipping gradients to global norm max_grad_norm. REINFORCE: baseline_decay of the
     moving-average baseline, normalize_advantages (divide by the batch return std);
     samples_per_instance > 1 replaces the moving average by the mean of the other samples of
@@ -80,7 +82,19 @@ class TrainConfig:
                               f"must be a multiple of samples_per_instance ({self.samples_per_instance}), got {self.num_envs}")
 
     @property
+    def draws(self) -> int:
+        """Instances per update."""
+        return self.num_envs // self.samples_per_instance
+
+    @property
+    def fresh_instances(self) -> bool:
+        """Whether each update plays instances of its own (pool_size 0 and few enough draws)."""
+        return self.pool_size == 0 and self.draws * self.updates_per_chunk <= self.num_envs
+
+    @property
     def instances_per_chunk(self) -> int:
+        if self.fresh_instances:
+            return self.draws * self.updates_per_chunk
         return self.pool_size or self.num_envs
 
     def to_dict(self) -> dict:
@@ -234,11 +248,14 @@ def make_train(config: TrainConfig, *, devices=None, instances=None):
         metrics = jax.tree.map(jnp.mean, metrics)
         return state.replace(params=params, opt_state=opt_state), metrics
 
-    def one_update(state, pool):
+    def one_update(state, pool, update):
         key, draw_key, rollout_key, update_key = jax.random.split(state.key, 4)
         pool_size = jax.tree.leaves(pool)[0].shape[0]
-        draws = config.num_envs // config.samples_per_instance
-        index = jax.random.randint(draw_key, (draws,), 0, pool_size)
+        draws = config.draws
+        if instances is None and config.fresh_instances:
+            index = update * draws + jnp.arange(draws)
+        else:
+            index = jax.random.randint(draw_key, (draws,), 0, pool_size)
         samples = config.samples_per_instance
         if config.algorithm == "ppo":  # PPO's minibatches split envs, so each env keeps its own copy
             index, samples = jnp.repeat(index, samples), 1
@@ -259,7 +276,8 @@ def make_train(config: TrainConfig, *, devices=None, instances=None):
             pool = shard_envs(generate_instances(pool_key, config.instances_per_chunk, config.split), mesh)
         else:
             pool = instances
-        state, metrics = jax.lax.scan(lambda s, _: one_update(s, pool), state, None, length=config.updates_per_chunk)
+        updates = jnp.arange(config.updates_per_chunk)
+        state, metrics = jax.lax.scan(lambda s, update: one_update(s, pool, update), state, updates)
         return state, jax.tree.map(jnp.mean, metrics)
 
     return jax.jit(train_chunk, out_shardings=replicated(mesh))

@@ -26,15 +26,17 @@ def compile_seconds(fn, *args) -> float:
     return time.perf_counter() - start
 
 
-def timed_calls(fn, *args, repeats: int = 3, min_seconds: float = 0.0) -> tuple[float, float]:
-    """(seconds of the first, compiling call; mean seconds of the calls after it: at least
-    `repeats` of them, and more until `min_seconds` have passed). Results blocked on."""
+def timed_calls(fn, *args, repeats: int = 3, min_seconds: float = 0.0, fastest: bool = False) -> tuple[float, float]:
+    """(seconds of the first, compiling call; seconds per call after it: the mean of at least
+    `repeats` calls, more until `min_seconds` have passed, or with `fastest` the quickest of
+    them, the one a shared machine disturbed least). Results blocked on."""
     first = compile_seconds(fn, *args)
-    calls, start = 0, time.perf_counter()
-    while calls < repeats or time.perf_counter() - start < min_seconds:
+    times, start = [], time.perf_counter()
+    while len(times) < repeats or time.perf_counter() - start < min_seconds:
+        began = time.perf_counter()
         jax.block_until_ready(fn(*args))
-        calls += 1
-    return first, (time.perf_counter() - start) / calls
+        times.append(time.perf_counter() - began)
+    return first, (min(times) if fastest else sum(times) / len(times))
 
 
 def side_by_side(call, per_call: int, run_one, items, seconds: float = 2.0, rounds: int = 4) -> tuple[float, float]:

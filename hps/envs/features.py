@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from hps.envs.accounting import provision_stage
-from hps.placement.model import FEASIBLE
+from hps.placement.model import FEASIBLE, provision
 
 # (center, scale) of log10(x + 1) per feature
 LAYER_SCALES = {
@@ -40,7 +40,7 @@ JOB_SCALES = {"batch": (3.5, 0.5), "throughput": (5.0, 1.5)}  # samples, samples
 N_LAYER_FEATURES = len(LAYER_SCALES) + 3  # + sparse kind, relative position, mask
 N_TYPE_FEATURES = len(TYPE_SCALES) + 8  # + efficiencies, alpha, beta, single-type plan (3), mask
 N_JOB_FEATURES = len(JOB_SCALES)
-N_PAIR_FEATURES = 2  # log time of each layer, and of the layers from it to the end, on each type
+N_PAIR_FEATURES = 4  # log time of each layer and of the layers from it to the end; 2 stage costs
 
 
 def scaled_log(x, center_scale):
@@ -63,18 +63,68 @@ def layer_features(params) -> jnp.ndarray:
     return jnp.where(mask[:, None], jnp.stack(columns, axis=-1), 0.0)
 
 
+COST_RANGE = (-3.0, 2.0)  # log10 cost / cost_scale, clipped; the top also marks "cannot be provisioned"
+FEATURE_GRID = np.sort(np.concatenate([2 ** np.arange(12), 3 * 2 ** np.arange(11)]))  # replicas 1, 2, 3, 4, 6, 8, 12, …
+
+
+def _span_sums(values, first, last):
+    """Σ values[first..last] along axis 0 for every span, by prefix sums: (S…, …)."""
+    sums = jnp.concatenate([jnp.zeros_like(values[:1]), jnp.cumsum(values, axis=0)])
+    return sums[last + 1] - sums[first]
+
+
+def span_log_costs(instance, first, last, grid=None):
+    """Stages of layers first..last (int arrays of one shape S), each run alone on every type:
+    (log10 of its cost / cost_scale clipped to COST_RANGE, its top when it cannot be
+    provisioned; feasible; replicas), each (S…, T). SPEC's provisioning (`provision`), over
+    every replica count 1..K, or over `grid` (static, ascending) only: a slight over-count
+    of the replicas at a fraction of the work, which is all a feature needs."""
+    params = instance.placement
+    real = params.layer_mask
+    alpha, beta = instance.alpha, instance.beta
+    if grid is not None:
+        grid = grid[grid <= params.max_replicas]
+        alpha, beta = alpha[:, grid - 1], beta[:, grid - 1]
+        params = params.replace(unit_grid=jnp.asarray(grid, jnp.float32))
+    column = lambda x: _span_sums(jnp.where(real, x, 0.0), first, last)[..., None]  # noqa: E731
+    n_layers = jnp.sum(real)
+    act_in = jnp.where(first > 0, params.act_bytes[jnp.maximum(first - 1, 0)], 0.0)
+    act_out = jnp.where(last < n_layers - 1, params.act_bytes[last], 0.0)
+    time_sum = _span_sums(jnp.where(real[:, None], instance.layer_time, 0.0), first, last)  # (S…, T)
+    index, time, reason = provision(
+        params, time_sum, (act_in + act_out)[..., None], column(params.dense_param_bytes),
+        column(params.sparse_param_bytes), column(params.act_bytes), params.nic_bw, alpha, beta,
+        params.memory, params.max_units, params.type_mask,
+    )  # fmt: skip
+    replicas = params.unit_grid[index - 1]  # provision counts grid positions from 1
+    feasible = (reason == FEASIBLE) & params.type_mask
+    cost = replicas * params.price_per_hour * (params.samples * time / params.batch) / 3600.0
+    log_ratio = jnp.clip(jnp.log10(cost / instance.cost_scale), *COST_RANGE)
+    return jnp.where(feasible, log_ratio, COST_RANGE[1]), feasible, replicas
+
+
 def single_type_plans(instance):
     """The single-type plan on each type t, (T,) each: log10 of its cost / cost_scale (clipped
-    to [−1, 2]; 2 when infeasible), feasible (0/1), log2(replicas / max_units) / 3."""
+    to COST_RANGE; its top when infeasible), feasible (0/1), log2(replicas / max_units) / 3."""
     params = instance.placement
     last = jnp.sum(params.layer_mask).astype(jnp.int32) - 1
-    types = jnp.arange(params.max_types)
-    stage = jax.vmap(lambda t: provision_stage(instance, jnp.int32(0), last, t))(types)
-    feasible = (stage.reason == FEASIBLE) & params.type_mask
-    cost = stage.replicas * params.price_per_hour * (params.samples * stage.time / params.batch) / 3600.0
-    log_ratio = jnp.clip(jnp.log10(cost / instance.cost_scale), -1.0, 2.0)
-    share = jnp.log2(stage.replicas / jnp.maximum(params.max_units, 1)) / 3.0
-    return jnp.where(feasible, log_ratio, 2.0), feasible.astype(jnp.float32), share
+    log_ratio, feasible, replicas = span_log_costs(instance, jnp.int32(0), last)
+    share = jnp.log2(replicas / jnp.maximum(params.max_units, 1)) / 3.0
+    return log_ratio, feasible.astype(jnp.float32), share
+
+
+def stage_costs(instance) -> jnp.ndarray:
+    """(L, T, 2): `span_log_costs` / 2 (on FEATURE_GRID: at most 1.5x the replicas) of two
+    stages at each layer l on type t: layers l..last (the rest of the model) and 0..l (all so
+    far). A plan of few stages costs about the sum of its stages' costs, so these let the
+    policy weigh where to switch type."""
+    params = instance.placement
+    layers = jnp.arange(params.max_layers)
+    last = jnp.maximum(jnp.sum(params.layer_mask).astype(jnp.int32) - 1, layers)
+    first = jnp.stack([layers, jnp.zeros_like(layers)])
+    last = jnp.stack([last, layers])
+    log_ratio = span_log_costs(instance, first, last, FEATURE_GRID)[0]  # (2, L, T)
+    return jnp.moveaxis(log_ratio, 0, -1) / 2.0
 
 
 def type_features(instance) -> jnp.ndarray:
@@ -98,14 +148,17 @@ def type_features(instance) -> jnp.ndarray:
     return jnp.where(mask[:, None], jnp.stack(columns, axis=-1), 0.0)
 
 
-def pair_features(params, layer_time) -> jnp.ndarray:
+def pair_features(instance) -> jnp.ndarray:
     """(L, T, N_PAIR_FEATURES): scaled log10 seconds per sample on one unit of type t of layer l
-    (SPEC's t(l, t)) and of layers l..L−1 together; zero where the layer or type is padding."""
+    (SPEC's t(l, t)) and of layers l..L−1 together, then `stage_costs`; zero where the layer or
+    type is padding."""
+    params = instance.placement
     mask = params.layer_mask[:, None] & params.type_mask[None, :]
-    real_time = jnp.where(mask, layer_time, 0.0)
+    real_time = jnp.where(mask, instance.layer_time, 0.0)
     remaining = jnp.cumsum(real_time[::-1], axis=0)[::-1]
     scaled = lambda t: (jnp.log10(t + 1e-12) - TIME_SCALE[0]) / TIME_SCALE[1]  # noqa: E731
-    return jnp.where(mask[..., None], jnp.stack([scaled(real_time), scaled(remaining)], axis=-1), 0.0)
+    columns = jnp.concatenate([jnp.stack([scaled(real_time), scaled(remaining)], axis=-1), stage_costs(instance)], -1)
+    return jnp.where(mask[..., None], columns, 0.0)
 
 
 def job_features(params) -> jnp.ndarray:

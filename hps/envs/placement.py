@@ -79,7 +79,7 @@ class PlacementEnv:
         return PlacementObs(
             layer_features=features.layer_features(params),
             type_features=features.type_features(instance),
-            pair_features=features.pair_features(params, instance.layer_time),
+            pair_features=features.pair_features(instance),
             job_features=features.job_features(params),
             layer_mask=params.layer_mask,
             action_mask=params.type_mask,
