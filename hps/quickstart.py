@@ -99,7 +99,7 @@ def plan_and_execute(config: QuickstartConfig, catalog: Catalog) -> dict:
 
 def comparison_figure(comparisons: list[dict], path: Path) -> None:
     """Grouped bars: cost / best found per workload (x) and method (bars); infeasible omitted."""
-    methods = [m for m in (*METHODS, "policy") if any(m in c["methods"] for c in comparisons)]
+    methods = [m for m in (*METHODS, "policy", "policy_refined") if any(m in c["methods"] for c in comparisons)]
     fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(comparisons)), 3.6))
     width = 0.8 / len(methods)
     for j, method in enumerate(methods):

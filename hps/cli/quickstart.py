@@ -84,7 +84,8 @@ def format_summary(summary: dict) -> str:
         f"policy: {training['updates']} updates in {summary['seconds']['train']:.0f} s "
         f"(checkpoint {summary['files']['checkpoint']})",
         "",
-        "cost / best plan found (exhaustive = the optimum; policy = best of 64 sampled plans + greedy):",
+        "cost / best plan found (exhaustive = the optimum; policy = best of 64 sampled plans + greedy; "
+        "policy_refined = that plan after stage moves, hps plan --refine):",
         format_table(["workload", "best $", *methods], rows),
         "",
         f"unseen workload {unseen['workload']}: planned from the checkpoint in {unseen['plan_seconds'] * 1e3:.1f} ms "

@@ -30,7 +30,7 @@ from hps.report.figures import plt, save_figure
 from hps.workloads import build_workload
 
 TRAIN_ITEM = "train-policy"
-SHOWN = ("policy", "exhaustive", "genetic", "gradient", "random", "greedy", "single")
+SHOWN = ("policy", "policy_refined", "exhaustive", "genetic", "gradient", "random", "greedy", "single")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -59,7 +59,8 @@ def load_placement_policy(policy_dir: str):
 def compare_on_instance(policy, params, workload: Workload, catalog: Catalog, job: Job, *, plans: int = 64,
                         seed: int = 0, methods=tuple(METHODS), pad_layers: int | None = None) -> dict:  # fmt: skip
     """Every search method (skipping exhaustive where the space is too large), every single-type
-    plan ("only:TYPE") and the policy (best of `plans` samples + greedy; "policy") on one
+    plan ("only:TYPE") and the policy (best of `plans` samples + greedy; "policy"; then refined by
+    stage moves, "policy_refined") on one
     instance. Per entry: cost ($, None if infeasible), dollars_per_hour, throughput, evaluations,
     seconds (search wall time, compile excluded; the policy's plan_seconds), and ratio = cost /
     the best cost found (the optimum when exhaustive ran). pad_layers: pad the instance to this
@@ -79,6 +80,9 @@ def compare_on_instance(policy, params, workload: Workload, catalog: Catalog, jo
 
         planned = plan(policy, params, workload, catalog, job, samples=plans, seed=seed)
         rows["policy"] = _row(workload, catalog, job, planned.schedule, planned.candidates, planned.plan_seconds)
+        polished = plan(policy, params, workload, catalog, job, samples=plans, seed=seed, polish=True)
+        rows["policy_refined"] = _row(workload, catalog, job, polished.schedule,
+                                      polished.candidates + polished.refine_evaluations, polished.plan_seconds)  # fmt: skip
     costs = [r["cost"] for r in rows.values() if r["cost"] is not None]
     best = min(costs) if costs else None
     for row in rows.values():
