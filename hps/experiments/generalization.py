@@ -66,7 +66,7 @@ def run_item(config: GeneralizationConfig, params) -> dict:
 
 def summarize(config: GeneralizationConfig, results: dict[str, dict]) -> Summary:
     training = results.pop(TRAIN_ITEM)
-    shown = ["policy", *METHODS]
+    shown = ["policy", "policy_refined", *METHODS]
     rows, ratio, seconds = [], {m: [] for m in shown}, {m: [] for m in shown}
     for key, r in results.items():
         methods = r["methods"]
