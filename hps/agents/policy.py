@@ -3,17 +3,21 @@
 Per episode (`encode`): each resource type is embedded from ITS features (and the job), mixed
 with the mean over the catalogue (a permutation-equivariant set encoding); each layer is embedded
 from its features, the job and the catalogue summary, then run through the encoder (LSTM or
-attention, `hps.agents.encoders`).
+attention, `hps.agents.encoders`); each (layer, type) pair gets a key from t's embedding and
+the layer-on-type features (times and stage costs, `hps.envs.features.pair_features`).
 Per decision (`decode`): an LSTM cell reads the layer's code and the previous action's type
-embedding; the type head scores every type t from the decoder state combined with t's embedding,
-the layer-on-type time features and whether t continues the current stage; padded types get the
-large finite negative MASKED_LOGIT. A value head (for PPO) reads the same state. Types are
+embedding; the type head scores every type t by a query from the decoder state against the
+layer's key for t, plus a static score of that key and a state-dependent bonus when t continues
+the current stage; padded types get the large finite negative MASKED_LOGIT. A value head (for
+PPO) reads the same state. Teacher-forced replay (`evaluate_batch`) runs the decoder's LSTM over
+a whole batch at once with its own backward pass (`hps.agents.lstm.lstm_sequence`). Types are
 inputs, never output slots, so the policy serves any catalogue of ≤ T_MAX types in any order,
 and permuting the catalogue permutes the probabilities with it.
 
 Flax NNX builds the modules; `PolicyFunctions` splits them once (`nnx.split`) and exposes pure
 functions of a plain parameter dict (`nnx.to_pure_dict`), merged back inside each call, so
-parameters flow through jit, optax and orbax as ordinary pytrees. Shapes are per env (unbatched).
+parameters flow through jit, optax and orbax as ordinary pytrees. Shapes are per env (unbatched),
+except in `evaluate_batch`.
 """
 
 from __future__ import annotations
