@@ -18,7 +18,7 @@ import jax.numpy as jnp
 
 from hps.placement.model import SegmentTable
 from hps.placement.params import PlacementParams
-from hps.search.scoring import Scored, batch_best, better, score
+from hps.search.scoring import Scored, batch_best, better, merge, score
 
 MAX_ROUNDS = 16
 
@@ -60,9 +60,7 @@ def refine(table: SegmentTable, params: PlacementParams, start: Scored, max_roun
         best, _, rounds, evaluations = carry
         candidates, valid = stage_moves(best.schedule, n_layers, params.type_mask)
         top = batch_best(score(table, params, candidates, valid=valid))
-        improved = better(top, best)
-        best = jax.tree.map(lambda new, old: jnp.where(improved, new, old), top, best)
-        return best, improved, rounds + 1, evaluations + jnp.sum(valid)
+        return merge(best, top), better(top, best), rounds + 1, evaluations + jnp.sum(valid)
 
     def going(carry):
         _, improved, rounds, _ = carry
