@@ -32,17 +32,21 @@ from hps.search.scoring import RANK_FEASIBLE, batch_best, score
 
 @dataclass(frozen=True)
 class Plan:
-    """schedule: type index per layer; candidates: schedules scored (samples + 1 greedy);
-    feasible_candidates: how many of them were feasible; refine_evaluations: plans the stage
-    moves scored (0 without refine); plan_seconds: wall time of the planning call, compile
-    excluded; compile_seconds: the first call's extra time."""
+    """schedule: type index per layer (refined when planned with `polish`); sampled_schedule:
+    the best of the sampled plans, before any refinement; candidates: schedules scored
+    (samples + 1 greedy); feasible_candidates: how many of them were feasible;
+    refine_evaluations: plans the stage moves scored (0 without refine); plan_seconds: wall
+    time of planning, compile excluded, of which refine_seconds refining; compile_seconds: the
+    first calls' extra time."""
 
     schedule: list[int]
+    sampled_schedule: list[int]
     candidates: int
     feasible_candidates: int
     plan_seconds: float
     compile_seconds: float
     refine_evaluations: int = 0
+    refine_seconds: float = 0.0
 
 
 def check_limits(workload: Workload, catalog: Catalog) -> None:
@@ -67,22 +71,26 @@ def candidate_schedules(policy: PolicyFunctions, params, instance, key, samples:
     return jnp.concatenate([sampled, greedy], axis=0)[:, :num_layers]
 
 
-@partial(jax.jit, static_argnames=("polish",))
-def best_candidate(exact_params, schedules, polish: bool = False):
-    """(best schedule (L,), feasible count, refine evaluations) under the exact model, ranked as
-    every search ranks; with `polish`, the best is then refined by stage moves."""
+@jax.jit
+def best_candidate(exact_params, schedules):
+    """(segment table, best scored schedule, feasible count) under the exact model, ranked as
+    every search ranks."""
     table = segment_table(exact_params)
     scored = score(table, exact_params, schedules)
-    best, evaluations = batch_best(scored), jnp.int32(0)
-    if polish:
-        best, evaluations = refine(table, exact_params, best)
-    return best.schedule, jnp.sum(scored.rank == RANK_FEASIBLE), evaluations
+    return table, batch_best(scored), jnp.sum(scored.rank == RANK_FEASIBLE)
+
+
+def _timed(fn, *args):
+    """(result blocked on, seconds)."""
+    start = time.perf_counter()
+    out = jax.block_until_ready(fn(*args))
+    return out, time.perf_counter() - start
 
 
 def plan(policy: PolicyFunctions, params, workload: Workload, catalog: Catalog, job: Job, *,
          samples: int = 64, seed: int = 0, polish: bool = False) -> Plan:
     """The best of `samples` sampled plans and the greedy plan of `workload` on `catalog`;
-    `polish`: then refined by stage moves."""
+    `polish`: then refined by stage moves. Each step runs once to compile, then once timed."""
     check_limits(workload, catalog)
     if samples < 1:
         raise ConfigError("--samples", "samples", f"must be ≥ 1, got {samples}")
@@ -91,21 +99,23 @@ def plan(policy: PolicyFunctions, params, workload: Workload, catalog: Catalog, 
     instance = make_instance(padded)
     key = jax.random.PRNGKey(seed)
 
-    def run():
+    def sample():
         schedules = candidate_schedules(policy, params, instance, key, samples, len(workload.layers))
-        return jax.device_get(best_candidate(exact, schedules, polish))
+        return best_candidate(exact, schedules)
 
-    start = time.perf_counter()
-    run()
-    first = time.perf_counter() - start
-    start = time.perf_counter()
-    schedule, feasible, evaluations = run()
-    seconds = time.perf_counter() - start
+    _, first = _timed(sample)
+    (table, best, feasible), seconds = _timed(sample)
+    refined, evaluations, refine_first, refine_seconds = best, 0, 0.0, 0.0
+    if polish:
+        _, refine_first = _timed(refine, table, exact, best)
+        (refined, evaluations), refine_seconds = _timed(refine, table, exact, best)
     return Plan(
-        schedule=np.asarray(schedule).tolist(),
+        schedule=np.asarray(refined.schedule).tolist(),
+        sampled_schedule=np.asarray(best.schedule).tolist(),
         candidates=samples + 1,
         feasible_candidates=int(feasible),
-        plan_seconds=seconds,
-        compile_seconds=max(first - seconds, 0.0),
+        plan_seconds=seconds + refine_seconds,
+        compile_seconds=max(first - seconds, 0.0) + max(refine_first - refine_seconds, 0.0),
         refine_evaluations=int(evaluations),
+        refine_seconds=refine_seconds,
     )

@@ -78,11 +78,11 @@ def compare_on_instance(policy, params, workload: Workload, catalog: Catalog, jo
     if policy is not None:
         from hps.agents.planner import plan
 
-        planned = plan(policy, params, workload, catalog, job, samples=plans, seed=seed)
-        rows["policy"] = _row(workload, catalog, job, planned.schedule, planned.candidates, planned.plan_seconds)
-        polished = plan(policy, params, workload, catalog, job, samples=plans, seed=seed, polish=True)
-        rows["policy_refined"] = _row(workload, catalog, job, polished.schedule,
-                                      polished.candidates + polished.refine_evaluations, polished.plan_seconds)  # fmt: skip
+        planned = plan(policy, params, workload, catalog, job, samples=plans, seed=seed, polish=True)
+        rows["policy"] = _row(workload, catalog, job, planned.sampled_schedule, planned.candidates,
+                              planned.plan_seconds - planned.refine_seconds)  # fmt: skip
+        rows["policy_refined"] = _row(workload, catalog, job, planned.schedule,
+                                      planned.candidates + planned.refine_evaluations, planned.plan_seconds)  # fmt: skip
     costs = [r["cost"] for r in rows.values() if r["cost"] is not None]
     best = min(costs) if costs else None
     for row in rows.values():
