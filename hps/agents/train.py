@@ -23,6 +23,7 @@ import optax
 from flax import struct
 
 from hps.agents import ppo, reinforce
+from hps.agents.demonstrations import imitation_loss, make_demonstrations
 from hps.agents.policy import PolicyFunctions, PolicySpec
 from hps.agents.rollout import rollout
 from hps.agents.sharding import check_divisible, env_mesh, env_shardings, replicated, shard_envs
@@ -47,7 +48,10 @@ class TrainConfig:
     the same instance (leave-one-out) and normalises per instance; top_fraction < 1 makes it
     risk-seeking (only each instance's best samples learn; see `reinforce.advantages`).
     PPO: gamma, gae_lambda, ppo_epochs, ppo_minibatches,
-    clip_eps, value_coef. Both: entropy_coef."""
+    clip_eps, value_coef. Both: entropy_coef. Imitation (REINFORCE only): demonstrations > 0
+    labels that many instances of the split with the search teacher before training
+    (`hps.agents.demonstrations`); each update then adds imitation_coef × the cross-entropy of
+    the teacher's plans on demo_batch of them to the loss."""
 
     algorithm: str = "reinforce"
     policy: PolicySpec = field(default_factory=PolicySpec)
@@ -69,6 +73,9 @@ class TrainConfig:
     ppo_minibatches: int = 4
     clip_eps: float = 0.2
     value_coef: float = 0.5
+    demonstrations: int = 0
+    demo_batch: int = 256
+    imitation_coef: float = 1.0
     seed: int = 0
 
     def __post_init__(self):
@@ -77,6 +84,8 @@ class TrainConfig:
             raise ConfigError("TrainConfig", "algorithm", f"must be one of {', '.join(ALGORITHMS)}, got {self.algorithm!r}")
         if self.algorithm == "ppo" and self.num_envs % self.ppo_minibatches:
             raise ConfigError("TrainConfig", "num_envs", f"must be a multiple of ppo_minibatches ({self.ppo_minibatches}), got {self.num_envs}")
+        if self.demonstrations and self.algorithm != "reinforce":
+            raise ConfigError("TrainConfig", "demonstrations", "imitation is implemented for reinforce only")
         if self.num_envs % self.samples_per_instance:
             raise ConfigError("TrainConfig", "num_envs",
                               f"must be a multiple of samples_per_instance ({self.samples_per_instance}), got {self.num_envs}")
@@ -102,9 +111,9 @@ class TrainConfig:
 
 
 AT_LEAST_ONE = ("num_envs", "updates_per_chunk", "num_chunks", "samples_per_instance", "ppo_epochs",
-                "ppo_minibatches", "max_chunks")  # fmt: skip
+                "ppo_minibatches", "max_chunks", "demo_batch")  # fmt: skip
 POSITIVE = ("learning_rate", "max_grad_norm", "clip_eps", "top_fraction")
-NON_NEGATIVE = ("pool_size", "entropy_coef", "value_coef")
+NON_NEGATIVE = ("pool_size", "entropy_coef", "value_coef", "demonstrations", "imitation_coef")
 UNIT_INTERVAL = ("baseline_decay", "gamma", "gae_lambda", "top_fraction")  # in [0, 1]
 
 
@@ -129,6 +138,8 @@ def check_train_numbers(config) -> None:
         if name in UNIT_INTERVAL and not 0 <= value <= 1:
             raise bad(name, "must be in [0, 1]")
 
+
+DEMO_SALT = 7919  # folded into the seed for the demonstration pool's key
 
 UNBOUNDED_CHUNKS = 1_000_000
 """num_chunks for a run that a wall-clock budget ends (`minutes`), not a chunk count."""
@@ -210,18 +221,33 @@ def make_train(config: TrainConfig, *, devices=None, instances=None):
         check_divisible(jax.tree.leaves(instances)[0].shape[0], mesh, "instance pool size")
         instances = jax.device_put(instances, env_shardings(instances, mesh))
     num_steps = min(num_steps, config.policy.max_layers)
+    demos = None
+    if config.demonstrations:
+        check_divisible(config.demo_batch, mesh, "demo_batch")
+        demo_key = jax.random.fold_in(jax.random.PRNGKey(config.seed), DEMO_SALT)
+        demos = make_demonstrations(demo_key, config.demonstrations, config.split, num_steps)
 
     def optimizer_step(params, opt_state, grads):
         updates, opt_state = tx.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, optax.tree.norm(grads)
 
-    def reinforce_update(state, trajectory):
+    def reinforce_loss(params, trajectory, adv, demo_index):
+        loss, aux = reinforce.reinforce_loss(params, policy, trajectory, adv, config.entropy_coef)
+        if demos is not None:
+            batch = shard_envs(jax.tree.map(lambda x: x[demo_index], demos), mesh)
+            imitation, agreement = imitation_loss(params, policy, batch)
+            loss = loss + config.imitation_coef * imitation
+            aux = {**aux, "imitation": imitation, "agreement": agreement}
+        return loss, aux
+
+    def reinforce_update(state, trajectory, key):
         returns = trajectory.episode_reward
         first = state.step == 0
         adv = reinforce.advantages(returns, state.baseline, first, config.normalize_advantages,
                                    config.samples_per_instance, config.top_fraction)
-        grad_fn = jax.value_and_grad(reinforce.reinforce_loss, has_aux=True)
-        (loss, aux), grads = grad_fn(state.params, policy, trajectory, adv, config.entropy_coef)
+        demo_index = jax.random.randint(key, (config.demo_batch,), 0, max(config.demonstrations, 1))
+        grad_fn = jax.value_and_grad(reinforce_loss, has_aux=True)
+        (loss, aux), grads = grad_fn(state.params, trajectory, adv, demo_index)
         params, opt_state, grad_norm = optimizer_step(state.params, state.opt_state, grads)
         baseline = reinforce.update_baseline(state.baseline, returns, first, config.baseline_decay)
         metrics = {"loss": loss, "grad_norm": grad_norm, "baseline": baseline, **aux}
@@ -263,7 +289,7 @@ def make_train(config: TrainConfig, *, devices=None, instances=None):
         trajectory = rollout(policy, state.params, env, batch, rollout_key, num_steps, samples=samples)
         trajectory = shard_envs(trajectory, mesh)
         if config.algorithm == "reinforce":
-            state, metrics = reinforce_update(state, trajectory)
+            state, metrics = reinforce_update(state, trajectory, update_key)
         else:
             state, metrics = ppo_update(state, trajectory, update_key)
         metrics.update(_episode_metrics(trajectory))

@@ -1,0 +1,81 @@
+"""Imitation of the search teacher (`hps.agents.demonstrations`) while training placement policies."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+
+from hps.agents.demonstrations import imitation_loss, make_demonstrations, teacher_plans
+from hps.agents.policy import PolicyFunctions, PolicySpec
+from hps.agents.train import TrainConfig, run_training
+from hps.envs import InstanceSplit, generate_instances
+from hps.errors import ConfigError
+from hps.search import exhaustive, single
+from hps.placement.model import segment_table
+from hps.search.scoring import RANK_FEASIBLE, score
+
+SMALL = InstanceSplit("demo-small", 4, 7, 2, 4, salt=31)
+
+
+def test_the_teacher_is_never_worse_than_single_type_plans_and_finds_the_optimum_of_small_instances():
+    instances = generate_instances(jax.random.PRNGKey(4), 8, SMALL)
+    schedules, feasible = jax.device_get(teacher_plans(instances))
+    optimal = compared = 0
+    for i in range(8):
+        placement = jax.tree.map(lambda x: x[i], instances.placement)
+        optimum, one = exhaustive(placement), single(placement)
+        n = int(placement.layer_mask.sum())
+        assert feasible[i] == optimum.feasible  # feasible whenever a feasible plan exists
+        if not optimum.feasible:
+            continue
+        teacher = cost_of(placement, schedules[i])
+        assert optimum.cost * (1 - 1e-5) <= teacher <= one.cost * (1 + 1e-5)
+        compared += 1
+        optimal += teacher <= optimum.cost * (1 + 1e-5)
+        assert all(0 <= t < int(placement.type_mask.sum()) for t in schedules[i][:n])
+    assert compared >= 5 and optimal >= compared - 1, (optimal, compared)
+
+
+def cost_of(placement, schedule) -> float:
+    """$ of one schedule under the exact model (the scoring every search uses)."""
+    scored = score(segment_table(placement), placement, np.asarray(schedule)[None])
+    assert int(scored.rank[0]) == RANK_FEASIBLE
+    return float(scored.primary[0])
+
+
+def test_imitation_loss_is_the_mean_cross_entropy_of_the_teachers_types():
+    demos = make_demonstrations(jax.random.PRNGKey(5), 6, SMALL, SMALL.max_layers)
+    policy = PolicyFunctions(PolicySpec(hidden=16))
+    params = policy.init(jax.random.PRNGKey(1))
+    loss, agreement = imitation_loss(params, policy, demos)
+    terms, agree = [], []
+    for i in range(6):
+        obs = jax.tree.map(lambda x: x[i], demos.obs)
+        actions = np.asarray(demos.actions[i])
+        logits = np.asarray(policy.evaluate_actions(params, obs, demos.actions[i])[0], np.float64)
+        top = logits.max(-1, keepdims=True)
+        log_p = logits - top - np.log(np.sum(np.exp(logits - top), -1, keepdims=True))
+        for step in np.flatnonzero(np.asarray(demos.valid[i])):
+            terms.append(-log_p[step, actions[step]])
+            agree.append(np.argmax(logits[step]) == actions[step])
+    assert len(terms) > 0
+    np.testing.assert_allclose(float(loss), np.mean(terms), rtol=1e-5)
+    np.testing.assert_allclose(float(agreement), np.mean(agree), rtol=1e-6)
+
+
+def test_training_with_demonstrations_learns_the_teachers_plans():
+    pool = generate_instances(jax.random.PRNGKey(6), 64, SMALL)
+    config = TrainConfig(split=SMALL, policy=PolicySpec(hidden=16), num_envs=64, samples_per_instance=4,
+                         updates_per_chunk=10, num_chunks=4, demonstrations=64, demo_batch=32, imitation_coef=5.0,
+                         learning_rate=3e-3, seed=2)  # fmt: skip
+    _, history = run_training(config, instances=pool, devices=jax.devices()[:1])
+    first, last = history[0], history[-1]
+    print(first["imitation"], last["imitation"], first["agreement"], last["agreement"])
+    assert last["imitation"] < 0.6 * first["imitation"], (first, last)
+    assert last["agreement"] > first["agreement"] + 0.05, (first, last)
+
+
+def test_demonstrations_are_for_reinforce_only():
+    with pytest.raises(ConfigError, match="demonstrations"):
+        TrainConfig(algorithm="ppo", demonstrations=16)
