@@ -40,8 +40,9 @@ STEPS = ("train", "compare", "plan and execute")
 class QuickstartConfig:
     """out: run folder; workloads: compared on `catalog` at their default jobs; unseen: planned
     from the reloaded checkpoint and executed (a workload with a Flax model); train_chunks of
-    10 updates of num_envs environments, stopped early after train_minutes; plans: samples per
-    planning call."""
+    10 updates of num_envs environments, stopped early after train_minutes, imitating
+    `demonstrations` teacher-labelled instances (fewer than the default recipe's, as labelling
+    counts in the time); plans: samples per planning call."""
 
     out: str = "runs/quickstart"
     catalog: str = "cloud-2024"
@@ -50,6 +51,7 @@ class QuickstartConfig:
     train_chunks: int = 14
     num_envs: int = 4096
     train_minutes: float = 2.5
+    demonstrations: int = 1024
     plans: int = 64
     execute_steps: int = 5
     seed: int = 0
@@ -62,7 +64,7 @@ def train_policy(config: QuickstartConfig, on_chunk=None):
     from hps.agents.train import default_placement_config
 
     train = dataclasses.replace(default_placement_config(), num_chunks=config.train_chunks, num_envs=config.num_envs,
-                                seed=config.seed)  # fmt: skip
+                                demonstrations=config.demonstrations, seed=config.seed)  # fmt: skip
     _, records = train_session(train, Path(config.out) / "policy", minutes=config.train_minutes,
                                devices=jax.devices()[:1], on_chunk=on_chunk)  # fmt: skip
     return records

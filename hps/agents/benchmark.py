@@ -54,7 +54,8 @@ def bench_setup(config: TrainConfig | None, num_envs: int, layers: int, types: i
     generator once."""
     split = InstanceSplit("bench", layers, layers, types, types, salt=99)
     config = config or default_placement_config()
-    config = dataclasses.replace(config, split=split, num_envs=num_envs, updates_per_chunk=updates_per_chunk)
+    config = dataclasses.replace(config, split=split, num_envs=num_envs, updates_per_chunk=updates_per_chunk,
+                                 demonstrations=min(config.demonstrations, config.demo_batch))  # same update, less labelling
     keys = jax.random.split(jax.random.PRNGKey(0), -(-num_envs // GENERATE_BLOCK))
     blocks = [generate_instances(key, GENERATE_BLOCK, split) for key in keys]
     instances = jax.tree.map(lambda *parts: jnp.concatenate(parts)[:num_envs], *blocks)

@@ -23,7 +23,7 @@ from hps.agents.rollout import rollout
 from hps.envs.generators import HELDOUT, HELDOUT_LARGE, InstanceSplit, generate_instances
 from hps.envs.placement import PlacementEnv
 from hps.search import exhaustive, genetic, gradient, single
-from hps.search.refine import refine
+from hps.search.refine import climb_from_single, refine
 from hps.search.scoring import RANK_FEASIBLE, batch_best, score
 from hps.placement.model import segment_table
 
@@ -42,7 +42,9 @@ class Comparison:
     the policy's best samples; within_3_percent: instances where that best sample is within 3 %
     of optimum. refined_*: the best sample polished by stage moves (`hps.search.refine`), which
     scored refine_evaluations more plans per instance on average; genetic_refined_ratio: the GA
-    given the same total evaluations as the policy and its refinement on each instance."""
+    given the same total evaluations as the policy and its refinement on each instance.
+    climb_*: the training teacher alone (stage moves from the best single-type plan,
+    `hps.search.refine.climb_from_single`), which scored climb_evaluations plans on average."""
 
     instances: int
     with_feasible: int
@@ -64,6 +66,9 @@ class Comparison:
     refined_within_3_percent: int
     refine_evaluations: float
     genetic_refined_ratio: float
+    climb_feasible: int
+    climb_ratio: float
+    climb_evaluations: float
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -104,6 +109,13 @@ def _best_and_greedy(params, schedules):
             refined.primary, refined.rank == RANK_FEASIBLE, evaluations)  # fmt: skip
 
 
+@jax.jit
+def _climb(params):
+    """(cost, feasible, evaluations) of the teacher's plan."""
+    best, evaluations = climb_from_single(params)
+    return best.primary, best.rank == RANK_FEASIBLE, evaluations
+
+
 EQUAL_POPULATION = 32  # the GA's population when it gets as few evaluations as the policy
 
 
@@ -135,7 +147,8 @@ def compare_with_optimum(policy, params, *, count: int = 50, samples: int = 64,
     """Evaluate the policy against exhaustive search and the GA on `count` instances of `split`."""
     pool = generate_instances(jax.random.PRNGKey(seed), count, split)
     names = ("optimum", "has", "best", "best_ok", "greedy", "greedy_ok", "refined", "refined_ok", "refine_evals",
-             "ga", "ga_ok", "gradient", "gradient_ok", "ga_refined", "ga_refined_ok")  # fmt: skip
+             "ga", "ga_ok", "gradient", "gradient_ok", "ga_refined", "ga_refined_ok", "climb", "climb_ok",
+             "climb_evals")  # fmt: skip
     rows = {name: [] for name in names}
     for i in range(count):
         instance = jax.tree.map(lambda x: x[i], pool)
@@ -147,12 +160,13 @@ def compare_with_optimum(policy, params, *, count: int = 50, samples: int = 64,
         descent = gradient(placement, key=key, budget=samples + 1)
         ga_refined = genetic_at(placement, key, samples + 1 + int(policy_figures[-1]))
         values = (optimum.cost, optimum.feasible, *policy_figures, ga.cost, ga.feasible, descent.cost, descent.feasible,
-                  ga_refined.cost, ga_refined.feasible)  # fmt: skip
+                  ga_refined.cost, ga_refined.feasible, *jax.device_get(_climb(placement)))  # fmt: skip
         for name, value in zip(names, values):
             rows[name].append(value)
     has = np.asarray(rows["has"], bool)
-    found, greedy_found, ga_found, gradient_found, refined_found, ga_refined_found = (
-        has & np.asarray(rows[f"{name}_ok"], bool) for name in ("best", "greedy", "ga", "gradient", "refined", "ga_refined"))
+    found, greedy_found, ga_found, gradient_found, refined_found, ga_refined_found, climb_found = (
+        has & np.asarray(rows[f"{name}_ok"], bool)
+        for name in ("best", "greedy", "ga", "gradient", "refined", "ga_refined", "climb"))
     sampled_ratio, ratios = _mean_ratio(rows["best"], rows["optimum"], found)
     refined_ratio, refined = _mean_ratio(rows["refined"], rows["optimum"], refined_found)
     return Comparison(
@@ -176,6 +190,9 @@ def compare_with_optimum(policy, params, *, count: int = 50, samples: int = 64,
         refined_within_3_percent=int(np.sum(refined <= 1.03)),
         refine_evaluations=float(np.mean(rows["refine_evals"])),
         genetic_refined_ratio=_mean_ratio(rows["ga_refined"], rows["optimum"], ga_refined_found)[0],
+        climb_feasible=int(climb_found.sum()),
+        climb_ratio=_mean_ratio(rows["climb"], rows["optimum"], climb_found)[0],
+        climb_evaluations=float(np.mean(rows["climb_evals"])),
     )
 
 
@@ -184,10 +201,10 @@ def compare_on_large(policy, params, *, count: int = 20, samples: int = 64, spli
     """Held-out 24–32-layer instances (too large to enumerate): the policy's best of samples + 1
     against the genetic algorithm (at `genetic_budget` evaluations, default its own 51,200, and
     at the policy's samples + 1), the policy's best refined by stage moves (which scores more
-    plans), and the best single-type plan. Returns mean cost / best
+    plans), the training teacher alone ("climb") and the best single-type plan. Returns mean cost / best
     single-type cost for each, over instances where both are feasible, and feasible counts."""
     pool = generate_instances(jax.random.PRNGKey(seed), count, split)
-    names = ("policy", "policy_refined", "genetic", "genetic_equal", "single")
+    names = ("policy", "policy_refined", "genetic", "genetic_equal", "single", "climb")
     costs = {name: [] for name in names}
     for i in range(count):
         instance = jax.tree.map(lambda x: x[i], pool)
@@ -196,8 +213,10 @@ def compare_on_large(policy, params, *, count: int = 20, samples: int = 64, spli
         ga = genetic(placement, key=jax.random.PRNGKey(i), budget=genetic_budget)
         ga_equal = genetic_at(placement, jax.random.PRNGKey(i), samples + 1)
         one = single(placement)
+        climb, climb_ok, _ = _climb(placement)
         for name, (cost, ok) in zip(names, ((best, best_ok), (refined, refined_ok), (ga.cost, ga.feasible),
-                                            (ga_equal.cost, ga_equal.feasible), (one.cost, one.feasible))):  # fmt: skip
+                                            (ga_equal.cost, ga_equal.feasible), (one.cost, one.feasible),
+                                            (climb, climb_ok))):  # fmt: skip
             costs[name].append(float(cost) if ok else float("inf"))
     table = {name: np.asarray(values) for name, values in costs.items()}
     base = table["single"]

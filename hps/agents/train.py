@@ -148,10 +148,14 @@ UNBOUNDED_CHUNKS = 1_000_000
 def default_placement_config() -> TrainConfig:
     """The recipe `hps train` uses for the general placement policy: a hidden width of 32
     (about 3x the training throughput of 64 on CPU), 16 samples of each instance per update
-    with per-instance normalised advantages, and the risk-seeking objective (only each
-    instance's best quarter of samples learn), which targets best-of-K planning: the policy is
-    used by sampling 64 plans and keeping the best."""
-    return TrainConfig(policy=PolicySpec(hidden=32), samples_per_instance=16, top_fraction=0.25, entropy_coef=0.02)
+    with per-instance normalised advantages, the risk-seeking objective (only each instance's
+    best quarter of samples learn), which targets best-of-K planning (the policy is used by
+    sampling 64 plans and keeping the best), and imitation of the search teacher on 4,096
+    labelled instances (about 40 s of labelling on 2 cores), weighted 5 against the policy
+    gradient. On 50 held-out small instances, 10 minutes of it: best of 64 1.010-1.014 x the
+    optimum and greedy 1.074-1.092, against 1.21 and 1.38 without imitation."""
+    return TrainConfig(policy=PolicySpec(hidden=32), samples_per_instance=16, top_fraction=0.25, entropy_coef=0.01,
+                       demonstrations=4096, imitation_coef=5.0)  # fmt: skip
 
 
 @struct.dataclass
