@@ -75,8 +75,8 @@ def compare_zoo_workload(policy, params, catalog: Catalog, workload_name: str, *
     """Every search method, each single-type plan and the policy on one zoo workload at its
     default job (`hps.experiments.placement.compare_on_instance`)."""
     workload = build_workload(workload_name)
-    compared = compare_on_instance(policy, params, workload, catalog, default_job(workload), plans=plans, seed=seed,
-                                   pad_layers=pad_layers)  # fmt: skip
+    compared = compare_on_instance({"policy": (policy, params)}, workload, catalog, default_job(workload), plans=plans,
+                                   seed=seed, pad_layers=pad_layers)  # fmt: skip
     return {"workload": workload_name, **compared}
 
 

@@ -25,7 +25,9 @@ from hps.envs.placement import PlacementEnv, PlacementObs
 from hps.search.refine import climb_from_single
 from hps.search.scoring import RANK_FEASIBLE
 
-LABEL_BATCH = 32  # instances whose segment tables are built at once (~16 MB each while built)
+LABEL_BLOCK = 32
+"""Instances the teacher labels per call: one compiled program (about 40 s to compile on 2 cores,
+then cached) serves every pool size, and memory stays bounded (~16 MB per segment table)."""
 
 
 @struct.dataclass
@@ -40,17 +42,33 @@ class Demonstrations:
 
 
 def teacher_plans(instances: PlacementInstance):
-    """(schedules (D, L_MAX) int32, feasible (D,) bool) of the teacher on a batch of instances."""
-    best, _ = jax.lax.map(climb_from_single, instances.placement, batch_size=LABEL_BATCH)
+    """(schedules (D, L_MAX) int32, feasible (D,) bool) of the teacher on a batch of D instances,
+    labelled LABEL_BLOCK at a time (the last block padded with copies of the first instance)."""
+    count = jax.tree.leaves(instances)[0].shape[0]
+    padded = -(-count // LABEL_BLOCK) * LABEL_BLOCK
+    index = jnp.concatenate([jnp.arange(count), jnp.zeros((padded - count,), jnp.int32)])
+    blocks = [_label_block(jax.tree.map(lambda x: x[index[start:start + LABEL_BLOCK]], instances.placement))
+              for start in range(0, padded, LABEL_BLOCK)]  # fmt: skip
+    schedules, feasible = (jnp.concatenate(parts)[:count] for parts in zip(*blocks))
+    return schedules, feasible
+
+
+@jax.jit
+def _label_block(placements):
+    best, _ = jax.vmap(climb_from_single)(placements)
     return best.schedule, best.rank == RANK_FEASIBLE
 
 
-@partial(jax.jit, static_argnames=("count", "split", "num_steps"))
 def make_demonstrations(key, count: int, split: InstanceSplit, num_steps: int) -> Demonstrations:
     """`count` fresh instances of `split` labelled by the teacher, truncated to `num_steps`
     layers (the decisions a rollout makes)."""
     instances = generate_instances(key, count, split)
     schedules, feasible = teacher_plans(instances)
+    return _demonstrations(instances, schedules, feasible, num_steps)
+
+
+@partial(jax.jit, static_argnames=("num_steps",))
+def _demonstrations(instances, schedules, feasible, num_steps: int) -> Demonstrations:
     obs, _ = jax.vmap(PlacementEnv().reset, in_axes=(None, 0))(None, instances)
     obs = truncate_obs(obs, num_steps)
     return Demonstrations(obs=obs, actions=schedules[:, :num_steps], valid=obs.layer_mask & feasible[:, None])

@@ -1,7 +1,8 @@
 """Generalization: one placement policy, trained once on generated instances and reloaded from
 its checkpoint, plans zoo workloads on shipped catalogues it never saw, against per-instance
-search (greedy, the genetic algorithm, exhaustive search where it fits) in cost and in planning
-time. One item per workload × catalogue (plus the training item when `policy_dir` is empty)."""
+search (greedy, the genetic algorithm, the gradient search, exhaustive search where it fits) in
+cost and in planning time; a PPO-trained policy beside it. One item per workload × catalogue,
+after the training items (which train a policy only when its folder holds none)."""
 
 from __future__ import annotations
 
@@ -11,34 +12,32 @@ import numpy as np
 
 from hps.config.loaders import load_catalog
 from hps.config.paths import resolve_topology
-from hps.experiments.base import ExperimentConfig, Summary, register_kind
+from hps.experiments.base import Summary, register_kind
 from hps.experiments.figures import save_grouped_bars
-from hps.experiments.heterps_zoo import TRAIN_ITEM
 from hps.experiments.placement import (
-    DEFAULT_POLICY_DIR,
+    PolicyComparisonConfig,
     compare_on_instance,
     deepest,
     default_job,
-    ensure_policy,
-    load_placement_policy,
+    load_policies,
+    pop_training,
+    run_training_item,
+    training_items,
 )
 from hps.workloads import build_workload
 
-METHODS = ("greedy", "genetic", "exhaustive")
+METHODS = ("greedy", "genetic", "gradient", "exhaustive")
 
 
 @dataclass(frozen=True, kw_only=True)
-class GeneralizationConfig(ExperimentConfig):
+class GeneralizationConfig(PolicyComparisonConfig):
     """workloads × catalogs (zoo names × shipped names or files), each at the workload's default
-    job; the policy in policy_dir (trained there for train_minutes when it holds none)."""
+    job; the policies as `PolicyComparisonConfig` says."""
 
     name: str = "generalization"
     workloads: tuple[str, ...] = ("ctr-dnn", "deepfm", "dlrm", "matchnet", "resnet50", "bert-base",
                                   "transformer", "dlrm-small", "transformer-small")  # fmt: skip
     catalogs: tuple[str, ...] = ("cloud-2024", "small")
-    policy_dir: str = DEFAULT_POLICY_DIR
-    train_minutes: float = 10.0
-    plans: int = 64
 
 
 def items(config: GeneralizationConfig):
@@ -47,17 +46,16 @@ def items(config: GeneralizationConfig):
     for catalog in config.catalogs:
         resolve_topology(catalog, "catalogs", "catalogs")
     pairs = [(f"{w}_on_{c}", (w, c)) for c in config.catalogs for w in config.workloads]
-    return [(TRAIN_ITEM, None), *pairs]
+    return [*training_items(config), *pairs]
 
 
 def run_item(config: GeneralizationConfig, params) -> dict:
-    if params is None:
-        return ensure_policy(config.policy_dir, config.train_minutes, config.seed)
+    if isinstance(params, str):
+        return run_training_item(config, params)
     name, catalog_name = params
-    policy, weights, _ = load_placement_policy(config.policy_dir)
     catalog = load_catalog(resolve_topology(catalog_name, "catalogs", "catalogs"))
     workload = build_workload(name)
-    compared = compare_on_instance(policy, weights, workload, catalog, default_job(workload), plans=config.plans,
+    compared = compare_on_instance(load_policies(config), workload, catalog, default_job(workload), plans=config.plans,
                                    seed=config.seed, methods=METHODS, pad_layers=deepest(config.workloads))  # fmt: skip
     for key in [k for k in compared["methods"] if k.startswith("only:")]:
         del compared["methods"][key]
@@ -65,8 +63,8 @@ def run_item(config: GeneralizationConfig, params) -> dict:
 
 
 def summarize(config: GeneralizationConfig, results: dict[str, dict]) -> Summary:
-    training = results.pop(TRAIN_ITEM)
-    shown = ["policy", "policy_refined", *METHODS]
+    training = pop_training(results)
+    shown = ["policy", "policy_refined", *(["ppo", "ppo_refined"] if training["ppo"] else []), *METHODS]
     rows, ratio, seconds = [], {m: [] for m in shown}, {m: [] for m in shown}
     for key, r in results.items():
         methods = r["methods"]
@@ -84,7 +82,9 @@ def summarize(config: GeneralizationConfig, results: dict[str, dict]) -> Summary
                  f"{median_seconds['policy'] * 1e3:.1f} (median)", f"{median_seconds['genetic'] * 1e3:.0f} (median)"])  # fmt: skip
     document = {"training": training, "instances": results, "mean_ratio": mean_ratio, "median_seconds": median_seconds,
                 "feasible": {m: len(v) for m, v in ratio.items()}}  # fmt: skip
-    text = (f"One policy (from {config.policy_dir}, step {training['step']}), reloaded from its checkpoint, on "
+    ppo = f" and a PPO-trained one (from {config.ppo_dir}, step {training['ppo']['step']})" if training["ppo"] else ""
+    step = training["policy"]["step"]
+    text = (f"One policy (from {config.policy_dir}, step {step}){ppo}, reloaded from its checkpoint, on "
             f"{len(results)} workload × catalogue pairs it never trained on. Ratio = cost / best plan found (the "
             "optimum where exhaustive ran); times are wall seconds per instance, compile excluded. The policy's "
             f"median planning time is {median_seconds['policy'] * 1e3:.1f} ms against "

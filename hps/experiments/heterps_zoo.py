@@ -17,35 +17,33 @@ import numpy as np
 from hps.config.loaders import load_catalog
 from hps.config.paths import resolve_topology
 from hps.errors import ConfigError
-from hps.experiments.base import ExperimentConfig, Summary, register_kind
+from hps.experiments.base import Summary, register_kind
 from hps.experiments.placement import (
-    DEFAULT_POLICY_DIR,
+    PolicyComparisonConfig,
     compare_on_instance,
     deepest,
     default_job,
-    ensure_policy,
-    load_placement_policy,
+    load_policies,
+    pop_training,
+    run_training_item,
+    training_items,
 )
 from hps.report.figures import plt, save_figure
 from hps.workloads import build_workload
 
-TRAIN_ITEM = "train-policy"
-SHOWN = ("policy", "policy_refined", "exhaustive", "genetic", "gradient", "random", "greedy", "single")
+SHOWN = ("policy", "policy_refined", "ppo", "ppo_refined", "exhaustive", "genetic", "gradient", "random", "greedy",
+         "single")  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)
-class HeterpsZooConfig(ExperimentConfig):
+class HeterpsZooConfig(PolicyComparisonConfig):
     """workloads: zoo names; catalog: shipped name or file; floor_scales: multiples of each
-    workload's default floor; policy_dir: a placement policy run folder (trained there for
-    train_minutes first if it holds no checkpoint); plans: policy samples per instance."""
+    workload's default floor; the policies as `PolicyComparisonConfig` says."""
 
     name: str = "heterps_zoo"
     workloads: tuple[str, ...] = ("ctr-dnn", "wide-deep", "deepfm", "dlrm", "matchnet", "word2vec-nce")
     catalog: str = "cloud-2024"
     floor_scales: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0, 8.0)
-    policy_dir: str = DEFAULT_POLICY_DIR
-    train_minutes: float = 10.0
-    plans: int = 64
 
 
 def items(config: HeterpsZooConfig):
@@ -53,20 +51,19 @@ def items(config: HeterpsZooConfig):
         build_workload(name)  # ConfigError on an unknown name, before any file is written
     if not config.floor_scales or min(config.floor_scales) <= 0:
         raise ConfigError("config()", "floor_scales", "must be positive numbers")
-    units = [(TRAIN_ITEM, None)]
+    units = training_items(config)
     units += [(f"{w}_x{s:g}", (w, s)) for w in config.workloads for s in sorted(config.floor_scales)]
     return units
 
 
 def run_item(config: HeterpsZooConfig, params) -> dict:
-    if params is None:
-        return ensure_policy(config.policy_dir, config.train_minutes, config.seed)
+    if isinstance(params, str):
+        return run_training_item(config, params)
     name, scale = params
-    policy, weights, _ = load_placement_policy(config.policy_dir)
     catalog = load_catalog(resolve_topology(config.catalog, "catalogs", "catalog"))
     workload = build_workload(name)
     job = default_job(workload, scale)
-    compared = compare_on_instance(policy, weights, workload, catalog, job, plans=config.plans, seed=config.seed,
+    compared = compare_on_instance(load_policies(config), workload, catalog, job, plans=config.plans, seed=config.seed,
                                    pad_layers=deepest(config.workloads))  # fmt: skip
     return {"workload": name, "floor_scale": scale, "floor": job.throughput, "catalog": catalog.name,
             "cpu_types": [r.name for r in catalog.resources if r.kind == "cpu"],
@@ -98,7 +95,7 @@ def headline_ratios(rows: list[dict]) -> dict:
 
 
 def summarize(config: HeterpsZooConfig, results: dict[str, dict]) -> Summary:
-    training = results.pop(TRAIN_ITEM)
+    training = pop_training(results)
     by_workload = {w: [r for r in results.values() if r["workload"] == w] for w in config.workloads}
     for rows in by_workload.values():
         rows.sort(key=lambda r: r["floor"])
@@ -116,8 +113,10 @@ def summarize(config: HeterpsZooConfig, results: dict[str, dict]) -> Summary:
                 "policy_vs_optimum": {"instances": len(policy_within), "mean": _mean(policy_within),
                                       "within_3_percent": int(sum(x <= 1.03 for x in policy_within))}}  # fmt: skip
     lines = [f"Catalogue {config.catalog}; floors {', '.join(f'{s:g}x' for s in config.floor_scales)} of each "
-             f"workload's default; policy from {config.policy_dir} (step {training['step']}), best of {config.plans} "
-             "plans + greedy. Ratio = cost / best plan found (the optimum where exhaustive ran).", "",
+             f"workload's default; policy from {config.policy_dir} (step {training['policy']['step']})"
+             + (f", PPO policy from {config.ppo_dir} (step {training['ppo']['step']})" if training["ppo"] else "")
+             + f"; each the best of {config.plans} plans + greedy. Ratio = cost / best plan found (the optimum "
+             "where exhaustive ran).", "",
              "| workload | GPU-only cost / best (same floor) | throughput at the CPU-only budget / CPU-only's |",
              "|---|---|---|"]  # fmt: skip
     lines += [f"| {w} | {_fmt(v['gpu_only_cost_ratio'], '{:.2f}x')} | {_fmt(v['throughput_at_cpu_budget_ratio'], '{:.2f}x')} |"

@@ -1,20 +1,23 @@
-"""What the placement experiments share: the trained policy they use, and one instance's
-comparison of every search method, each single-type plan and the policy.
+"""What the placement experiments share: the trained policies they use, and one instance's
+comparison of every search method, each single-type plan and the policies.
 
-The policy comes from a checkpoint (a `hps train` run folder); when the folder holds none, the
-experiment trains one there first with the default recipe (`ensure_policy`), resumable like any
-`hps train` run, so an experiment is one command on a fresh machine.
+The policies come from checkpoints (`hps train` run folders): the default recipe's (REINFORCE
+with imitation, in policy_dir) and a PPO-trained one (in ppo_dir, unless that is empty). When a
+folder holds none, the experiment trains it there first (`ensure_policy`, its own item),
+resumable like any `hps train` run, so an experiment is one command on a fresh machine.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from pathlib import Path
 
 import jax
 
 from hps.config.types import Catalog, Job, Workload
 from hps.errors import SearchSpaceTooLarge
+from hps.experiments.base import ExperimentConfig
 from hps.placement import build_params
 from hps.report.placement import schedule_report
 from hps.search import METHODS, run_search
@@ -22,6 +25,44 @@ from hps.workloads import build_workload
 
 DEFAULT_POLICY_DIR = "runs/placement-policy"
 """Where `hps train` (no experiment) writes the default general placement policy."""
+DEFAULT_PPO_DIR = "runs/placement-ppo"
+TRAIN_ITEM, TRAIN_PPO_ITEM = "train-policy", "train-ppo-policy"
+
+
+@dataclass(frozen=True, kw_only=True)
+class PolicyComparisonConfig(ExperimentConfig):
+    """The policies a placement experiment compares: the default recipe's in policy_dir
+    (trained there for train_minutes when it holds none) and a PPO-trained one in ppo_dir
+    (ppo_minutes; "" leaves PPO out); plans: samples per planning call."""
+
+    policy_dir: str = DEFAULT_POLICY_DIR
+    train_minutes: float = 10.0
+    ppo_dir: str = DEFAULT_PPO_DIR
+    ppo_minutes: float = 5.0
+    plans: int = 64
+
+
+def training_items(config: PolicyComparisonConfig) -> list[tuple[str, str]]:
+    """The experiment's first items: train (or find) each policy."""
+    return [(TRAIN_ITEM, "reinforce"), *([(TRAIN_PPO_ITEM, "ppo")] if config.ppo_dir else [])]
+
+
+def run_training_item(config: PolicyComparisonConfig, algorithm: str) -> dict:
+    """A training item: the default recipe's policy, or the PPO one."""
+    if algorithm == "ppo":
+        return ensure_policy(config.ppo_dir, config.ppo_minutes, config.seed, algorithm="ppo")
+    return ensure_policy(config.policy_dir, config.train_minutes, config.seed)
+
+
+def pop_training(results: dict) -> dict:
+    """{"policy": …, "ppo": … or None}: the training items' results, taken out of `results`."""
+    return {"policy": results.pop(TRAIN_ITEM), "ppo": results.pop(TRAIN_PPO_ITEM, None)}
+
+
+def load_policies(config: PolicyComparisonConfig) -> dict:
+    """{"policy": (functions, params), "ppo": …}: the trained policies, as compare_on_instance takes them."""
+    folders = {"policy": config.policy_dir, "ppo": config.ppo_dir}
+    return {name: load_placement_policy(folder)[:2] for name, folder in folders.items() if folder}
 
 
 def ensure_trained(policy_dir: str, train_config, minutes: float) -> dict:
@@ -41,11 +82,14 @@ def ensure_trained(policy_dir: str, train_config, minutes: float) -> dict:
     return {"trained_now": True, "step": int(jax.device_get(state.step))}
 
 
-def ensure_policy(policy_dir: str, train_minutes: float, seed: int = 0) -> dict:
-    """The default placement policy in policy_dir, trained there first if it holds none."""
+def ensure_policy(policy_dir: str, train_minutes: float, seed: int = 0, algorithm: str = "reinforce") -> dict:
+    """The default placement policy in policy_dir, trained there first if it holds none;
+    algorithm "ppo": the same recipe trained by PPO (without imitation, which is REINFORCE's)."""
     from hps.agents.train import UNBOUNDED_CHUNKS, default_placement_config
 
     config = dataclasses.replace(default_placement_config(), num_chunks=UNBOUNDED_CHUNKS, seed=seed)
+    if algorithm == "ppo":
+        config = dataclasses.replace(config, algorithm="ppo", demonstrations=0)
     return ensure_trained(policy_dir, config, train_minutes)
 
 
@@ -56,15 +100,17 @@ def load_placement_policy(policy_dir: str):
     return load_policy(checkpoint_folder(policy_dir), kind="placement")
 
 
-def compare_on_instance(policy, params, workload: Workload, catalog: Catalog, job: Job, *, plans: int = 64,
+def compare_on_instance(policies: dict, workload: Workload, catalog: Catalog, job: Job, *, plans: int = 64,
                         seed: int = 0, methods=tuple(METHODS), pad_layers: int | None = None) -> dict:  # fmt: skip
     """Every search method (skipping exhaustive where the space is too large), every single-type
-    plan ("only:TYPE") and the policy (best of `plans` samples + greedy; "policy"; then refined by
-    stage moves, "policy_refined") on one
+    plan ("only:TYPE") and each policy of `policies` ({name: (functions, params)}; its best of
+    `plans` samples + greedy as "NAME", then refined by stage moves as "NAME_refined") on one
     instance. Per entry: cost ($, None if infeasible), dollars_per_hour, throughput, evaluations,
     seconds (search wall time, compile excluded; the policy's plan_seconds), and ratio = cost /
     the best cost found (the optimum when exhaustive ran). pad_layers: pad the instance to this
     many layers (masked), so instances of different depths share the searches' compiles."""
+    from hps.agents.planner import plan
+
     exact = build_params(workload, catalog, job, max_layers=pad_layers or len(workload.layers))
     rows = {}
     for method in methods:
@@ -75,14 +121,12 @@ def compare_on_instance(policy, params, workload: Workload, catalog: Catalog, jo
         rows[method] = _row(workload, catalog, job, list(result.schedule), result.evaluations, result.wall_seconds)
     for t, name in enumerate(catalog.names):
         rows[f"only:{name}"] = _row(workload, catalog, job, [t] * len(workload.layers), 1, 0.0)
-    if policy is not None:
-        from hps.agents.planner import plan
-
+    for name, (policy, params) in policies.items():
         planned = plan(policy, params, workload, catalog, job, samples=plans, seed=seed, polish=True)
-        rows["policy"] = _row(workload, catalog, job, planned.sampled_schedule, planned.candidates,
-                              planned.plan_seconds - planned.refine_seconds)  # fmt: skip
-        rows["policy_refined"] = _row(workload, catalog, job, planned.schedule,
-                                      planned.candidates + planned.refine_evaluations, planned.plan_seconds)  # fmt: skip
+        rows[name] = _row(workload, catalog, job, planned.sampled_schedule, planned.candidates,
+                          planned.plan_seconds - planned.refine_seconds)  # fmt: skip
+        rows[f"{name}_refined"] = _row(workload, catalog, job, planned.schedule,
+                                       planned.candidates + planned.refine_evaluations, planned.plan_seconds)  # fmt: skip
     costs = [r["cost"] for r in rows.values() if r["cost"] is not None]
     best = min(costs) if costs else None
     for row in rows.values():
