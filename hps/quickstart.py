@@ -41,8 +41,8 @@ class QuickstartConfig:
     """out: run folder; workloads: compared on `catalog` at their default jobs; unseen: planned
     from the reloaded checkpoint and executed (a workload with a Flax model); train_chunks of
     10 updates of num_envs environments, stopped early after train_minutes, imitating
-    `demonstrations` teacher-labelled instances (fewer than the default recipe's, as labelling
-    counts in the time); plans: samples per planning call."""
+    `demonstrations` teacher-labelled instances, at most num_envs (fewer than the default
+    recipe's, as labelling counts in the time); plans: samples per planning call."""
 
     out: str = "runs/quickstart"
     catalog: str = "cloud-2024"
@@ -63,8 +63,9 @@ def train_policy(config: QuickstartConfig, on_chunk=None):
     from hps.agents.session import train_session
     from hps.agents.train import default_placement_config
 
+    demonstrations = min(config.demonstrations, config.num_envs)
     train = dataclasses.replace(default_placement_config(), num_chunks=config.train_chunks, num_envs=config.num_envs,
-                                demonstrations=config.demonstrations, seed=config.seed)  # fmt: skip
+                                demonstrations=demonstrations, seed=config.seed)  # fmt: skip
     _, records = train_session(train, Path(config.out) / "policy", minutes=config.train_minutes,
                                devices=jax.devices()[:1], on_chunk=on_chunk)  # fmt: skip
     return records

@@ -235,11 +235,10 @@ def make_train(config: TrainConfig, *, devices=None, instances=None):
         updates, opt_state = tx.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, optax.tree.norm(grads)
 
-    def reinforce_loss(params, trajectory, adv, demo_index):
+    def reinforce_loss(params, trajectory, adv, demo_batch):
         loss, aux = reinforce.reinforce_loss(params, policy, trajectory, adv, config.entropy_coef)
-        if demos is not None:
-            batch = shard_envs(jax.tree.map(lambda x: x[demo_index], demos), mesh)
-            imitation, agreement = imitation_loss(params, policy, batch)
+        if demo_batch is not None:
+            imitation, agreement = imitation_loss(params, policy, demo_batch)
             loss = loss + config.imitation_coef * imitation
             aux = {**aux, "imitation": imitation, "agreement": agreement}
         return loss, aux
@@ -249,9 +248,12 @@ def make_train(config: TrainConfig, *, devices=None, instances=None):
         first = state.step == 0
         adv = reinforce.advantages(returns, state.baseline, first, config.normalize_advantages,
                                    config.samples_per_instance, config.top_fraction)
-        demo_index = jax.random.randint(key, (config.demo_batch,), 0, max(config.demonstrations, 1))
+        demo_batch = None
+        if demos is not None:
+            index = jax.random.randint(key, (config.demo_batch,), 0, config.demonstrations)
+            demo_batch = shard_envs(jax.tree.map(lambda x: x[index], demos), mesh)
         grad_fn = jax.value_and_grad(reinforce_loss, has_aux=True)
-        (loss, aux), grads = grad_fn(state.params, trajectory, adv, demo_index)
+        (loss, aux), grads = grad_fn(state.params, trajectory, adv, demo_batch)
         params, opt_state, grad_norm = optimizer_step(state.params, state.opt_state, grads)
         baseline = reinforce.update_baseline(state.baseline, returns, first, config.baseline_decay)
         metrics = {"loss": loss, "grad_norm": grad_norm, "baseline": baseline, **aux}

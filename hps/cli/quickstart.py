@@ -33,9 +33,7 @@ def run(args) -> int:
 
     check_output_dir(args.out, "--out")
     workloads = tuple(w.strip() for w in args.workloads.split(",") if w.strip())
-    demonstrations = min(QuickstartConfig.demonstrations, args.envs)  # a small --envs run labels as few
-    config = QuickstartConfig(out=args.out, train_chunks=args.chunks, num_envs=args.envs, workloads=workloads,
-                              demonstrations=demonstrations)  # fmt: skip
+    config = QuickstartConfig(out=args.out, train_chunks=args.chunks, num_envs=args.envs, workloads=workloads)
     steps = tqdm(total=len(STEPS), desc="quickstart", unit="step", file=sys.stderr, disable=args.json, position=0)
     chunks = tqdm(total=config.train_chunks, desc="  train", unit="chunk", file=sys.stderr, disable=args.json,
                   position=1, leave=False)  # fmt: skip
