@@ -2,7 +2,7 @@
 
     python experiments/collective_policy.py [--chunks 18] [--envs 256] [--seed 0] [--out results/collective.json]
 
-Trains with REINFORCE (`hps.agents.collective_train`) for chunks × 10 updates (about two minutes
+Trains with REINFORCE (`hps.collective.agent.train`) for chunks × 10 updates (about two minutes
 on 2 CPU cores at the defaults), then reports the mean bandwidth utilization of the learned
 policy (greedy), Themis, the baseline order and the best fixed permutation, all with SCF, on 512
 held-out networks and on the topology suite (topologies/networks/, at 1 GiB in 64 chunks and at
@@ -17,16 +17,16 @@ import time
 
 import jax
 
-from hps.agents.collective_eval import evaluate_instances, evaluate_suite
-from hps.agents.collective_policy import CollectivePolicyFunctions, CollectivePolicySpec
-from hps.agents.collective_train import (
+from hps.collective.agent.evaluation import evaluate_instances, evaluate_suite
+from hps.collective.agent.policy import CollectivePolicyFunctions, CollectivePolicySpec
+from hps.collective.agent.train import (
     CollectiveTrainConfig,
     checkpoint_spec,
     init_collective_state,
     make_collective_train,
 )
+from hps.collective.env.generator import HELDOUT_NETWORKS, generate_collectives
 from hps.config.paths import TOPOLOGIES
-from hps.envs.network_gen import HELDOUT_NETWORKS, generate_collectives
 
 SUITE_SETTINGS = ((2.0**30, (64,)), (2.0**26, (16, 64)))
 
@@ -40,8 +40,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", help="write the figures as JSON")
     args = parser.parse_args()
-    config = CollectiveTrainConfig(policy=CollectivePolicySpec(hidden=args.hidden), num_envs=args.envs,
-                                   num_chunks=args.chunks, seed=args.seed)  # fmt: skip
+    config = CollectiveTrainConfig(
+        policy=CollectivePolicySpec(hidden=args.hidden), num_envs=args.envs, num_chunks=args.chunks, seed=args.seed
+    )
     devices = jax.devices()[:1]
     state = init_collective_state(config, devices=devices)
     started = time.perf_counter()

@@ -40,8 +40,23 @@ def cli_json(argv: list[str]) -> dict:
 
 def execute(workload: str, batch: int) -> dict:
     schedule = ",".join(["cpu", "cpu", "t4", "t4", "t4", "t4"])
-    return cli_json(["execute", "--workload", workload, "--batch", str(batch), "--schedule", schedule,
-                     "--devices", DEVICES, "--replicas", "4,4", "--chunks", "4"])  # fmt: skip
+    return cli_json(
+        [
+            "execute",
+            "--workload",
+            workload,
+            "--batch",
+            str(batch),
+            "--schedule",
+            schedule,
+            "--devices",
+            DEVICES,
+            "--replicas",
+            "4,4",
+            "--chunks",
+            "4",
+        ]
+    )
 
 
 def main_() -> None:
@@ -55,21 +70,46 @@ def main_() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for batch in (int(b) for b in args.batches.split(",")):
             table = str(Path(tmp) / f"{args.workload}-{batch}.toml")
-            cli_json(["profile", "--workload", args.workload, "--batch", str(batch), "--devices", DEVICES,
-                      "--repeats", "7", "--out", table])  # fmt: skip
+            cli_json(
+                [
+                    "profile",
+                    "--workload",
+                    args.workload,
+                    "--batch",
+                    str(batch),
+                    "--devices",
+                    DEVICES,
+                    "--repeats",
+                    "7",
+                    "--out",
+                    table,
+                ]
+            )
             for label, workload in (("roofline", args.workload), ("profiled", table)):
                 for run in range(args.runs):
                     report = execute(workload, batch)
                     errors = [s["error"] for s in report["stages"]]
-                    rows.append({"batch": batch, "table": label, "run": run, "errors": errors,
-                                 "measured_ms": [s["measured_time"] * 1e3 for s in report["stages"]],
-                                 "predicted_ms": [s["predicted_time"] * 1e3 for s in report["stages"]],
-                                 "measured_throughput": report["measured_throughput"],
-                                 "predicted_throughput": report["predicted_throughput"]})  # fmt: skip
-                    print(f"B={batch:6d} {label:8s} run {run}: " + "  ".join(
-                        f"{name} {m:7.2f} ms vs {p:9.3f} ms ({e:+.0%})"
-                        for name, m, p, e in zip(("cpu", "t4"), rows[-1]["measured_ms"], rows[-1]["predicted_ms"], errors)
-                    ))  # fmt: skip
+                    rows.append(
+                        {
+                            "batch": batch,
+                            "table": label,
+                            "run": run,
+                            "errors": errors,
+                            "measured_ms": [s["measured_time"] * 1e3 for s in report["stages"]],
+                            "predicted_ms": [s["predicted_time"] * 1e3 for s in report["stages"]],
+                            "measured_throughput": report["measured_throughput"],
+                            "predicted_throughput": report["predicted_throughput"],
+                        }
+                    )
+                    print(
+                        f"B={batch:6d} {label:8s} run {run}: "
+                        + "  ".join(
+                            f"{name} {m:7.2f} ms vs {p:9.3f} ms ({e:+.0%})"
+                            for name, m, p, e in zip(
+                                ("cpu", "t4"), rows[-1]["measured_ms"], rows[-1]["predicted_ms"], errors
+                            )
+                        )
+                    )
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(rows, indent=2) + "\n")
     print(f"wrote {args.out}")

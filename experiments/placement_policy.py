@@ -17,9 +17,8 @@ import argparse
 import json
 import time
 
-from hps.agents.checkpoint import load_policy
-from hps.agents.evaluation import compare_on_large, compare_with_optimum
-from hps.agents.checkpoint import checkpoint_folder
+from hps.placement.agent.evaluation import compare_on_large, compare_with_optimum
+from hps.rl.checkpoint import checkpoint_folder, load_policy
 
 
 def evaluate(folder: str, args) -> dict:

@@ -12,5 +12,6 @@ from hps.experiments.themis_allreduce import ThemisAllReduceConfig
 
 
 def config() -> ThemisAllReduceConfig:
-    return ThemisAllReduceConfig(name="themis_allreduce", size_bytes=2.0**30, chunks=64,
-                                 checkpoint="runs/collective-policy", train_minutes=2.0)
+    return ThemisAllReduceConfig(
+        name="themis_allreduce", size_bytes=2.0**30, chunks=64, checkpoint="runs/collective-policy", train_minutes=2.0
+    )

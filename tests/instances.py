@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import random
 
-from hps.config.types import ALGORITHMS, Catalog, Dimension, Job, Layer, Network, ResourceType, Workload
+from hps.config.types import (
+    ALGORITHMS,
+    Catalog,
+    Dimension,
+    Job,
+    Layer,
+    Network,
+    ResourceType,
+    Workload,
+)
 
 GiB = 2.0**30
 

@@ -9,11 +9,17 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from hps.agents.lstm import lstm_sequence, lstm_update
-from hps.agents.policy import MASKED_LOGIT, PolicyFunctions, PolicySpec
-from hps.agents.rollout import replay, rollout, truncate_obs
-from hps.agents.train import TrainConfig, TrainState, init_train_state, make_train, run_training
-from hps.envs import T_MAX, InstanceSplit, PlacementEnv, generate_instances
+from hps.placement.agent.lstm import lstm_sequence, lstm_update
+from hps.placement.agent.policy import MASKED_LOGIT, PolicyFunctions, PolicySpec
+from hps.placement.agent.rollout import replay, rollout, truncate_obs
+from hps.placement.agent.train import (
+    TrainConfig,
+    init_train_state,
+    make_train,
+    run_training,
+)
+from hps.placement.env import T_MAX, InstanceSplit, PlacementEnv, generate_instances
+from hps.rl.driver import TrainState
 
 ENV = PlacementEnv()
 SMALL = InstanceSplit("agents-small", 4, 8, 2, 4, salt=21)
@@ -33,12 +39,30 @@ def take(tree, index):
 def permute_types(instance, perm):
     """The same instance with its type slots reordered: new slot j holds old slot perm[j]."""
     p = instance.placement
-    per_type = {name: getattr(p, name)[perm] for name in (
-        "type_mask", "peak_flops", "efficiency_dense", "efficiency_sparse", "mem_bw", "io_bw", "nic_bw",
-        "memory", "price_per_hour", "max_units", "net_size", "net_bandwidth", "net_latency", "net_algorithm")}
+    per_type = {
+        name: getattr(p, name)[perm]
+        for name in (
+            "type_mask",
+            "peak_flops",
+            "efficiency_dense",
+            "efficiency_sparse",
+            "mem_bw",
+            "io_bw",
+            "nic_bw",
+            "memory",
+            "price_per_hour",
+            "max_units",
+            "net_size",
+            "net_bandwidth",
+            "net_latency",
+            "net_algorithm",
+        )
+    }
     per_type.update(measured_time=p.measured_time[:, perm], measured_mask=p.measured_mask[:, perm])
     return instance.replace(
-        placement=p.replace(**per_type), alpha=instance.alpha[perm], beta=instance.beta[perm],
+        placement=p.replace(**per_type),
+        alpha=instance.alpha[perm],
+        beta=instance.beta[perm],
         layer_time=instance.layer_time[:, perm],
     )
 
@@ -143,7 +167,9 @@ def test_lstm_sequence_equals_the_cell_run_step_by_step_and_its_gradient_equals_
 
 @pytest.mark.parametrize("algorithm, chunks, margin", [("reinforce", 8, 3.0), ("ppo", 4, 3.0)])
 def test_training_on_a_fixed_instance_distribution_lowers_the_cost(pool, algorithm, chunks, margin):
-    config = TrainConfig(algorithm=algorithm, split=SMALL, num_envs=128, updates_per_chunk=10, num_chunks=chunks, seed=1)
+    config = TrainConfig(
+        algorithm=algorithm, split=SMALL, num_envs=128, updates_per_chunk=10, num_chunks=chunks, seed=1
+    )
     policy = PolicyFunctions(config.policy)
     key = jax.random.PRNGKey(9)
     before = sampled_outcome(policy, init_train_state(config, devices=jax.devices()[:1]).params, pool, key)
@@ -159,8 +185,16 @@ def test_training_on_a_fixed_instance_distribution_lowers_the_cost(pool, algorit
 @pytest.mark.parametrize("algorithm", ["reinforce", "ppo"])
 def test_eight_devices_match_one_device(pool, algorithm):
     assert len(jax.devices()) == 8
-    config = TrainConfig(algorithm=algorithm, split=SMALL, num_envs=64, pool_size=64, updates_per_chunk=2,
-                         ppo_epochs=2, ppo_minibatches=2, seed=3)
+    config = TrainConfig(
+        algorithm=algorithm,
+        split=SMALL,
+        num_envs=64,
+        pool_size=64,
+        updates_per_chunk=2,
+        ppo_epochs=2,
+        ppo_minibatches=2,
+        seed=3,
+    )
     instances = None if algorithm == "reinforce" else take(pool, slice(0, 64))  # generated vs fixed pool
     results = []
     for devices in (jax.devices()[:1], jax.devices()):
@@ -179,8 +213,12 @@ def test_eight_devices_match_one_device(pool, algorithm):
 def test_train_state_is_a_plain_pytree_and_run_training_reports_every_chunk(pool):
     config = TrainConfig(split=SMALL, num_envs=32, updates_per_chunk=2, num_chunks=3)
     seen = []
-    state, history = run_training(config, instances=take(pool, slice(0, 32)), devices=jax.devices()[:1],
-                                  on_chunk=lambda i, s, m: seen.append((i, int(s.step), sorted(m))))
+    state, history = run_training(
+        config,
+        instances=take(pool, slice(0, 32)),
+        devices=jax.devices()[:1],
+        on_chunk=lambda i, s, m: seen.append((i, int(s.step), sorted(m))),
+    )
     assert isinstance(state, TrainState) and isinstance(state.params, dict)
     assert [s[:2] for s in seen] == [(0, 2), (1, 4), (2, 6)]
     assert {"reward", "cost_ratio", "feasible", "loss", "entropy"} <= set(seen[0][2])
@@ -190,7 +228,7 @@ def test_train_state_is_a_plain_pytree_and_run_training_reports_every_chunk(pool
 
 
 def test_group_advantages_are_leave_one_out_per_instance_and_risk_seeking_keeps_the_best():
-    from hps.agents.reinforce import advantages
+    from hps.rl.reinforce import advantages
 
     returns = jnp.asarray([-1.0, -2.0, -3.0, -6.0, -20.0, -20.0, -20.0, -20.0])  # 2 instances x 4 samples
     loo = np.asarray(advantages(returns, 0.0, True, False, samples_per_instance=4))
@@ -207,7 +245,7 @@ def test_group_advantages_are_leave_one_out_per_instance_and_risk_seeking_keeps_
 def test_comparison_with_the_optimum_never_beats_exhaustive_search():
     """The evaluation harness's figures are consistent: no plan beats the exhaustive optimum,
     the best of the samples (which include the greedy plan) is no worse than the greedy plan."""
-    from hps.agents.evaluation import compare_with_optimum
+    from hps.placement.agent.evaluation import compare_with_optimum
 
     policy = PolicyFunctions(PolicySpec(hidden=16))
     params = policy.init(jax.random.PRNGKey(5))

@@ -17,24 +17,25 @@ import jax
 import numpy as np
 import pytest
 
-from hps.agents import checkpoint
-from hps.agents.policy import PolicySpec
-from hps.agents.session import final_params, read_metrics, train_session
-from hps.agents.train import TrainConfig, run_training
 from hps.cli.main import main
-from hps.envs.generators import InstanceSplit
 from hps.errors import ConfigError
+from hps.placement.agent.policy import PolicySpec
+from hps.placement.agent.train import TrainConfig, run_training
+from hps.placement.env.generator import InstanceSplit
+from hps.rl import checkpoint
+from hps.rl.session import final_params, read_metrics, train_session
 
 REPO = Path(__file__).resolve().parents[1]
 TINY_SPLIT = InstanceSplit("ckpt-tiny", 4, 6, 2, 3, salt=31)
-TINY = TrainConfig(split=TINY_SPLIT, num_envs=64, updates_per_chunk=2, num_chunks=5, seed=7,
-                   policy=PolicySpec(hidden=16))  # fmt: skip
+TINY = TrainConfig(
+    split=TINY_SPLIT, num_envs=64, updates_per_chunk=2, num_chunks=5, seed=7, policy=PolicySpec(hidden=16)
+)
 KILL_AFTER_CHUNK = 1
 
-EXPERIMENT = f"""
-from hps.agents.policy import PolicySpec
-from hps.agents.train import TrainConfig
-from hps.envs.generators import InstanceSplit
+EXPERIMENT = """
+from hps.placement.agent.policy import PolicySpec
+from hps.placement.agent.train import TrainConfig
+from hps.placement.env.generator import InstanceSplit
 
 CONFIG = TrainConfig(split=InstanceSplit("ckpt-tiny", 4, 6, 2, 3, salt=31), num_envs=64, updates_per_chunk=2,
                      num_chunks=5, seed=7, policy=PolicySpec(hidden=16))
@@ -44,7 +45,7 @@ CONFIG = TrainConfig(split=InstanceSplit("ckpt-tiny", 4, 6, 2, 3, salt=31), num_
 KILLED_RUN = """
 import os, signal, sys
 import runpy
-from hps.agents.session import train_session
+from hps.rl.session import train_session
 config = runpy.run_path(sys.argv[1])["CONFIG"]
 def on_chunk(record):
     if record["chunk"] == int(sys.argv[3]):
@@ -130,8 +131,22 @@ def test_hps_train_resumes_and_hps_plan_plans_an_unseen_workload(tmp_path, exper
     assert_same_params(jax.tree.map(np.asarray, params), uninterrupted[1])
 
     plan_file = tmp_path / "plan.json"
-    code = main(["plan", "--checkpoint", str(out), "--workload", "ctr-dnn", "--catalog", "small",
-                 "--plans", "16", "--json", "--out", str(plan_file)])  # fmt: skip
+    code = main(
+        [
+            "plan",
+            "--checkpoint",
+            str(out),
+            "--workload",
+            "ctr-dnn",
+            "--catalog",
+            "small",
+            "--plans",
+            "16",
+            "--json",
+            "--out",
+            str(plan_file),
+        ]
+    )
     assert code == 0
     report = json.loads(capsys.readouterr().out)
     assert report == json.loads(plan_file.read_text())
@@ -140,15 +155,50 @@ def test_hps_train_resumes_and_hps_plan_plans_an_unseen_workload(tmp_path, exper
     assert set(report["schedule"]) <= {"cpu", "gpu-a", "gpu-b"}
     assert report["instance"]["workload"] == "ctr-dnn" and report["instance"]["catalog"] == "small"
     assert report["refine_evaluations"] == 0
-    assert main(["plan", "--checkpoint", str(out), "--workload", "ctr-dnn", "--catalog", "small",
-                 "--plans", "16", "--refine", "--json"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "plan",
+                "--checkpoint",
+                str(out),
+                "--workload",
+                "ctr-dnn",
+                "--catalog",
+                "small",
+                "--plans",
+                "16",
+                "--refine",
+                "--json",
+            ]
+        )
+        == 0
+    )
     refined = json.loads(capsys.readouterr().out)  # the same samples, then stage moves from their best
     assert refined["refine_evaluations"] > 0 and refined["cost"] <= report["cost"] * (1 + 1e-6)
 
     # the plan file drives `hps execute PLAN.json`: a laptop-sized model on groups of the fake devices
     pods = str(Path(__file__).parent / "data" / "pods.toml")
-    assert main(["plan", "--checkpoint", str(out), "--workload", "ctr-dnn-small", "--catalog", pods, "--batch", "64",
-                 "--plans", "8", "--json", "--out", str(plan_file)]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "plan",
+                "--checkpoint",
+                str(out),
+                "--workload",
+                "ctr-dnn-small",
+                "--catalog",
+                pods,
+                "--batch",
+                "64",
+                "--plans",
+                "8",
+                "--json",
+                "--out",
+                str(plan_file),
+            ]
+        )
+        == 0
+    )
     planned = json.loads(capsys.readouterr().out)
     assert main(["execute", str(plan_file), "--devices", "cpu=0-3,gpu=4-7", "--steps", "2", "--check", "--json"]) == 0
     executed = json.loads(capsys.readouterr().out)
@@ -162,7 +212,7 @@ def test_hps_plan_and_train_report_bad_inputs_without_traceback(tmp_path, capsys
     bad = tmp_path / "bad.py"
     bad.write_text("CONFIG = 3\n")
     assert main(["train", str(bad), "--out", str(tmp_path / "o")]) == 2
-    assert "CONFIG: must be a hps.agents.TrainConfig" in capsys.readouterr().err
+    assert "CONFIG: must be a hps.placement.agent.train.TrainConfig" in capsys.readouterr().err
     os.makedirs(tmp_path / "empty")
     assert main(["plan", "--checkpoint", str(tmp_path / "empty"), "--workload", "ctr-dnn"]) == 2
     assert "holds no checkpoint" in capsys.readouterr().err
@@ -180,18 +230,42 @@ def test_two_processes_match_the_single_process_run(tmp_path, experiment, uninte
     gloo across processes instead of in-process, so float sums differ in order: Adam turns those
     into parameter differences bounded by a fraction of one learning-rate step."""
     out = tmp_path / "two"
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4",
-               JAX_COMPILATION_CACHE_DIR=jax.config.jax_compilation_cache_dir)  # fmt: skip
+    env = dict(
+        os.environ,
+        XLA_FLAGS="--xla_force_host_platform_device_count=4",
+        JAX_COMPILATION_CACHE_DIR=jax.config.jax_compilation_cache_dir,
+    )
     coordinator = f"localhost:{free_port()}"
-    commands = [[sys.executable, "-m", "hps.cli.main", "train", str(experiment), "--out", str(out), "--json", "--eval-every", "0",
-                 "--coordinator", coordinator, "--num-processes", "2", "--process-id", str(i)] for i in range(2)]  # fmt: skip
-    workers = [subprocess.Popen(c, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-               for c in commands]  # fmt: skip
+    commands = [
+        [
+            sys.executable,
+            "-m",
+            "hps.cli.main",
+            "train",
+            str(experiment),
+            "--out",
+            str(out),
+            "--json",
+            "--eval-every",
+            "0",
+            "--coordinator",
+            coordinator,
+            "--num-processes",
+            "2",
+            "--process-id",
+            str(i),
+        ]
+        for i in range(2)
+    ]
+    workers = [
+        subprocess.Popen(c, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for c in commands
+    ]
     outputs = [w.communicate(timeout=600) for w in workers]
     for worker, (stdout, stderr) in zip(workers, outputs):
         assert worker.returncode == 0, stderr[-3000:]
     stdout = outputs[0][0]
-    last = json.loads(stdout[stdout.index("\n{") + 1:])  # gloo logs its connections to stdout first
+    last = json.loads(stdout[stdout.index("\n{") + 1 :])  # gloo logs its connections to stdout first
     assert last["step"] == TINY.num_chunks * TINY.updates_per_chunk
     _, params, _ = checkpoint.load_policy(out / "checkpoints")
     single = uninterrupted[1]
@@ -204,19 +278,19 @@ def test_two_processes_match_the_single_process_run(tmp_path, experiment, uninte
 
 
 COLLECTIVE_EXPERIMENT = """
-from hps.agents.collective_policy import CollectivePolicySpec
-from hps.agents.collective_train import CollectiveTrainConfig
+from hps.collective.agent.policy import CollectivePolicySpec
+from hps.collective.agent.train import CollectiveTrainConfig
 CONFIG = CollectiveTrainConfig(policy=CollectivePolicySpec(hidden=16), num_envs=64, samples_per_instance=4,
                                updates_per_chunk=2, num_chunks=2)
 """
 
 
 def test_collective_policy_trains_checkpoints_and_drives_hps_collective(tmp_path, capsys):
-    from hps.agents.collective_eval import learned_orders
     from hps.collective import studies
+    from hps.collective.agent.evaluation import learned_orders
+    from hps.collective.env.generator import collective_instance
     from hps.config.loaders import load_network
     from hps.config.paths import TOPOLOGIES
-    from hps.envs.network_gen import collective_instance
 
     experiment = tmp_path / "collective.py"
     experiment.write_text(textwrap.dedent(COLLECTIVE_EXPERIMENT))
@@ -228,8 +302,25 @@ def test_collective_policy_trains_checkpoints_and_drives_hps_collective(tmp_path
     assert spec["kind"] == "collective" and spec["train"]["num_envs"] == 64
 
     network = load_network(TOPOLOGIES / "networks" / "3d-astra-2x8x4-ring-fc-switch.toml")
-    assert main(["collective", "--network", "3d-astra-2x8x4-ring-fc-switch", "--size", "64MiB", "--chunks", "16",
-                 "--policy", "learned", "--checkpoint", str(out), "--json"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "collective",
+                "--network",
+                "3d-astra-2x8x4-ring-fc-switch",
+                "--size",
+                "64MiB",
+                "--chunks",
+                "16",
+                "--policy",
+                "learned",
+                "--checkpoint",
+                str(out),
+                "--json",
+            ]
+        )
+        == 0
+    )
     payload = json.loads(capsys.readouterr().out)
     orders = learned_orders(policy, params, collective_instance(network, 2.0**26, 16))
     want, _ = studies.single(network, 2.0**26, 16, "learned", True, orders=orders)
@@ -238,9 +329,36 @@ def test_collective_policy_trains_checkpoints_and_drives_hps_collective(tmp_path
 
     # the executor's gradient All-Reduce on a 2x2x2 mesh in the learned policy's orders
     pods = str(Path(__file__).parent / "data" / "pods.toml")
-    assert main(["execute", "--workload", "mlp", "--catalog", pods, "--schedule", "gpu,gpu,gpu,gpu", "--batch", "32",
-                 "--devices", "gpu=0-7", "--replicas", "8", "--chunks", "4", "--policy", "learned",
-                 "--checkpoint", str(out), "--steps", "2", "--check", "--json"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "execute",
+                "--workload",
+                "mlp",
+                "--catalog",
+                pods,
+                "--schedule",
+                "gpu,gpu,gpu,gpu",
+                "--batch",
+                "32",
+                "--devices",
+                "gpu=0-7",
+                "--replicas",
+                "8",
+                "--chunks",
+                "4",
+                "--policy",
+                "learned",
+                "--checkpoint",
+                str(out),
+                "--steps",
+                "2",
+                "--check",
+                "--json",
+            ]
+        )
+        == 0
+    )
     executed = json.loads(capsys.readouterr().out)
     assert executed["collective_policy"] == "learned" and executed["equivalent"] is True
 

@@ -47,7 +47,10 @@ def test_search_exhaustive_json_matches_evaluate_of_its_schedule(capsys):
 def test_workload_export_round_trips_through_evaluate(tmp_path, capsys):
     path = tmp_path / "ctr.toml"
     assert main(["workload", "export", "ctr-dnn", "--out", str(path)]) == 0
-    by_file = run_json(capsys, ["evaluate", *SMALL[:2], "--workload", str(path), *SMALL[4:], "--schedule", ",".join(["cpu"] * 7), "--json"])
+    by_file = run_json(
+        capsys,
+        ["evaluate", *SMALL[:2], "--workload", str(path), *SMALL[4:], "--schedule", ",".join(["cpu"] * 7), "--json"],
+    )
     by_name = run_json(capsys, ["evaluate", *SMALL, "--schedule", ",".join(["cpu"] * 7), "--json"])
     assert by_file == by_name
 
@@ -73,9 +76,21 @@ def test_broken_catalog_file_exits_2_without_traceback(tmp_path):
     broken = tmp_path / "broken.toml"
     broken.write_text("name = 'x'\n[[resource]\n")
     proc = subprocess.run(
-        [sys.executable, "-m", "hps.cli.main", "evaluate", "--catalog", str(broken), "--workload", "ctr-dnn", "--schedule", "cpu"],
-        capture_output=True, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "hps.cli.main",
+            "evaluate",
+            "--catalog",
+            str(broken),
+            "--workload",
+            "ctr-dnn",
+            "--schedule",
+            "cpu",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 2
     assert str(broken) in proc.stderr and "Traceback" not in proc.stderr
     assert proc.stdout == ""

@@ -9,26 +9,29 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from hps.agents.collective_eval import POLICY_NAMES, evaluate_suite, learned_orders
-from hps.agents.collective_policy import CollectivePolicyFunctions, CollectivePolicySpec
-from hps.agents.collective_train import (
+from hps.collective import studies
+from hps.collective.agent.evaluation import POLICY_NAMES, evaluate_suite, learned_orders
+from hps.collective.agent.policy import CollectivePolicyFunctions, CollectivePolicySpec
+from hps.collective.agent.rollout import collective_rollout, replay
+from hps.collective.agent.train import (
     CollectiveTrainConfig,
     checkpoint_spec,
-    collective_rollout,
     init_collective_state,
     policy_from_spec,
-    replay,
     run_collective_training,
 )
-from hps.agents.policy import MASKED_LOGIT
-from hps.agents.train import TrainState
-from hps.collective import studies
-from hps.collective.policies import PERMUTATIONS
+from hps.collective.env.env import CollectiveEnv
+from hps.collective.env.features import permutation_index
+from hps.collective.env.generator import (
+    NetworkSplit,
+    collective_instance,
+    generate_collectives,
+)
+from hps.collective.model.orders import PERMUTATIONS
 from hps.config.loaders import load_network
 from hps.config.paths import TOPOLOGIES
-from hps.envs.collective import CollectiveEnv
-from hps.envs.collective_features import permutation_index
-from hps.envs.network_gen import NetworkSplit, collective_instance, generate_collectives
+from hps.placement.agent.policy import MASKED_LOGIT
+from hps.rl.driver import TrainState
 
 MAX_CHUNKS = 16
 ENV = CollectiveEnv(max_chunks=MAX_CHUNKS)
@@ -77,8 +80,10 @@ def test_permutation_probabilities_follow_relabelled_dimensions(instances):
         obs = observe(3, load, instance)
         moved = observe(3, load[sigma], relabel(instance, sigma))
         themis = mapped[obs.themis_action]  # Themis breaks ties by index; give both the same choice
-        moved = moved.replace(themis_action=themis, perm_features=moved.perm_features.at[:, 0].set(
-            (jnp.arange(24) == themis).astype(jnp.float32)))  # fmt: skip
+        moved = moved.replace(
+            themis_action=themis,
+            perm_features=moved.perm_features.at[:, 0].set((jnp.arange(24) == themis).astype(jnp.float32)),
+        )
         logits, moved_logits = apply(params, obs), apply(params, moved)
         np.testing.assert_allclose(moved_logits[mapped], logits, rtol=1e-4, atol=1e-4)
 
@@ -114,15 +119,24 @@ def sampled_utilization(params, instances, key):
 
 
 def test_training_improves_over_the_initial_random_policy(instances):
-    config = CollectiveTrainConfig(policy=POLICY.spec, split=SMALL, num_envs=64, samples_per_instance=4,
-                                   updates_per_chunk=10, num_chunks=2, learning_rate=1e-2, max_chunks=MAX_CHUNKS,
-                                   seed=5)  # fmt: skip
+    config = CollectiveTrainConfig(
+        policy=POLICY.spec,
+        split=SMALL,
+        num_envs=64,
+        samples_per_instance=4,
+        updates_per_chunk=10,
+        num_chunks=2,
+        learning_rate=1e-2,
+        max_chunks=MAX_CHUNKS,
+        seed=5,
+    )
     devices = jax.devices()[:1]
     key = jax.random.PRNGKey(6)
     before = sampled_utilization(init_collective_state(config, devices=devices).params, instances, key)
     seen = []
-    state, history = run_collective_training(config, devices=devices, compiler_options=FAST_COMPILE,
-                                             on_chunk=lambda i, s, m: seen.append(int(s.step)))  # fmt: skip
+    state, history = run_collective_training(
+        config, devices=devices, compiler_options=FAST_COMPILE, on_chunk=lambda i, s, m: seen.append(int(s.step))
+    )
     after = sampled_utilization(state.params, instances, key)
     print(f"sampled utilization: before {before:.4f}, after {after:.4f}")
     assert seen == [10, 20] and len(history) == 2
@@ -137,8 +151,9 @@ def test_training_improves_over_the_initial_random_policy(instances):
 def test_suite_evaluation_compares_every_policy_with_the_cli_figures():
     params = POLICY.init(jax.random.PRNGKey(7))
     paths = sorted(TOPOLOGIES.glob("networks/*.toml"))[:2]
-    result = evaluate_suite(POLICY, params, ENV, paths, sizes=(2.0**26,), chunks=(MAX_CHUNKS,),
-                            compiler_options=FAST_COMPILE)  # fmt: skip
+    result = evaluate_suite(
+        POLICY, params, ENV, paths, sizes=(2.0**26,), chunks=(MAX_CHUNKS,), compiler_options=FAST_COMPILE
+    )
     assert set(result["mean"]) == set(POLICY_NAMES) and len(result["rows"]) == 2
     for row, path in zip(result["rows"], paths):
         for policy in ("themis", "baseline", "best-fixed"):

@@ -10,17 +10,17 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from hps.collective.network import ideal_time
-from hps.collective.policies import PERMUTATIONS, themis_orders
-from hps.collective.simulator import simulate_allreduce
-from hps.envs.collective import CollectiveEnv
-from hps.envs.network_gen import (
+from hps.collective.env.env import CollectiveEnv
+from hps.collective.env.generator import (
     HELDOUT_NETWORKS,
     TRAIN_NETWORKS,
     NetworkSplit,
     generate_collectives,
     stratified_chunks,
 )
+from hps.collective.model.network import ideal_time
+from hps.collective.model.orders import PERMUTATIONS, themis_orders
+from hps.collective.model.simulator import simulate_allreduce
 
 MAX_CHUNKS = 16
 ENV = CollectiveEnv(max_chunks=MAX_CHUNKS)
@@ -130,8 +130,9 @@ def test_final_reward_is_minus_simulated_time_over_ideal_for_the_chosen_orders(i
     assert (dones.argmax(1) == last).all() and dones.sum(1).min() >= 1
     assert (rewards[np.arange(MAX_CHUNKS)[None, :] < last[:, None]] == 0).all()  # nothing before the end
     orders = jnp.asarray(PERMUTATIONS)[actions]
-    simulate = fast_jit(jax.vmap(lambda i, o: simulate_allreduce(i.net, i.total_bytes, i.n_chunks, o, True,
-                                                                 max_chunks=MAX_CHUNKS).time))  # fmt: skip
+    simulate = fast_jit(
+        jax.vmap(lambda i, o: simulate_allreduce(i.net, i.total_bytes, i.n_chunks, o, True, max_chunks=MAX_CHUNKS).time)
+    )
     times = simulate(instances, orders)
     expected = -np.asarray(times) / np.asarray(instances.ideal)
     np.testing.assert_allclose(rewards[rows, last], expected, rtol=1e-6)
@@ -154,8 +155,9 @@ def themis_played_and_simulated(instance):
     _, (dones, actions) = jax.lax.scan(one, (obs, state), None, length=MAX_CHUNKS)
     played = ENV.final_reward(actions[jnp.argmax(dones)], instance)[1]
     orders = themis_orders(instance.net, instance.total_bytes, instance.n_chunks, max_chunks=MAX_CHUNKS)
-    return played, simulate_allreduce(instance.net, instance.total_bytes, instance.n_chunks, orders, True,
-                                      max_chunks=MAX_CHUNKS).time  # fmt: skip
+    return played, simulate_allreduce(
+        instance.net, instance.total_bytes, instance.n_chunks, orders, True, max_chunks=MAX_CHUNKS
+    ).time
 
 
 def test_following_themis_action_plays_themis_orders(instances):

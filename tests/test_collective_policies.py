@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from hps import ConfigError
-from hps.collective import (
+from hps.collective.model import (
     network_batch,
     network_params,
     policy_orders,
@@ -22,11 +22,11 @@ from hps.collective import (
     themis_orders,
     utilization,
 )
-from hps.collective import policies
+from hps.collective.model import orders as policies
 from hps.config import load_network
 from hps.config.paths import TOPOLOGIES
 from hps.config.types import Dimension, Network
-from tests.reference import collective as reference
+from hps.reference import collective as reference
 from tests.test_collective_simulator import GiB, padded, random_case
 
 SWITCH_8X8X8 = TOPOLOGIES / "networks" / "3d-switch-8x8x8.toml"
@@ -126,9 +126,16 @@ def test_explicit_orders_one_for_all_or_one_per_chunk():
 
 @pytest.mark.parametrize(
     "orders, field",
-    [([0, 0], "orders[0]"), ([0, 1, 2], "orders[0]"), ([[0, 1], [1, 2], [1, 0]], "orders[1]"),
-     ([[0, 1]] * 2, "orders"), ([], "orders"), ([0.0, 1.0], "orders[0]"), ("01", "orders")],
-)  # fmt: skip
+    [
+        ([0, 0], "orders[0]"),
+        ([0, 1, 2], "orders[0]"),
+        ([[0, 1], [1, 2], [1, 0]], "orders[1]"),
+        ([[0, 1]] * 2, "orders"),
+        ([], "orders"),
+        ([0.0, 1.0], "orders[0]"),
+        ("01", "orders"),
+    ],
+)
 def test_explicit_orders_are_validated(orders, field):
     """Each order must be a permutation of 0..D−1; one order, or one per chunk (here 3)."""
     network = Network("e", (Dimension(2, GiB, 0.0, "ring"), Dimension(4, GiB, 0.0, "ring")))

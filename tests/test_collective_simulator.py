@@ -17,18 +17,18 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from hps.collective import (
+from hps.collective.model import (
     ideal_time,
     network_batch,
     network_params,
-    policies,
     simulate,
     simulate_allreduce,
+    simulator,
     utilization,
 )
-from hps.collective import simulator
+from hps.collective.model import orders as policies
 from hps.config.types import ALGORITHMS, Dimension, Network
-from tests.reference import collective as reference
+from hps.reference import collective as reference
 
 GiB = 2.0**30
 N_CASES = 300

@@ -35,7 +35,8 @@ DIMENSION = """
   algorithm = "switch"
 """
 
-RESOURCE = """
+RESOURCE = (
+    """
 [[resource]]
 name = "gpu"
 kind = "gpu"
@@ -48,7 +49,9 @@ nic_bw_GiBps = 5.0
 memory_GiB = 32.0
 price_per_hour = 3.0
 max_units = 4
-""" + DIMENSION
+"""
+    + DIMENSION
+)
 
 CATALOG = 'name = "tiny"\n' + RESOURCE
 
@@ -156,15 +159,13 @@ def test_network_file_loads_dimension_one_first_with_per_npu_bandwidth_in_bytes_
 
 def test_parse_functions_validate_already_parsed_dicts():
     network = parse_network(
-        {"name": "n", "dimension": [{"size": 2, "bandwidth_GiBps": 1, "latency_ns": 0,
-                                     "algorithm": "direct"}]},
+        {"name": "n", "dimension": [{"size": 2, "bandwidth_GiBps": 1, "latency_ns": 0, "algorithm": "direct"}]},
         "dict",
     )
     assert network.dimensions[0].bandwidth == float(GIB)
     with pytest.raises(ConfigError, match=r"^cfg: network\.dimension\[0\]\.size: must be >= 1"):
         parse_network(
-            {"name": "n", "dimension": [{"size": 0, "bandwidth_GiBps": 1, "latency_ns": 0,
-                                         "algorithm": "direct"}]},
+            {"name": "n", "dimension": [{"size": 0, "bandwidth_GiBps": 1, "latency_ns": 0, "algorithm": "direct"}]},
             "cfg",
             prefix="network",
         )
@@ -176,9 +177,10 @@ def test_parse_functions_validate_already_parsed_dicts():
 
 
 def sample_workload() -> Workload:
-    embed = Layer("embedding \"ids\"", "sparse", 9984.0, 19968.0, 2048.0, 6656.0, 0.0, 5.12e11)
-    fc = Layer("fc-1/über", "dense", 1 / 3, 0.1, 0.0, 1e-300, 123456789.123, 0.0,
-               measured_time={"cpu": 2.5e-6, "a-100": 1 / 7})
+    embed = Layer('embedding "ids"', "sparse", 9984.0, 19968.0, 2048.0, 6656.0, 0.0, 5.12e11)
+    fc = Layer(
+        "fc-1/über", "dense", 1 / 3, 0.1, 0.0, 1e-300, 123456789.123, 0.0, measured_time={"cpu": 2.5e-6, "a-100": 1 / 7}
+    )
     return Workload("ctr-dnn", (embed, fc), JobDefaults(512.0, 1e4, 1e8), "two\nlines \\ 'q'")
 
 
@@ -312,8 +314,14 @@ def test_unknown_resource_kind(tmp_path):
 
 def test_unknown_key_is_rejected_listing_the_allowed_ones(tmp_path):
     path = write(tmp_path, replaced(NETWORK, "latency_ns", "latncy_ns"))
-    expect_error(load_network, path, "dimension[0].latncy_ns", "unknown key", "'latency_ns'",
-                 "size, bandwidth_GiBps, latency_ns, algorithm")
+    expect_error(
+        load_network,
+        path,
+        "dimension[0].latncy_ns",
+        "unknown key",
+        "'latency_ns'",
+        "size, bandwidth_GiBps, latency_ns, algorithm",
+    )
 
 
 def test_unknown_top_level_key_is_rejected(tmp_path):
@@ -322,8 +330,7 @@ def test_unknown_top_level_key_is_rejected(tmp_path):
 
 
 def test_duplicate_resource_name(tmp_path):
-    expect_error(load_catalog, write(tmp_path, CATALOG + RESOURCE), "resource[1].name",
-                 "duplicate", "'gpu'")
+    expect_error(load_catalog, write(tmp_path, CATALOG + RESOURCE), "resource[1].name", "duplicate", "'gpu'")
 
 
 def test_max_units_above_network_size(tmp_path):
@@ -332,7 +339,7 @@ def test_max_units_above_network_size(tmp_path):
 
 
 def test_at_most_four_network_dimensions(tmp_path):
-    dims = NETWORK[NETWORK.index("[[dimension]]"):]
+    dims = NETWORK[NETWORK.index("[[dimension]]") :]
     expect_error(load_network, write(tmp_path, NETWORK + dims * 4), "dimension", "at most 4")
 
 

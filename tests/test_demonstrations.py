@@ -1,4 +1,4 @@
-"""Imitation of the search teacher (`hps.agents.demonstrations`) while training placement policies."""
+"""Imitation of the search teacher (`hps.placement.agent.demonstrations`) while training placement policies."""
 
 from __future__ import annotations
 
@@ -6,14 +6,18 @@ import jax
 import numpy as np
 import pytest
 
-from hps.agents.demonstrations import imitation_loss, make_demonstrations, teacher_plans
-from hps.agents.policy import PolicyFunctions, PolicySpec
-from hps.agents.train import TrainConfig, run_training
-from hps.envs import InstanceSplit, generate_instances
 from hps.errors import ConfigError
-from hps.search import exhaustive, single
-from hps.placement.model import segment_table
-from hps.search.scoring import RANK_FEASIBLE, score
+from hps.placement.agent.demonstrations import (
+    imitation_loss,
+    make_demonstrations,
+    teacher_plans,
+)
+from hps.placement.agent.policy import PolicyFunctions, PolicySpec
+from hps.placement.agent.train import TrainConfig, run_training
+from hps.placement.env import InstanceSplit, generate_instances
+from hps.placement.model.cost import segment_table
+from hps.placement.search import exhaustive, single
+from hps.placement.search.scoring import RANK_FEASIBLE, score
 
 SMALL = InstanceSplit("demo-small", 4, 7, 2, 4, salt=31)
 
@@ -66,9 +70,19 @@ def test_imitation_loss_is_the_mean_cross_entropy_of_the_teachers_types():
 
 def test_training_with_demonstrations_learns_the_teachers_plans():
     pool = generate_instances(jax.random.PRNGKey(6), 64, SMALL)
-    config = TrainConfig(split=SMALL, policy=PolicySpec(hidden=16), num_envs=64, samples_per_instance=4,
-                         updates_per_chunk=10, num_chunks=4, demonstrations=64, demo_batch=32, imitation_coef=5.0,
-                         learning_rate=3e-3, seed=2)  # fmt: skip
+    config = TrainConfig(
+        split=SMALL,
+        policy=PolicySpec(hidden=16),
+        num_envs=64,
+        samples_per_instance=4,
+        updates_per_chunk=10,
+        num_chunks=4,
+        demonstrations=64,
+        demo_batch=32,
+        imitation_coef=5.0,
+        learning_rate=3e-3,
+        seed=2,
+    )
     _, history = run_training(config, instances=pool, devices=jax.devices()[:1])
     first, last = history[0], history[-1]
     print(first["imitation"], last["imitation"], first["agreement"], last["agreement"])

@@ -80,7 +80,7 @@ def test_derived_io_and_activation_bytes_count_what_the_model_really_reads_and_f
     assert derived.layers[-1].act_bytes == table.layers[-1].act_bytes == 4
 
 
-USER_MODEL = textwrap.dedent('''
+USER_MODEL = textwrap.dedent("""
     import jax
     import jax.numpy as jnp
     from flax import nnx
@@ -121,7 +121,7 @@ USER_MODEL = textwrap.dedent('''
 
     def not_a_model():
         return 42
-''')
+""")
 
 
 @pytest.fixture
@@ -152,13 +152,16 @@ def test_workload_derive_prints_toml_and_takes_a_name(user_module, capsys):
     assert out.startswith('name = "tiny"') and out.count("[[layer]]") == 2
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("no_such_module_anywhere:make", "cannot import"),
-    ("{path}:missing", "no callable 'missing'"),
-    ("{path}:not_a_model", "not a LayeredModel"),
-    ("{dir}/absent.py:make", "no such file"),
-    ("resnet50", "no Flax model"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("no_such_module_anywhere:make", "cannot import"),
+        ("{path}:missing", "no callable 'missing'"),
+        ("{path}:not_a_model", "not a LayeredModel"),
+        ("{dir}/absent.py:make", "no such file"),
+        ("resnet50", "no Flax model"),
+    ],
+)
 def test_workload_derive_errors_exit_2_with_a_clear_message(user_module, capsys, spec, message):
     spec = spec.format(path=user_module, dir=user_module.parent)
     assert main(["workload", "derive", spec]) == 2

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from hps.envs import (
+from hps.placement.env import (
     HELDOUT,
     HELDOUT_LARGE,
     INFEASIBLE_BASE,
@@ -20,11 +20,11 @@ from hps.envs import (
     PlacementEnv,
     generate_instances,
 )
-from hps.envs.generators import BATCHES, single_type_schedules
-from hps.placement import evaluate_schedules
-from hps.placement.allreduce import allreduce_table
-from hps.placement.direct import evaluate_direct
-from hps.placement.model import THROUGHPUT
+from hps.placement.env.generator import BATCHES, single_type_schedules
+from hps.placement.model import evaluate_schedules
+from hps.placement.model.allreduce import allreduce_table
+from hps.placement.model.cost import THROUGHPUT
+from hps.placement.model.direct import evaluate_direct
 
 ENV = PlacementEnv()
 SMALL = InstanceSplit("test-small", 4, 8, 2, 4, salt=11)
@@ -89,7 +89,9 @@ def final(values, n_layers):
 def test_generators_pad_instances_of_the_split_sizes_to_fixed_shapes(split):
     inst = generate_instances(jax.random.PRNGKey(0), 128, split)
     p = inst.placement
-    assert p.layer_mask.shape == (128, L_MAX) and p.type_mask.shape == (128, T_MAX) and p.unit_grid.shape == (128, K_MAX)
+    assert (
+        p.layer_mask.shape == (128, L_MAX) and p.type_mask.shape == (128, T_MAX) and p.unit_grid.shape == (128, K_MAX)
+    )
     layers, types = real_layers(inst), np.asarray(p.type_mask.sum(-1))
     assert layers.min() >= split.min_layers and layers.max() <= split.max_layers
     assert types.min() >= split.min_types and types.max() <= split.max_types
@@ -129,7 +131,9 @@ def test_generated_allreduce_tables_equal_allreduce_table(instances):
 
 
 def test_reference_cost_is_the_best_feasible_single_type_plan(instances):
-    scores = jax.jit(jax.vmap(lambda p: evaluate_schedules(p, single_type_schedules(T_MAX, L_MAX))))(instances.placement)
+    scores = jax.jit(jax.vmap(lambda p: evaluate_schedules(p, single_type_schedules(T_MAX, L_MAX))))(
+        instances.placement
+    )
     cost = np.where(np.asarray(scores.feasible & instances.placement.type_mask), np.asarray(scores.cost), np.inf)
     np.testing.assert_allclose(instances.reference_cost, cost.min(axis=1), rtol=1e-5)
 
@@ -139,7 +143,9 @@ def test_most_generated_instances_are_feasible_and_the_floor_binds_sometimes(spl
     inst = generate_instances(jax.random.PRNGKey(2), 512, split)  # one compile serves all splits
     feasible = np.isfinite(np.asarray(inst.reference_cost))  # a feasible single-type plan exists
     assert feasible.mean() >= 0.9
-    singles = jax.jit(jax.vmap(lambda i: evaluate_direct(i.placement, single_type_schedules(T_MAX, L_MAX), i.alpha, i.beta)))(inst)
+    singles = jax.jit(
+        jax.vmap(lambda i: evaluate_direct(i.placement, single_type_schedules(T_MAX, L_MAX), i.alpha, i.beta))
+    )(inst)
     floor_excludes_a_type = ((np.asarray(singles.reason) == THROUGHPUT) & np.asarray(inst.placement.type_mask)).any(1)
     assert 0.2 <= floor_excludes_a_type.mean() <= 0.9
 
@@ -187,7 +193,9 @@ def test_final_reward_is_minus_cost_over_reference_cost_from_evaluate_schedules(
 def test_env_totals_equal_evaluate_direct(instances):
     schedules = staged_schedules(jax.random.PRNGKey(1), instances, stay=0.4)
     _, _, info = play_batch(instances, schedules)
-    direct = jax.jit(jax.vmap(lambda i, s: evaluate_direct(i.placement, s[None], i.alpha, i.beta)))(instances, schedules)
+    direct = jax.jit(jax.vmap(lambda i, s: evaluate_direct(i.placement, s[None], i.alpha, i.beta)))(
+        instances, schedules
+    )
     n = real_layers(instances)
     np.testing.assert_allclose(final(info["throughput"], n), np.asarray(direct.throughput)[:, 0], rtol=1e-5)
     np.testing.assert_allclose(final(info["dollars_per_hour"], n), np.asarray(direct.dollars_per_hour)[:, 0], rtol=1e-5)
@@ -256,15 +264,16 @@ def test_a_zoo_workload_on_cloud_2024_plays_with_its_best_single_type_plan_scori
     from hps.config.loaders import load_catalog
     from hps.config.paths import resolve_topology
     from hps.config.types import Job
-    from hps.envs import make_instance
-    from hps.placement import build_params
+    from hps.placement.env import make_instance
+    from hps.placement.model import build_params
     from hps.workloads import build_workload
 
     workload = build_workload("ctr-dnn")
     catalog = load_catalog(resolve_topology("cloud-2024", "catalogs", "--catalog"))
     d = workload.defaults
-    params = build_params(workload, catalog, Job(d.batch, d.throughput, d.samples),
-                          max_layers=L_MAX, max_types=T_MAX, max_replicas=K_MAX)
+    params = build_params(
+        workload, catalog, Job(d.batch, d.throughput, d.samples), max_layers=L_MAX, max_types=T_MAX, max_replicas=K_MAX
+    )
     instance = jax.jit(make_instance)(params)
     singles = jax.jit(evaluate_schedules)(params, single_type_schedules(T_MAX, L_MAX))
     cost = np.where(np.asarray(singles.feasible & params.type_mask), np.asarray(singles.cost), np.inf)

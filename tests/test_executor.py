@@ -3,7 +3,6 @@ equals plain single-device training, with every collective policy and mesh shape
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import jax
@@ -13,7 +12,12 @@ from hps.config.loaders import load_catalog
 from hps.config.types import Job
 from hps.errors import ConfigError
 from hps.executor.devices import assign_stage_devices, parse_device_map
-from hps.executor.plan import ExecuteOptions, execute_plan, micro_batch_count, stage_spans
+from hps.executor.plan import (
+    ExecuteOptions,
+    execute_plan,
+    micro_batch_count,
+    stage_spans,
+)
 from hps.models.registry import build_model_and_workload
 
 PODS = load_catalog(Path(__file__).parent / "data" / "pods.toml")
@@ -29,8 +33,9 @@ def execute(name, schedule, replicas, *, policy=None, batch=64, steps=5, micro=N
     devices = ALL_GPU if max(replicas) > 4 else DEVICES
     model, workload = build_model_and_workload(name, seed=0)
     types = [PODS.index(t) for t in schedule.split(",")]
-    options = ExecuteOptions(steps=steps, devices=devices, check=True, replicas=replicas, policy=policy,
-                             micro_batches=micro)  # fmt: skip
+    options = ExecuteOptions(
+        steps=steps, devices=devices, check=True, replicas=replicas, policy=policy, micro_batches=micro
+    )
     return execute_plan(model, workload, PODS, job(batch), types, options)
 
 
@@ -92,8 +97,13 @@ def test_micro_batches_split_evenly_over_every_stage():
 
 def test_device_map_names_pools_and_rejects_bad_entries():
     assert parse_device_map("cpu=0-3, gpu=4", PODS, 8) == {"cpu": [0, 1, 2, 3], "gpu": [4]}
-    for text, needle in [("tpu=0-1", "unknown resource type"), ("cpu=3-9", "LAST < 8"), ("cpu", "TYPE=FIRST-LAST"),
-                         ("cpu=a-b", "integers"), ("cpu=0,cpu=1", "mapped twice")]:  # fmt: skip
+    for text, needle in [
+        ("tpu=0-1", "unknown resource type"),
+        ("cpu=3-9", "LAST < 8"),
+        ("cpu", "TYPE=FIRST-LAST"),
+        ("cpu=a-b", "integers"),
+        ("cpu=0,cpu=1", "mapped twice"),
+    ]:
         with pytest.raises(ConfigError, match=needle):
             parse_device_map(text, PODS, 8)
 

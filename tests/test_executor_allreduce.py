@@ -9,6 +9,7 @@ Each mesh compiles one shard_map holding all of its cases, so the file stays fas
 from __future__ import annotations
 
 import itertools
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -18,12 +19,16 @@ from jax import lax
 from jax.sharding import PartitionSpec as P
 
 from hps import ConfigError
-from hps.collective import policy_orders
-from hps.collective.themis import MAX_CHUNKS
+from hps.collective.model import policy_orders
+from hps.collective.model.themis import MAX_CHUNKS
 from hps.config.loaders import load_catalog
 from hps.config.paths import TOPOLOGIES
 from hps.config.types import Dimension, Network
-from hps.executor.allreduce import allreduce_tree, hierarchical_allreduce, planned_orders
+from hps.executor.allreduce import (
+    allreduce_tree,
+    hierarchical_allreduce,
+    planned_orders,
+)
 from hps.executor.mesh import stage_mesh, used_dimensions, used_network
 
 GiB = 2**30
@@ -226,8 +231,8 @@ def test_planned_orders_for_one_replica_or_one_axis_are_the_only_order():
     assert planned_orders("best-fixed", network(8, 8), 8, 1e6, 2).tolist() == [[0]] * 2
 
 
-def test_planned_learned_orders_come_from_the_checkpoint_loader_on_the_used_network(monkeypatch):
-    """`learned` reads the checkpoint the way `hps collective --policy learned` does, for the
+def test_planned_learned_orders_come_from_the_checkpoint_loader_on_the_used_network():
+    """`learned` asks the caller's loader (as `hps execute` passes `checkpoint_orders`) for the
     network the replicas span; its padded orders map to mesh axes."""
     seen = {}
 
@@ -235,17 +240,21 @@ def test_planned_learned_orders_come_from_the_checkpoint_loader_on_the_used_netw
         seen.update(checkpoint=checkpoint, sizes=[d.size for d in net.dimensions], size=size, chunks=chunks)
         return np.tile(np.array([2, 1, 3, 0], np.int32), (64, 1))
 
-    monkeypatch.setattr("hps.agents.collective_eval.checkpoint_orders", fake)
-    orders = planned_orders("learned", network(2, 2, 2, 2), 8, 4e6, 3, checkpoint="runs/c")
+    orders = planned_orders("learned", network(2, 2, 2, 2), 8, 4e6, 3, learned_orders=partial(fake, "runs/c"))
     assert orders.tolist() == [[2, 1, 0]] * 3
     assert seen == {"checkpoint": "runs/c", "sizes": [2, 2, 2], "size": 4e6, "chunks": 3}
 
 
 @pytest.mark.parametrize(
     "policy, chunks, field",
-    [("nope", 3, "policy"), ("explicit", 3, "policy"), ("learned", 3, "checkpoint"),
-     ("themis", 0, "chunks"), ("themis", MAX_CHUNKS + 1, "chunks")],
-)  # fmt: skip
+    [
+        ("nope", 3, "policy"),
+        ("explicit", 3, "policy"),
+        ("learned", 3, "checkpoint"),
+        ("themis", 0, "chunks"),
+        ("themis", MAX_CHUNKS + 1, "chunks"),
+    ],
+)
 def test_planned_orders_reject_bad_input_with_a_config_error(policy, chunks, field):
     with pytest.raises(ConfigError, match=field):
         planned_orders(policy, network(2, 2), 4, 1e6, chunks)

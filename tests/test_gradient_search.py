@@ -13,11 +13,16 @@ import numpy as np
 import pytest
 
 import hps
-from hps.placement import build_params, evaluate_schedules, evaluate_with_table, segment_table
-from hps.placement.model import _stage_structure
-from hps.search import METHODS, run_search
-from hps.search.exhaustive import exhaustive
-from hps.search.gradient import (
+from hps.placement.model import (
+    build_params,
+    evaluate_schedules,
+    evaluate_with_table,
+    segment_table,
+)
+from hps.placement.model.cost import _stage_structure
+from hps.placement.search import METHODS, run_search
+from hps.placement.search.exhaustive import exhaustive
+from hps.placement.search.gradient import (
     gradient,
     restarts_and_steps,
     segment_constants,
@@ -25,7 +30,7 @@ from hps.search.gradient import (
     straight_through,
     surrogate_objective,
 )
-from hps.search.scoring import infeasibility_penalty
+from hps.placement.search.scoring import infeasibility_penalty
 from tests.instances import random_instance
 from tests.test_cli import SMALL, run_json
 
@@ -71,13 +76,13 @@ def test_surrogate_is_log_cost_when_feasible_and_adds_the_graded_penalty_otherwi
     """At a one-hot schedule the objective is ln(cost) of evaluate_schedules for a feasible
     schedule; λ multiplies the search's graded infeasibility penalty."""
 
-
     @jax.jit
     def scores(params, schedules):
         table = segment_table(params)
         result = evaluate_with_table(table, params, schedules)
         segments = segment_constants(table, params, params.type_mask)
         assign = jax.nn.one_hot(schedules, MAX_TYPES)
+
         def at(weight):
             return jax.vmap(lambda a: surrogate_objective(a, segments, params, weight, 1.0))(assign)
 

@@ -20,12 +20,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from hps.agents import checkpoint
-from hps.agents.session import read_metrics, train_session
-from hps.agents.train import TrainState, run_chunks
 from hps.cli.main import main
 from hps.config.files import atomic_write_text, check_output_path
 from hps.errors import ConfigError, TrainingDiverged
+from hps.rl import checkpoint
+from hps.rl.driver import TrainState, run_chunks
+from hps.rl.session import read_metrics, train_session
 from tests.test_checkpoint import TINY as TINY_5_CHUNKS
 from tests.test_checkpoint import assert_same_params, experiment  # noqa: F401 (a fixture)
 
@@ -67,9 +67,9 @@ INPUTS = {
     "plan-batch-string.json": '{"schedule": ["cpu", "cpu", "cpu", "cpu"], "instance": {"workload": "mlp", "batch": "big"}}',
     "plan-workload-number.json": '{"schedule": ["cpu", "cpu", "cpu", "cpu"], "instance": {"workload": 3}}',
     "experiment-syntax.py": "CONFIG = (\n",
-    "experiment-zero-envs.py": "from hps.agents.train import TrainConfig\nCONFIG = TrainConfig(num_envs=0)\n",
-    "experiment-negative-lr.py": "from hps.agents.train import TrainConfig\nCONFIG = TrainConfig(learning_rate=-1.0)\n",
-    "experiment-zero-updates.py": "from hps.agents.train import TrainConfig\nCONFIG = TrainConfig(updates_per_chunk=0)\n",
+    "experiment-zero-envs.py": "from hps.placement.agent.train import TrainConfig\nCONFIG = TrainConfig(num_envs=0)\n",
+    "experiment-negative-lr.py": "from hps.placement.agent.train import TrainConfig\nCONFIG = TrainConfig(learning_rate=-1.0)\n",
+    "experiment-zero-updates.py": "from hps.placement.agent.train import TrainConfig\nCONFIG = TrainConfig(updates_per_chunk=0)\n",
     "usermodel.py": "def not_layered():\n    return 3\n",
 }
 
@@ -84,7 +84,14 @@ def inputs(tmp_path_factory) -> Path:
 
 def instance(**flags) -> list[str]:
     """The instance flags of a small job, with `flags` replacing (None: dropping) some."""
-    values = {"catalog": "small", "workload": "ctr-dnn", "batch": "1024", "throughput": "1000", "samples": "1e8", **flags}
+    values = {
+        "catalog": "small",
+        "workload": "ctr-dnn",
+        "batch": "1024",
+        "throughput": "1000",
+        "samples": "1e8",
+        **flags,
+    }
     return [arg for name, value in values.items() if value is not None for arg in (f"--{name}", value)]
 
 
@@ -117,16 +124,35 @@ MATRIX = [
     (["search", *instance(), "--set", "slots=0"], ["--set", "slots", "positive"]),
     (["search", *instance(), "--set", "bogus"], ["--set", "NAME=VALUE"]),
     # evaluate
-    (["evaluate", *instance(catalog="IN/catalog-negative-bandwidth.toml"), "--schedule", SCHEDULE],
-     ["dimension[0].bandwidth_GiBps", "must be > 0"]),
-    (["evaluate", *instance(catalog="IN/catalog-unknown-algorithm.toml"), "--schedule", SCHEDULE],
-     ["dimension[0].algorithm", "'tree'"]),
-    (["evaluate", *instance(catalog="IN/catalog-zero-size.toml"), "--schedule", SCHEDULE], ["dimension[0].size", ">= 1"]),
-    (["evaluate", *instance(workload="IN/workload-wrong-type.toml"), "--schedule", "cpu"], ["layer[0].flops", "must be a number"]),
-    (["evaluate", *instance(workload="IN/workload-missing-field.toml"), "--schedule", "cpu"], ["layer[0].flops", "missing"]),
-    (["evaluate", *instance(workload="IN/workload-unknown-kind.toml"), "--schedule", "cpu"], ["layer[0].kind", "'conv'"]),
+    (
+        ["evaluate", *instance(catalog="IN/catalog-negative-bandwidth.toml"), "--schedule", SCHEDULE],
+        ["dimension[0].bandwidth_GiBps", "must be > 0"],
+    ),
+    (
+        ["evaluate", *instance(catalog="IN/catalog-unknown-algorithm.toml"), "--schedule", SCHEDULE],
+        ["dimension[0].algorithm", "'tree'"],
+    ),
+    (
+        ["evaluate", *instance(catalog="IN/catalog-zero-size.toml"), "--schedule", SCHEDULE],
+        ["dimension[0].size", ">= 1"],
+    ),
+    (
+        ["evaluate", *instance(workload="IN/workload-wrong-type.toml"), "--schedule", "cpu"],
+        ["layer[0].flops", "must be a number"],
+    ),
+    (
+        ["evaluate", *instance(workload="IN/workload-missing-field.toml"), "--schedule", "cpu"],
+        ["layer[0].flops", "missing"],
+    ),
+    (
+        ["evaluate", *instance(workload="IN/workload-unknown-kind.toml"), "--schedule", "cpu"],
+        ["layer[0].kind", "'conv'"],
+    ),
     (["evaluate", *instance(workload="IN/workload-not-toml.toml"), "--schedule", "cpu"], ["not valid TOML"]),
-    (["evaluate", *instance(), "--schedule", ",".join(["tpu"] * 7)], ["--schedule", "layer[0]", "unknown resource type 'tpu'"]),
+    (
+        ["evaluate", *instance(), "--schedule", ",".join(["tpu"] * 7)],
+        ["--schedule", "layer[0]", "unknown resource type 'tpu'"],
+    ),
     (["evaluate", *instance(), "--schedule", "cpu,,cpu"], ["--schedule", "need one name per layer"]),
     (["evaluate", *instance(), "--collective", "ring"], ["--collective", "invalid choice"]),
     # collective
@@ -150,10 +176,16 @@ MATRIX = [
     # train
     (["train", "OUT/missing.py", "--out", "OUT/run"], ["missing.py", "no such experiment file"]),
     (["train", "IN/experiment-syntax.py", "--out", "OUT/run"], ["experiment-syntax.py", "SyntaxError"]),
-    (["train", "IN/experiment-zero-envs.py", "--out", "OUT/run"], ["experiment-zero-envs.py", "CONFIG.num_envs", ">= 1"]),
+    (
+        ["train", "IN/experiment-zero-envs.py", "--out", "OUT/run"],
+        ["experiment-zero-envs.py", "CONFIG.num_envs", ">= 1"],
+    ),
     (["train", "IN/experiment-negative-lr.py", "--out", "OUT/run"], ["CONFIG.learning_rate", "> 0"]),
     (["train", "IN/experiment-zero-updates.py", "--out", "OUT/run"], ["CONFIG.updates_per_chunk", ">= 1"]),
-    (["train", "IN/catalog-not-toml.toml", "--out", "OUT/run"], ["catalog-not-toml.toml", "cannot run the experiment file"]),
+    (
+        ["train", "IN/catalog-not-toml.toml", "--out", "OUT/run"],
+        ["catalog-not-toml.toml", "cannot run the experiment file"],
+    ),
     (["train", "--envs", "0", "--out", "OUT/run"], ["--envs", "num_envs", ">= 1"]),
     (["train", "--envs", "24", "--out", "OUT/run"], ["--envs", "multiple of samples_per_instance (16)"]),
     (["train", "--chunks", "-1", "--out", "OUT/run"], ["--chunks", "num_chunks", ">= 1"]),
@@ -161,7 +193,10 @@ MATRIX = [
     (["train", "--eval-every", "-1", "--out", "OUT/run"], ["--eval-every"]),
     (["train", "--num-processes", "2", "--out", "OUT/run"], ["--num-processes", "--coordinator"]),
     (["train", "--kind", "collective", "--algorithm", "ppo", "--out", "OUT/run"], ["--algorithm", "REINFORCE only"]),
-    (["train", "--kind", "collective", "--envs", "12", "--out", "OUT/run"], ["--envs", "multiple of samples_per_instance (8)"]),
+    (
+        ["train", "--kind", "collective", "--envs", "12", "--out", "OUT/run"],
+        ["--envs", "multiple of samples_per_instance (8)"],
+    ),
     (["train", "--kind", "tabular", "--out", "OUT/run"], ["--kind", "invalid choice"]),
     (["train", "--out", "IN/plan-list.json"], ["--out", "is a file"]),
     # plan
@@ -169,14 +204,26 @@ MATRIX = [
     (["plan", "--checkpoint", "IN", *instance()], ["holds no checkpoint"]),
     (["plan", "--checkpoint", "IN", *instance(), "--plans", "0"], ["--plans", "at least 1"]),
     (["plan", "--checkpoint", "IN", *instance(), "--out", "OUT/"], ["--out", "is a directory"]),
-    (["plan", "--checkpoint", "IN", *instance(catalog="IN/catalog-zero-price.toml")], ["price_per_hour", "must be > 0"]),
+    (
+        ["plan", "--checkpoint", "IN", *instance(catalog="IN/catalog-zero-price.toml")],
+        ["price_per_hour", "must be > 0"],
+    ),
     # execute
-    (["execute", "IN/plan-not-json.json", "--out", "OUT/report.json"], ["plan-not-json.json", "not a readable plan JSON"]),
+    (
+        ["execute", "IN/plan-not-json.json", "--out", "OUT/report.json"],
+        ["plan-not-json.json", "not a readable plan JSON"],
+    ),
     (["execute", "IN/plan-list.json"], ["plan-list.json", "instance", "not a plan written by `hps plan --out`"]),
-    (["execute", "IN/plan-schedule-number.json"], ["plan-schedule-number.json", "schedule", "list of resource type names"]),
+    (
+        ["execute", "IN/plan-schedule-number.json"],
+        ["plan-schedule-number.json", "schedule", "list of resource type names"],
+    ),
     (["execute", "IN/plan-schedule-ints.json"], ["plan-schedule-ints.json", "schedule"]),
     (["execute", "IN/plan-batch-string.json"], ["plan-batch-string.json", "instance.batch", "must be a number"]),
-    (["execute", "IN/plan-workload-number.json"], ["plan-workload-number.json", "instance.workload", "must be a string"]),
+    (
+        ["execute", "IN/plan-workload-number.json"],
+        ["plan-workload-number.json", "instance.workload", "must be a string"],
+    ),
     (["execute", "OUT/missing.json"], ["missing.json", "not a readable plan JSON"]),
     (["execute", *mlp("--steps", "0")], ["--steps", "at least 1"]),
     (["execute", *mlp("--micro-batches", "0")], ["--micro-batches", "at least 1"]),
@@ -185,15 +232,36 @@ MATRIX = [
     (["execute", *mlp("--replicas", "0")], ["--replicas", "1 <= k"]),
     (["execute", *mlp("--policy", "learned", "--checkpoint", "OUT/none")], ["none", "no such directory"]),
     (["execute", *mlp()[:-1], "0.5"], ["--batch", "whole number"]),
-    (["execute", "--workload", "IN/workload-no-model.toml", "--catalog", PODS, "--schedule", "cpu"], ["w: has no Flax model"]),
-    (["execute", "--workload", "mlp", "--catalog", "IN/catalog-zero-price.toml", "--schedule", "cpu"], ["price_per_hour"]),
+    (
+        ["execute", "--workload", "IN/workload-no-model.toml", "--catalog", PODS, "--schedule", "cpu"],
+        ["w: has no Flax model"],
+    ),
+    (
+        ["execute", "--workload", "mlp", "--catalog", "IN/catalog-zero-price.toml", "--schedule", "cpu"],
+        ["price_per_hour"],
+    ),
     (["execute", *mlp("--out", "IN/plan-list.json/report.json")], ["--out", "not a directory"]),
     # profile
-    (["profile", "--workload", "mlp", "--catalog", PODS, "--repeats", "0", "--out", "OUT/m.toml"], ["--repeats", "at least 1"]),
-    (["profile", "--workload", "mlp", "--catalog", PODS, "--micro-batch", "0", "--out", "OUT/m.toml"], ["--micro-batch", "at least 1"]),
-    (["profile", "--workload", "mlp", "--catalog", PODS, "--types", ",", "--out", "OUT/m.toml"], ["--types", "names no resource type"]),
-    (["profile", "--workload", "mlp", "--catalog", PODS, "--types", "tpu", "--out", "OUT/m.toml"], ["--types", "not in the catalogue"]),
-    (["profile", "--workload", "mlp", "--catalog", PODS, "--devices", "cpu=0-99", "--out", "OUT/m.toml"], ["--devices", "LAST < 8"]),
+    (
+        ["profile", "--workload", "mlp", "--catalog", PODS, "--repeats", "0", "--out", "OUT/m.toml"],
+        ["--repeats", "at least 1"],
+    ),
+    (
+        ["profile", "--workload", "mlp", "--catalog", PODS, "--micro-batch", "0", "--out", "OUT/m.toml"],
+        ["--micro-batch", "at least 1"],
+    ),
+    (
+        ["profile", "--workload", "mlp", "--catalog", PODS, "--types", ",", "--out", "OUT/m.toml"],
+        ["--types", "names no resource type"],
+    ),
+    (
+        ["profile", "--workload", "mlp", "--catalog", PODS, "--types", "tpu", "--out", "OUT/m.toml"],
+        ["--types", "not in the catalogue"],
+    ),
+    (
+        ["profile", "--workload", "mlp", "--catalog", PODS, "--devices", "cpu=0-99", "--out", "OUT/m.toml"],
+        ["--devices", "LAST < 8"],
+    ),
     (["profile", "--workload", "resnet50", "--catalog", PODS, "--out", "OUT/m.toml"], ["resnet50", "no Flax model"]),
     (["profile", "--workload", "mlp", "--catalog", PODS, "--out", "OUT/"], ["--out", "is a directory"]),
     # workload
@@ -203,8 +271,14 @@ MATRIX = [
     (["workload", "export", "ctr-dnn", "--out", "IN/plan-list.json/w.toml"], ["--out", "not a directory"]),
     (["workload", "derive", "mlp", "--batch", "0", "--out", "OUT/w.toml"], ["--batch", "positive"]),
     (["workload", "derive", "no_such_module:factory", "--out", "OUT/w.toml"], ["no_such_module", "cannot import"]),
-    (["workload", "derive", "IN/usermodel.py:missing", "--out", "OUT/w.toml"], ["usermodel.py", "no callable 'missing'"]),
-    (["workload", "derive", "IN/usermodel.py:not_layered", "--out", "OUT/w.toml"], ["not_layered", "not a LayeredModel"]),
+    (
+        ["workload", "derive", "IN/usermodel.py:missing", "--out", "OUT/w.toml"],
+        ["usermodel.py", "no callable 'missing'"],
+    ),
+    (
+        ["workload", "derive", "IN/usermodel.py:not_layered", "--out", "OUT/w.toml"],
+        ["not_layered", "not a LayeredModel"],
+    ),
     (["workload", "derive", "mlp", "--out", "OUT/"], ["--out", "is a directory"]),
     (["workload", "inspect"], ["invalid choice: 'inspect'"]),
     (["workload", "list", "extra"], ["unrecognized arguments"]),
@@ -237,12 +311,18 @@ def run_json(argv: list[str], capsys) -> dict:
     return json.loads(out)
 
 
-@pytest.mark.parametrize("argv, needles", MATRIX, ids=[" ".join(argv[:2]) + f"-{i}" for i, (argv, _) in enumerate(MATRIX)])
-def test_malformed_input_gives_one_clear_error_exit_2_and_writes_nothing(argv, needles, inputs, tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize(
+    "argv, needles", MATRIX, ids=[" ".join(argv[:2]) + f"-{i}" for i, (argv, _) in enumerate(MATRIX)]
+)
+def test_malformed_input_gives_one_clear_error_exit_2_and_writes_nothing(
+    argv, needles, inputs, tmp_path, monkeypatch, capsys
+):
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)  # a default output path (profile's NAME-measured.toml) lands here
-    argv = [arg.replace("IN/", f"{inputs}/").replace("OUT/", f"{work}/") if arg != "IN" else str(inputs) for arg in argv]
+    argv = [
+        arg.replace("IN/", f"{inputs}/").replace("OUT/", f"{work}/") if arg != "IN" else str(inputs) for arg in argv
+    ]
     before = sorted(inputs.rglob("*"))
     code, err = run_cli(argv, capsys)
     assert code == 2, err
@@ -258,14 +338,31 @@ def test_malformed_input_gives_one_clear_error_exit_2_and_writes_nothing(argv, n
 def test_errors_reach_the_process_without_a_traceback_and_leave_no_output(inputs, tmp_path):
     """The same, through the console entry point as a process: stderr holds the message only."""
     cases = [
-        ["evaluate", "--catalog", str(inputs / "catalog-wrong-type.toml"), "--workload", "ctr-dnn", "--schedule", "cpu"],
+        [
+            "evaluate",
+            "--catalog",
+            str(inputs / "catalog-wrong-type.toml"),
+            "--workload",
+            "ctr-dnn",
+            "--schedule",
+            "cpu",
+        ],
         ["execute", str(inputs / "plan-batch-string.json"), "--out", str(tmp_path / "report.json")],
         ["train", str(inputs / "experiment-zero-envs.py"), "--out", str(tmp_path / "run")],
         ["workload", "export", "ctr-dnn", "--out", str(tmp_path)],
     ]
     env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=jax.config.jax_compilation_cache_dir)
-    procs = [subprocess.Popen([sys.executable, "-m", "hps.cli.main", *argv], cwd=tmp_path, env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for argv in cases]  # fmt: skip
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "hps.cli.main", *argv],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for argv in cases
+    ]
     for argv, proc in zip(cases, procs):
         stdout, stderr = proc.communicate(timeout=300)
         assert proc.returncode == 2, (argv, stderr[-2000:])
@@ -325,8 +422,13 @@ def trained(tmp_path_factory):
 
 
 def tiny_state() -> TrainState:
-    return TrainState(params={"w": jnp.ones(3)}, opt_state=(), baseline=jnp.float32(0.0),
-                      key=jnp.zeros(2, jnp.uint32), step=jnp.int32(0))  # fmt: skip
+    return TrainState(
+        params={"w": jnp.ones(3)},
+        opt_state=(),
+        baseline=jnp.float32(0.0),
+        key=jnp.zeros(2, jnp.uint32),
+        step=jnp.int32(0),
+    )
 
 
 def chunk_that_breaks(after_update: int, what: str):
@@ -343,7 +445,9 @@ def chunk_that_breaks(after_update: int, what: str):
     return train_chunk
 
 
-@pytest.mark.parametrize("what, message", [("loss", "the mean loss is nan"), ("params", "the policy parameters hold NaN or inf")])
+@pytest.mark.parametrize(
+    "what, message", [("loss", "the mean loss is nan"), ("params", "the policy parameters hold NaN or inf")]
+)
 def test_run_chunks_stops_on_a_non_finite_chunk_before_anyone_sees_its_state(what, message):
     seen = []
     with pytest.raises(TrainingDiverged, match=rf"chunk 2 \(updates 4-5\): {message}"):
@@ -351,11 +455,13 @@ def test_run_chunks_stops_on_a_non_finite_chunk_before_anyone_sees_its_state(wha
     assert seen == [0, 1]  # the broken chunk never reaches on_chunk, where a session saves its checkpoint
 
 
-def test_hps_train_stops_on_divergence_exit_2_and_keeps_the_last_good_checkpoint(tmp_path, experiment, trained, monkeypatch, capsys):
+def test_hps_train_stops_on_divergence_exit_2_and_keeps_the_last_good_checkpoint(
+    tmp_path, experiment, trained, monkeypatch, capsys
+):
     """A chunk whose parameters turn NaN (injected after the real jitted chunk 2): `hps train`
     exits 2 with a message naming the run folder and the chunk, saves nothing of that chunk, and
     the latest checkpoint restores the parameters of the clean run's 2 chunks."""
-    from hps.agents import train as train_module
+    from hps.placement.agent import train as train_module
 
     real_make_train = train_module.make_train
 
@@ -372,7 +478,9 @@ def test_hps_train_stops_on_divergence_exit_2_and_keeps_the_last_good_checkpoint
 
     monkeypatch.setattr(train_module, "make_train", make_poisoned_train)
     out = tmp_path / "run"
-    code, err = run_cli(["train", str(experiment), "--out", str(out), "--chunks", "4", "--eval-every", "0", "--json"], capsys)
+    code, err = run_cli(
+        ["train", str(experiment), "--out", str(out), "--chunks", "4", "--eval-every", "0", "--json"], capsys
+    )
     assert code == 2 and "Traceback" not in err
     message = err.strip().splitlines()[-1]
     assert message.startswith(f"hps train: error: {out}: training diverged in chunk 2 (updates 4-5)"), err
@@ -413,7 +521,9 @@ def test_plan_from_a_damaged_checkpoint_exits_2_naming_the_folder(how, tmp_path,
     shutil.copytree(trained[0], run)
     latest = damage(run, how)
     plan_file = tmp_path / "plan.json"
-    code, err = run_cli(["plan", "--checkpoint", str(run), *instance(), "--plans", "16", "--out", str(plan_file)], capsys)
+    code, err = run_cli(
+        ["plan", "--checkpoint", str(run), *instance(), "--plans", "16", "--out", str(plan_file)], capsys
+    )
     assert code == 2 and "Traceback" not in err
     assert f"hps plan: error: {latest}" in err
     assert not plan_file.exists()
@@ -436,20 +546,29 @@ def test_damaged_checkpoint_error_reaches_the_process_without_a_traceback(tmp_pa
     shutil.copytree(trained[0], run)
     latest = damage(run, "state-bytes")
     env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=jax.config.jax_compilation_cache_dir)
-    proc = subprocess.run([sys.executable, "-m", "hps.cli.main", "plan", "--checkpoint", str(run), *instance()],
-                          capture_output=True, text=True, env=env, timeout=300)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "hps.cli.main", "plan", "--checkpoint", str(run), *instance()],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert proc.stderr.startswith(f"hps plan: error: {latest}: state: cannot restore the training state")
     assert proc.stderr.count("\n") == 1 and proc.stdout == ""  # the message alone: no traceback, no log lines
 
 
-def test_removing_the_damaged_step_resumes_from_the_one_before_to_the_clean_result(tmp_path, experiment, trained, capsys):
+def test_removing_the_damaged_step_resumes_from_the_one_before_to_the_clean_result(
+    tmp_path, experiment, trained, capsys
+):
     """What the error message advises: without the damaged latest step, `hps train` resumes from
     the step before and reaches the clean run's parameters."""
     run = tmp_path / "run"
     shutil.copytree(trained[0], run)
     shutil.rmtree(damage(run, "state-bytes"))
-    code, _ = run_cli(["train", str(experiment), "--out", str(run), "--chunks", "2", "--eval-every", "0", "--json"], capsys)
+    code, _ = run_cli(
+        ["train", str(experiment), "--out", str(run), "--chunks", "2", "--eval-every", "0", "--json"], capsys
+    )
     assert code == 0
     assert [r["chunk"] for r in read_metrics(run / "metrics.jsonl")] == [0, 1]
     _, params, spec = checkpoint.load_policy(run / "checkpoints")
@@ -468,15 +587,24 @@ def reached(report: dict, stage: int, batch: float) -> str:
 @pytest.mark.parametrize(
     "schedule, throughput, want",
     [
-        ("cpu,cpu,gpu-a,gpu-a,gpu-a,gpu-a,gpu-a", "1e12",
-         "throughput at the stage starting at layer 0 (embedding): all 16 units of cpu (its max_units) reach {reached}, "
-         "below the floor of 1e+12 samples/s"),
-        (",".join(["gpu-b"] * 7), "4e5",
-         "memory at the stage starting at layer 0 (embedding): it does not fit in 16 GiB per unit even on all 8 units "
-         "of gpu-b (its max_units)"),
-        ("cpu,gpu-b,cpu,gpu-b,cpu,gpu-b,cpu", "4e5",
-         "pooled_cap at the stage starting at layer 1 (concat): the stages on gpu-b together need 9 units, above its "
-         "max_units of 8"),
+        (
+            "cpu,cpu,gpu-a,gpu-a,gpu-a,gpu-a,gpu-a",
+            "1e12",
+            "throughput at the stage starting at layer 0 (embedding): all 16 units of cpu (its max_units) reach {reached}, "
+            "below the floor of 1e+12 samples/s",
+        ),
+        (
+            ",".join(["gpu-b"] * 7),
+            "4e5",
+            "memory at the stage starting at layer 0 (embedding): it does not fit in 16 GiB per unit even on all 8 units "
+            "of gpu-b (its max_units)",
+        ),
+        (
+            "cpu,gpu-b,cpu,gpu-b,cpu,gpu-b,cpu",
+            "4e5",
+            "pooled_cap at the stage starting at layer 1 (concat): the stages on gpu-b together need 9 units, above its "
+            "max_units of 8",
+        ),
     ],
 )
 def test_evaluate_says_which_stage_fails_which_constraint_and_by_how_much(schedule, throughput, want, capsys):
@@ -491,8 +619,11 @@ def test_evaluate_says_which_stage_fails_which_constraint_and_by_how_much(schedu
 def test_search_says_plainly_when_no_method_meets_the_floor(capsys):
     code, out, err = run_cli_output(["search", *instance(throughput="1e12")], capsys)
     assert code == 0, err
-    rows = [line.split() for line in out.splitlines() if line.split()[:1] in (["single"], ["greedy"], ["random"],
-                                                                               ["genetic"], ["gradient"], ["exhaustive"])]
+    rows = [
+        line.split()
+        for line in out.splitlines()
+        if line.split()[:1] in (["single"], ["greedy"], ["random"], ["genetic"], ["gradient"], ["exhaustive"])
+    ]
     assert len(rows) == 6 and all(row[1:3] == ["-", "no"] for row in rows)  # no cost, not feasible
     assert "no feasible plan: no method meets the floor of 1e+12 samples/s" in out
     assert "INFEASIBLE: throughput at the stage starting at layer 0 (embedding)" in out and "below the floor" in out
@@ -506,7 +637,10 @@ def test_plan_says_why_no_sampled_plan_is_feasible(trained, capsys):
     argv = ["plan", "--checkpoint", str(trained[0]), *instance(throughput="1e12"), "--plans", "16"]
     report = run_json(argv, capsys)
     assert report["feasible"] is False and report["cost"] is None and report["feasible_plans"] == 0
-    assert report["reason"].startswith("throughput at the stage starting at layer ") and "below the floor of 1e+12" in report["reason"]
+    assert (
+        report["reason"].startswith("throughput at the stage starting at layer ")
+        and "below the floor of 1e+12" in report["reason"]
+    )
     code, out, _ = run_cli_output(argv, capsys)
     assert code == 0 and "17 plans scored, 0 feasible" in out and f"INFEASIBLE: {report['reason']}" in out
 

@@ -64,12 +64,15 @@ def test_sample_batch_feeds_the_first_layer_and_the_last_returns_a_finite_per_ex
     assert bool(jnp.all(jnp.isfinite(loss)))
 
 
-@pytest.mark.parametrize("name, limits", [
-    ("ctr-dnn-small", {"ids": "rows"}),
-    ("dlrm-small", {"ids": "rows_per_table"}),
-    ("matchnet-small", {"query_ids": "query_rows", "item_ids": "item_rows"}),
-    ("transformer-small", {"tokens": "vocab"}),
-])
+@pytest.mark.parametrize(
+    "name, limits",
+    [
+        ("ctr-dnn-small", {"ids": "rows"}),
+        ("dlrm-small", {"ids": "rows_per_table"}),
+        ("matchnet-small", {"query_ids": "query_rows", "item_ids": "item_rows"}),
+        ("transformer-small", {"tokens": "vocab"}),
+    ],
+)
 def test_sampled_ids_are_in_range_of_their_table(name, limits):
     batch = built(name)[0].sample_batch(jax.random.key(2), 256)
     values = hyperparameters(name)
@@ -138,7 +141,11 @@ def test_training_steps_on_ctr_dnn_small_lower_the_loss():
 
 def test_set_parses_integers_numbers_and_comma_lists_of_integers():
     assert parse_set(["rows=10000", "dim=8", "hidden=64,32", "scale=1e4", "one=16,"]) == {
-        "rows": 10000, "dim": 8, "hidden": (64, 32), "scale": 1e4, "one": (16,),
+        "rows": 10000,
+        "dim": 8,
+        "hidden": (64, 32),
+        "scale": 1e4,
+        "one": (16,),
     }
     assert parse_set([]) == {}
 
@@ -172,8 +179,18 @@ def test_set_does_not_apply_to_a_workload_file(tmp_path):
 
 
 def test_every_instance_command_takes_set(capsys):
-    argv = ["evaluate", "--catalog", "small", "--workload", "ctr-dnn-small", "--schedule", "cpu,cpu,cpu,cpu,cpu",
-            "--set", "hidden=16", "--json"]
+    argv = [
+        "evaluate",
+        "--catalog",
+        "small",
+        "--workload",
+        "ctr-dnn-small",
+        "--schedule",
+        "cpu,cpu,cpu,cpu,cpu",
+        "--set",
+        "hidden=16",
+        "--json",
+    ]
     assert main(argv) == 0
     assert len(json.loads(capsys.readouterr().out)["stages"]) == 1
     assert main([*argv[:-3], "--set", "hidden=oops", "--json"]) == 2

@@ -10,10 +10,18 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from hps.config.types import Catalog, Dimension, Job, Layer, Network, ResourceType, Workload
-from hps.placement import REASONS, build_params, evaluate_schedules
+from hps.config.types import (
+    Catalog,
+    Dimension,
+    Job,
+    Layer,
+    Network,
+    ResourceType,
+    Workload,
+)
+from hps.placement.model import REASONS, build_params, evaluate_schedules
+from hps.reference import placement as reference
 from tests.instances import GiB, random_instance
-from tests.reference import placement as reference
 
 MAX_LAYERS, MAX_TYPES, MAX_REPLICAS = 8, 4, 512
 SCHEDULES_PER_INSTANCE = 4
@@ -44,9 +52,7 @@ def check_against_reference(workload, catalog, job, schedules, result):
 
 
 def evaluate_padded(workload, catalog, job, schedules):
-    params = build_params(
-        workload, catalog, job, max_layers=MAX_LAYERS, max_types=MAX_TYPES, max_replicas=MAX_REPLICAS
-    )
+    params = build_params(workload, catalog, job, max_layers=MAX_LAYERS, max_types=MAX_TYPES, max_replicas=MAX_REPLICAS)
     padded = np.zeros((len(schedules), MAX_LAYERS), np.int32)
     padded[:, : len(workload.layers)] = schedules
     return _evaluate(params, jnp.asarray(padded))
@@ -60,8 +66,7 @@ def test_jnp_model_equals_reference_on_random_instances(seed):
     for _ in range(110):
         workload, catalog, job = random_instance(rng)
         schedules = [
-            [rng.randrange(len(catalog.resources)) for _ in workload.layers]
-            for _ in range(SCHEDULES_PER_INSTANCE)
+            [rng.randrange(len(catalog.resources)) for _ in workload.layers] for _ in range(SCHEDULES_PER_INSTANCE)
         ]
         result = evaluate_padded(workload, catalog, job, schedules)
         check_against_reference(workload, catalog, job, schedules, result)
@@ -161,7 +166,7 @@ def test_evaluation_compiles_once_across_instances():
 @pytest.mark.parametrize("seed", range(2))
 def test_direct_evaluation_equals_the_segment_table_path_and_the_reference(seed):
     """evaluate_direct (no segment table, for RL) scores exactly like evaluate_schedules."""
-    from hps.placement.direct import evaluate_direct
+    from hps.placement.model.direct import evaluate_direct
 
     direct = jax.jit(evaluate_direct)
     rng = random.Random(100 + seed)

@@ -1,21 +1,20 @@
-"""Stage moves (`hps.search.refine`): the hill climb that polishes a policy's best plan."""
+"""Stage moves (`hps.placement.search.refine`): the hill climb that polishes a policy's best plan."""
 
 from __future__ import annotations
 
 import math
 import random
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
-from hps.placement import build_params
-from hps.placement.model import segment_table
-from hps.search.refine import refine, stage_moves
-from hps.search.scoring import RANK_FEASIBLE, batch_best, score
-from hps.search.single import score_single_types
+from hps.placement.model import build_params
+from hps.placement.model.cost import segment_table
+from hps.placement.search.refine import refine, stage_moves
+from hps.placement.search.scoring import RANK_FEASIBLE, batch_best
+from hps.placement.search.single import score_single_types
+from hps.reference import placement as reference
 from tests.instances import random_instance
-from tests.reference import placement as reference
 
 
 def moves_by_hand(schedule: list[int], n_types: int) -> set[tuple[int, ...]]:
@@ -65,7 +64,9 @@ def test_refine_ends_where_no_stage_move_improves_under_the_reference_evaluator(
         n = len(workload.layers)
         plan = [int(t) for t in np.asarray(best.schedule)[:n]]
         cost = reference.evaluate(workload, catalog, job, plan)["cost"]
-        start_cost = reference.evaluate(workload, catalog, job, [int(t) for t in np.asarray(start.schedule)[:n]])["cost"]
+        start_cost = reference.evaluate(workload, catalog, job, [int(t) for t in np.asarray(start.schedule)[:n]])[
+            "cost"
+        ]
         assert cost <= start_cost * (1 + 1e-5)
         if int(best.rank) == RANK_FEASIBLE:
             feasible += 1

@@ -183,7 +183,10 @@ def test_themis_iteration_item_is_the_study_hps_collective_iteration_prints(tmp_
 
     config = ThemisIterationConfig(name="it", workloads=(("mlp", 64.0),), networks=("3d-switch-8x8x8",))
     ran = run_experiment(config, tmp_path / "it", progress=False)
-    assert main(["collective", "--network", "3d-switch-8x8x8", "--iteration", "mlp", "--batch-per-npu", "64", "--json"]) == 0
+    assert (
+        main(["collective", "--network", "3d-switch-8x8x8", "--iteration", "mlp", "--batch-per-npu", "64", "--json"])
+        == 0
+    )
     cli = json.loads(capsys.readouterr().out)
     assert ran["results"]["results"]["speedup"]["mlp"]["3d-switch-8x8x8"] == cli["speedup"]
     assert (tmp_path / "it" / "speedup.png").is_file()
@@ -192,17 +195,30 @@ def test_themis_iteration_item_is_the_study_hps_collective_iteration_prints(tmp_
 def test_scaling_sweeps_each_axis_once_and_draws_its_log_log_figure(tmp_path):
     from hps.experiments import scaling
 
-    config = scaling.ScalingConfig(envs=(256, 1024), layers=(8, 16), base_envs=1024, base_layers=16,
-                                   train_envs=(256,), chunks=(4, 16))  # fmt: skip
+    config = scaling.ScalingConfig(
+        envs=(256, 1024), layers=(8, 16), base_envs=1024, base_layers=16, train_envs=(256,), chunks=(4, 16)
+    )
     keys = [key for key, _ in scaling.items(config)]
     assert keys == ["env-n256-l16", "env-n1024-l16", "env-n1024-l8", "train-n256-l8", "collective-c4", "collective-c16"]
-    fake = {key: {"what": what, "envs": n, "layers": l, "per_s": 1e6 / n, "compile_s": 1.0}
-            for key, (what, n, l) in scaling.items(config) if what != "collective"}  # fmt: skip
-    fake |= {f"collective-c{c}": {"what": "collective", "chunks": c, "dims": 3, "networks": 256, "per_s": 1e5 / c,
-                                  "compile_s": 2.0} for c in config.chunks}  # fmt: skip
+    fake = {
+        key: {"what": what, "envs": n, "layers": l, "per_s": 1e6 / n, "compile_s": 1.0}
+        for key, (what, n, l) in scaling.items(config)
+        if what != "collective"
+    }
+    fake |= {
+        f"collective-c{c}": {
+            "what": "collective",
+            "chunks": c,
+            "dims": 3,
+            "networks": 256,
+            "per_s": 1e5 / c,
+            "compile_s": 2.0,
+        }
+        for c in config.chunks
+    }
     summary = scaling.summarize(config, fake)
     assert len(summary.rows) == len(keys)
-    (name, draw), = summary.figures
+    ((name, draw),) = summary.figures
     draw(tmp_path / name)
     assert (tmp_path / name).read_bytes()[:4] == b"\x89PNG"
     with pytest.raises(ValueError, match="layers"):
@@ -218,7 +234,7 @@ def test_a_collective_checkpoint_adds_the_learned_column(tmp_path, monkeypatch):
         seen.append((checkpoint, network.name, size, chunks))
         return np.tile(np.arange(4, dtype=np.int32), (chunks, 1))
 
-    monkeypatch.setattr("hps.agents.collective_eval.checkpoint_orders", baseline_orders)
+    monkeypatch.setattr("hps.collective.agent.checkpoint.checkpoint_orders", baseline_orders)
     with pytest.raises(ConfigError, match="no such directory"):
         run_experiment(tiny_config(checkpoint=str(tmp_path / "missing")), tmp_path / "x", progress=False)
     assert not (tmp_path / "x").exists()

@@ -13,14 +13,14 @@ import jax.numpy as jnp
 import pytest
 
 import hps
-from hps.placement import REASONS, build_params
-from hps.search import METHODS, run_search
-from hps.search.exhaustive import decode, exhaustive
-from hps.search.genetic import genetic
-from hps.search.random import random_search
-from hps.search.single import single
+from hps.placement.model import REASONS, build_params
+from hps.placement.search import METHODS, run_search
+from hps.placement.search.exhaustive import decode, exhaustive
+from hps.placement.search.genetic import genetic
+from hps.placement.search.random import random_search
+from hps.placement.search.single import single
+from hps.reference import placement as reference
 from tests.instances import random_instance
-from tests.reference import placement as reference
 
 # One padded shape for the small instances, so each method compiles once for all of them.
 MAX_LAYERS, MAX_TYPES, MAX_REPLICAS = 5, 3, 512
@@ -145,7 +145,7 @@ def test_exhaustive_refuses_a_space_above_its_limit():
 
 
 def reference_penalty(catalog, job, evaluation):
-    """The graded penalty of hps.search.scoring, from a reference evaluation: ln(R / throughput)
+    """The graded penalty of hps.placement.search.scoring, from a reference evaluation: ln(R / throughput)
     below the floor, plus the fraction of layers in unprovisionable stages, plus the units over
     each type's pooled cap relative to it."""
     stages = evaluation["stages"]
@@ -164,9 +164,7 @@ def test_all_infeasible_instance_returns_the_least_bad_schedule_as_infeasible():
     exhaustive's pick has the smallest graded penalty of all schedules."""
     workload, catalog, job = random_instance(random.Random(11), n_layers=4, n_types=3)
     job = dataclasses.replace(job, throughput=1e15)
-    params = build_params(
-        workload, catalog, job, max_layers=MAX_LAYERS, max_types=MAX_TYPES, max_replicas=MAX_REPLICAS
-    )
+    params = build_params(workload, catalog, job, max_layers=MAX_LAYERS, max_types=MAX_TYPES, max_replicas=MAX_REPLICAS)
     for name, result in run_every_method(params).items():
         assert not result.feasible, name
         assert math.isinf(result.cost), name
@@ -191,7 +189,7 @@ def test_run_search_dispatches_by_name_and_rejects_unknown_methods():
 
 def test_exhaustive_compiles_once_per_padded_shape():
     """Different instances (and search-space sizes) of one padded shape reuse one compile."""
-    from hps.search.exhaustive import _enumerator
+    from hps.placement.search.exhaustive import _enumerator
 
     instances = small_instances(9, 3)
     sizes = {len(c.resources) ** len(w.layers) for w, c, _, _ in instances}

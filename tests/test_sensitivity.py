@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import hps
-from hps.placement import build_params, evaluate_schedules
-from hps.placement.sensitivity import (
+from hps.placement.model import build_params, evaluate_schedules
+from hps.placement.model.sensitivity import (
     FIGURES,
     cost_and_gradients,
     figures_of,

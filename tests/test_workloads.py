@@ -172,8 +172,10 @@ def test_unknown_override_raises_config_error():
     assert "rowz" in str(err.value)
 
 
-@pytest.mark.parametrize("key, value", [("rows", -1), ("dim", 2.5), ("hidden", []), ("hidden", "512"),
-                                        ("rows", float("nan")), ("slots", True)])
+@pytest.mark.parametrize(
+    "key, value",
+    [("rows", -1), ("dim", 2.5), ("hidden", []), ("hidden", "512"), ("rows", float("nan")), ("slots", True)],
+)
 def test_bad_override_values_raise_config_error(key, value):
     with pytest.raises(ConfigError):
         build_workload("ctr-dnn", **{key: value})
@@ -183,8 +185,7 @@ def test_list_workloads_names_every_zoo_entry_with_a_description():
     listed = list_workloads()
     assert [name for name, _ in listed] == list(ZOO)
     assert all(description for _, description in listed)
-    assert {"ctr-dnn", "wide-deep", "deepfm", "dlrm", "matchnet", "word2vec-nce", "resnet50",
-            "bert-base"} <= set(ZOO)
+    assert {"ctr-dnn", "wide-deep", "deepfm", "dlrm", "matchnet", "word2vec-nce", "resnet50", "bert-base"} <= set(ZOO)
 
 
 def test_resolve_workload_builds_from_the_zoo_when_no_such_file(tmp_path, monkeypatch):
@@ -199,6 +200,6 @@ def test_resolve_workload_loads_an_existing_file(tmp_path, monkeypatch):
     path = tmp_path / "w.toml"
     path.write_text(
         'name = "tiny"\n[[layer]]\nname = "embedding"\nkind = "sparse"\nflops = 1.0\nmem_bytes = 2.0\n'
-        'io_bytes = 3.0\nact_bytes = 4.0\ndense_param_bytes = 0.0\nsparse_param_bytes = 5.0\n'
+        "io_bytes = 3.0\nact_bytes = 4.0\ndense_param_bytes = 0.0\nsparse_param_bytes = 5.0\n"
     )
     assert resolve_workload(str(path)) == loaders.load_workload(str(path))

@@ -18,11 +18,12 @@ from concurrent.futures import ThreadPoolExecutor
 import jax
 import numpy as np
 
-from hps.bench.timing import compile_seconds, load_reference, side_by_side, timed_calls
-from hps.collective.network import NetworkParams, network_batch
-from hps.collective.simulator import simulate_allreduce
-from hps.collective.themis import collective_orders
+from hps.bench.timing import compile_seconds, side_by_side, timed_calls
+from hps.collective.model.network import NetworkParams, network_batch
+from hps.collective.model.simulator import simulate_allreduce
+from hps.collective.model.themis import collective_orders
 from hps.config.types import ALGORITHMS, Dimension, Network
+from hps.reference import collective as reference
 
 GiB = 2.0**30
 
@@ -67,9 +68,7 @@ def split_parts(batch: NetworkParams, orders, parts: int) -> list:
     """[(NetworkParams, orders)] the group cut into ≤ parts contiguous slices, in order."""
     n = orders.shape[0]
     bounds = np.linspace(0, n, min(parts, n) + 1).astype(int)
-    return [
-        (jax.tree.map(lambda x: x[lo:hi], batch), orders[lo:hi]) for lo, hi in zip(bounds[:-1], bounds[1:])
-    ]
+    return [(jax.tree.map(lambda x: x[lo:hi], batch), orders[lo:hi]) for lo, hi in zip(bounds[:-1], bounds[1:])]
 
 
 def batched_simulation(nets: list[Network], chunks: int, total_bytes: float, pool: ThreadPoolExecutor, threads: int):
@@ -91,16 +90,25 @@ def batched_simulation(nets: list[Network], chunks: int, total_bytes: float, poo
     return by_dims, groups, simulate_all
 
 
-def simulator_rate(networks: int = 256, chunks: int = 64, dims: int | None = None, total_bytes: float = GiB,
-                   min_seconds: float = 1.0) -> dict:  # fmt: skip
+def simulator_rate(
+    networks: int = 256, chunks: int = 64, dims: int | None = None, total_bytes: float = GiB, min_seconds: float = 1.0
+) -> dict:
     """{"collectives_per_s", "compile_s", ...} of the jnp side alone on `networks` random
     networks (of `dims` dimensions when given: one group, one compile)."""
     threads = cpu_cores()
     with ThreadPoolExecutor(threads) as pool:
-        _, _, simulate_all = batched_simulation(random_networks(networks, dims=dims), chunks, total_bytes, pool, threads)
+        _, _, simulate_all = batched_simulation(
+            random_networks(networks, dims=dims), chunks, total_bytes, pool, threads
+        )
         compile_s, seconds = timed_calls(simulate_all, min_seconds=min_seconds)
-    return {"collectives_per_s": networks / seconds, "compile_s": compile_s, "networks": networks,
-            "chunks": chunks, "dims": dims, "threads": threads}  # fmt: skip
+    return {
+        "collectives_per_s": networks / seconds,
+        "compile_s": compile_s,
+        "networks": networks,
+        "chunks": chunks,
+        "dims": dims,
+        "threads": threads,
+    }
 
 
 def run(networks: int = 1024, chunks: int = 64, total_bytes: float = GiB, min_seconds: float = 2.0) -> dict:
@@ -118,7 +126,6 @@ def run(networks: int = 1024, chunks: int = 64, total_bytes: float = GiB, min_se
         for i, rows in zip(indices, np.asarray(group_orders).tolist()):
             cases[i] = (nets[i].dimensions, rows)  # group orders have exactly D columns
 
-    reference = load_reference("collective")
     reference_times: dict[int, float] = {}
 
     def reference_one(i: int) -> None:

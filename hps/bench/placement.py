@@ -11,12 +11,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from hps.bench.timing import compile_seconds, load_reference, side_by_side
+from hps.bench.timing import compile_seconds, side_by_side
 from hps.config.loaders import load_catalog
 from hps.config.paths import resolve_topology
 from hps.config.types import Job
-from hps.placement import build_params, evaluate_schedules
-from hps.search import exhaustive
+from hps.placement.model import build_params, evaluate_schedules
+from hps.placement.search import exhaustive
+from hps.reference import placement as reference
 from hps.workloads import build_workload
 
 BENCH_HIDDEN = (1024, 1024, 512, 512, 512, 256, 256, 256, 128, 128, 64, 32)  # 16 layers in all
@@ -40,7 +41,6 @@ def run(schedules_per_call: int = 65_536, min_seconds: float = 2.0, seed: int = 
     evaluate = jax.jit(evaluate_schedules)
     device_schedules = jnp.asarray(schedules)
     compile_s = compile_seconds(evaluate, params, device_schedules)
-    reference = load_reference("placement")
     as_lists = schedules[:2000].tolist()
     jax_per_s, reference_per_s = side_by_side(
         lambda: evaluate(params, device_schedules),

@@ -2,21 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
-import sys
 import time
 
 import jax
-
-from hps.config.paths import REPO_ROOT, reference_module_path
-
-
-def load_reference(name: str):
-    """Import tests/reference/<name>.py (module tests.reference.<name>) from the source checkout."""
-    reference_module_path(name)  # a clear error when there is no checkout
-    if str(REPO_ROOT) not in sys.path:
-        sys.path.insert(0, str(REPO_ROOT))
-    return importlib.import_module(f"tests.reference.{name}")
 
 
 def compile_seconds(fn, *args) -> float:

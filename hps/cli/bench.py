@@ -52,7 +52,7 @@ def run(args) -> int:
 
 
 def run_rl(args) -> int:
-    from hps.agents.benchmark import measure
+    from hps.bench.rl import measure
 
     result = measure()
     if args.json:
@@ -63,9 +63,15 @@ def run_rl(args) -> int:
         f"{result['algorithm']} with the {result['encoder']} policy (hidden {result['hidden']}), on {result['device']}"
     )
     shared = f"policy rollout ({result['samples_per_instance']} envs per instance)"
-    rows = [[name, result[f"{key}_steps_per_s"]] for name, key in
-            (("environment alone", "env"), (shared, "rollout"), ("policy rollout (1 env per instance)", "rollout_distinct"),
-             ("training update", "train"))]  # fmt: skip
+    rows = [
+        [name, result[f"{key}_steps_per_s"]]
+        for name, key in (
+            ("environment alone", "env"),
+            (shared, "rollout"),
+            ("policy rollout (1 env per instance)", "rollout_distinct"),
+            ("training update", "train"),
+        )
+    ]
     print(format_table(["loop", "env_steps_per_s"], rows))
     print(f"compile {result['compile_s']:.1f} s in all (training {result['train_compile_s']:.1f} s), excluded")
     return 0

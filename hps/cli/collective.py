@@ -64,18 +64,27 @@ def _iteration(network, args) -> dict:
     workload = workload_arg(args.iteration, flag="--iteration")
     resource = studies.compute_resource(args.catalog, args.resource)
     return studies.iteration(
-        network, workload, resource, batch_per_npu=args.batch_per_npu,
-        chunks=min(args.chunks, 16), policy=args.policy, dense_only=True,
-    )  # fmt: skip
+        network,
+        workload,
+        resource,
+        batch_per_npu=args.batch_per_npu,
+        chunks=min(args.chunks, 16),
+        policy=args.policy,
+        dense_only=True,
+    )
 
 
 def run(args) -> int:
     size = parse_size(args.size)
     plot = output_path(args.plot, "--plot")
     if args.policy == "learned" and not args.checkpoint:
-        raise ConfigError("--checkpoint", "checkpoint", "--policy learned needs --checkpoint DIR (hps train --kind collective)")
+        raise ConfigError(
+            "--checkpoint", "checkpoint", "--policy learned needs --checkpoint DIR (hps train --kind collective)"
+        )
     if args.policy == "learned" and (args.suite or args.iteration):
-        raise ConfigError("--policy", "policy", "learned orders are available for one collective, not --suite or --iteration")
+        raise ConfigError(
+            "--policy", "policy", "learned orders are available for one collective, not --suite or --iteration"
+        )
     if args.suite:
         payload = studies.suite(sorted(TOPOLOGIES.glob("networks/*.toml")), size, args.chunks)
         print_json(payload) if args.json else print(format_suite(payload))
@@ -87,7 +96,7 @@ def run(args) -> int:
         return 0
     orders = None
     if args.policy == "learned":
-        from hps.agents.collective_eval import checkpoint_orders
+        from hps.collective.agent.checkpoint import checkpoint_orders
 
         orders = checkpoint_orders(args.checkpoint, network, size, args.chunks)
     payload, result = studies.single(network, size, args.chunks, args.policy, args.intra == "scf", orders=orders)
@@ -96,11 +105,15 @@ def run(args) -> int:
     if args.json:
         print_json(payload)
         return 0
-    rows = [[f"dim {d + 1}", x.size, x.bandwidth / 2**30, busy, busy / payload["time"]]
-            for d, (x, busy) in enumerate(zip(network.dimensions, payload["busy"]))]  # fmt: skip
+    rows = [
+        [f"dim {d + 1}", x.size, x.bandwidth / 2**30, busy, busy / payload["time"]]
+        for d, (x, busy) in enumerate(zip(network.dimensions, payload["busy"]))
+    ]
     print(f"{network.name}: All-Reduce of {size:,.0f} bytes in {args.chunks} chunks, {args.policy} + {args.intra}")
     print(format_table(["dimension", "size", "GiB_per_s", "busy_s", "busy_share"], rows))
-    print(f"\ntime {payload['time']:.6g} s   ideal {payload['ideal_time']:.6g} s   utilization {payload['utilization']:.1%}")
+    print(
+        f"\ntime {payload['time']:.6g} s   ideal {payload['ideal_time']:.6g} s   utilization {payload['utilization']:.1%}"
+    )
     if args.plot:
         print(f"wrote {args.plot}")
     return 0

@@ -12,7 +12,7 @@ from hps.config.loaders import load_catalog
 from hps.config.paths import resolve_topology
 from hps.config.types import Job, Workload
 from hps.errors import ConfigError
-from hps.placement import validate_job
+from hps.placement.model import validate_job
 from hps.workloads import ZOO, resolve_workload
 
 DEFAULT_CATALOG = "cloud-2024"
@@ -20,12 +20,18 @@ DEFAULT_CATALOG = "cloud-2024"
 
 def add_instance_args(parser: argparse.ArgumentParser, *, workload_required: bool = True) -> None:
     """--catalog, --workload and the job flags (defaults: the workload's own job defaults)."""
-    parser.add_argument("--catalog", default=DEFAULT_CATALOG, help="catalogue TOML file or shipped name (default: %(default)s)")
-    parser.add_argument("--workload", required=workload_required, help="workload TOML file or zoo name (see `hps workload list`)")
+    parser.add_argument(
+        "--catalog", default=DEFAULT_CATALOG, help="catalogue TOML file or shipped name (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--workload", required=workload_required, help="workload TOML file or zoo name (see `hps workload list`)"
+    )
     parser.add_argument("--batch", type=float, help="global batch B, samples per iteration (default: the workload's)")
     parser.add_argument("--throughput", type=float, help="throughput floor R, samples/s (default: the workload's)")
     parser.add_argument("--samples", type=float, help="samples to train N (default: the workload's)")
-    parser.add_argument("--collective", choices=("themis", "baseline"), default="themis", help="stage All-Reduce policy")
+    parser.add_argument(
+        "--collective", choices=("themis", "baseline"), default="themis", help="stage All-Reduce policy"
+    )
     parser.add_argument("--chunks", type=int, default=64, help="All-Reduce chunks (default: %(default)s)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     add_set_arg(parser)
@@ -34,7 +40,11 @@ def add_instance_args(parser: argparse.ArgumentParser, *, workload_required: boo
 def add_set_arg(parser: argparse.ArgumentParser) -> None:
     """--set NAME=VALUE (repeatable): zoo workload hyperparameter overrides, read by `parse_set`."""
     parser.add_argument(
-        "--set", dest="overrides", action="append", default=[], metavar="NAME=VALUE",
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
         help="override a zoo workload hyperparameter (repeatable); VALUE an integer, a number or a "
         "comma-separated list of integers, e.g. --set rows=10000 --set hidden=64,32",
     )
@@ -128,6 +138,12 @@ def instance_document(args, job: Job) -> dict:
     """The instance flags of a command as a plan file records them, so `hps execute PLAN.json`
     rebuilds the same workload, catalogue and job."""
     return {
-        "workload": args.workload, "catalog": args.catalog, "batch": job.batch, "throughput": job.throughput,
-        "samples": job.samples, "collective": job.collective, "chunks": job.chunks, "overrides": list(args.overrides),
-    }  # fmt: skip
+        "workload": args.workload,
+        "catalog": args.catalog,
+        "batch": job.batch,
+        "throughput": job.throughput,
+        "samples": job.samples,
+        "collective": job.collective,
+        "chunks": job.chunks,
+        "overrides": list(args.overrides),
+    }

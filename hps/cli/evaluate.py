@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from hps.cli.common import add_instance_args, print_json, resolve_instance
 from hps.config.loaders import parse_schedule
-from hps.placement import build_params
-from hps.placement.sensitivity import sensitivity
+from hps.placement.model import build_params
+from hps.placement.model.sensitivity import sensitivity
 from hps.report.placement import format_report, schedule_report
 from hps.report.sensitivity import format_sensitivity
 
@@ -15,9 +15,10 @@ def register(subparsers) -> None:
     add_instance_args(parser)
     parser.add_argument("--schedule", required=True, help="comma-separated resource type per layer")
     parser.add_argument(
-        "--sensitivity", action="store_true",
+        "--sensitivity",
+        action="store_true",
         help="also d(cost)/d(figure) and elasticity of every catalogue and network figure (jax.grad, provisioning fixed)",
-    )  # fmt: skip
+    )
     parser.set_defaults(run=run)
 
 

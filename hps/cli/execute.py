@@ -39,8 +39,11 @@ def register(subparsers) -> None:
     parser.add_argument("--replicas", help="comma-separated replicas per stage to run instead of the plan's (e.g. 2,4)")
     parser.add_argument("--steps", type=int, default=5, help="training steps (default: %(default)s)")
     parser.add_argument("--micro-batches", type=int, help="micro-batches per step (default: one per stage, at least 2)")
-    parser.add_argument("--policy", choices=("baseline", "themis", "roundrobin", "best-fixed", "learned"),
-                        help="collective policy of the gradient All-Reduce (default: --collective)")  # fmt: skip
+    parser.add_argument(
+        "--policy",
+        choices=("baseline", "themis", "roundrobin", "best-fixed", "learned"),
+        help="collective policy of the gradient All-Reduce (default: --collective)",
+    )
     parser.add_argument("--checkpoint", help="trained collective policy, for --policy learned")
     parser.add_argument("--lr", type=float, default=0.05, help="SGD learning rate (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the model's initial parameters and data")
@@ -50,15 +53,23 @@ def register(subparsers) -> None:
 
 
 def add_device_args(parser) -> None:
-    parser.add_argument("--devices", help="device pools by index into jax.devices(), e.g. cpu=0-3,v100=4-7 "
-                        "(default: GPU types on GPUs, CPU types on CPUs; one kind: all share)")  # fmt: skip
+    parser.add_argument(
+        "--devices",
+        help="device pools by index into jax.devices(), e.g. cpu=0-3,v100=4-7 "
+        "(default: GPU types on GPUs, CPU types on CPUs; one kind: all share)",
+    )
 
 
 PLAN_TYPES = {  # instance key -> (accepted JSON types, what the error says)
-    "workload": (str, "a string"), "catalog": (str, "a string"), "batch": ((int, float), "a number"),
-    "throughput": ((int, float), "a number"), "samples": ((int, float), "a number"),
-    "collective": (str, "a string"), "chunks": (int, "an integer"), "overrides": (list, "a list of NAME=VALUE strings"),
-}  # fmt: skip
+    "workload": (str, "a string"),
+    "catalog": (str, "a string"),
+    "batch": ((int, float), "a number"),
+    "throughput": ((int, float), "a number"),
+    "samples": ((int, float), "a number"),
+    "collective": (str, "a string"),
+    "chunks": (int, "an integer"),
+    "overrides": (list, "a list of NAME=VALUE strings"),
+}
 
 
 def plan_instance(path: str, args: Namespace) -> Namespace:
@@ -99,7 +110,7 @@ def check_run_flags(args: Namespace) -> None:
     if not (math.isfinite(args.lr) and args.lr > 0):
         raise ConfigError("--lr", "lr", f"must be a positive number, got {args.lr}")
     if args.policy == "learned" and args.checkpoint:
-        from hps.agents.checkpoint import checkpoint_folder
+        from hps.rl.checkpoint import checkpoint_folder
 
         checkpoint_folder(args.checkpoint)  # a missing folder fails now, not when a stage first syncs
 
@@ -132,19 +143,34 @@ def run(args) -> int:
     model = build_model(workload.name, seed=args.seed, **parse_set(args.overrides))
     check_model_matches(model, workload)
     schedule = parse_schedule(args.schedule, catalog, len(workload.layers))
+    learned_orders = None
+    if args.checkpoint:
+        from functools import partial
+
+        from hps.collective.agent.checkpoint import checkpoint_orders
+
+        learned_orders = partial(checkpoint_orders, args.checkpoint)
     options = ExecuteOptions(
-        steps=args.steps, micro_batches=args.micro_batches, policy=args.policy, checkpoint=args.checkpoint,
-        devices=args.devices, learning_rate=args.lr, seed=args.seed, check=args.check,
+        steps=args.steps,
+        micro_batches=args.micro_batches,
+        policy=args.policy,
+        learned_orders=learned_orders,
+        devices=args.devices,
+        learning_rate=args.lr,
+        seed=args.seed,
+        check=args.check,
         replicas=parse_replicas(args.replicas),
-    )  # fmt: skip
+    )
     report = execute_plan(model, workload, catalog, job, schedule, options)
     if out:
         write_json(out, report)
     if args.json:
         print_json(report)
         return 0
-    print(f"{workload.name} on {catalog.name}: {','.join(report['schedule'])}; batch {report['batch']}, "
-          f"{args.steps} steps, {report['collective_policy']} All-Reduce")  # fmt: skip
+    print(
+        f"{workload.name} on {catalog.name}: {','.join(report['schedule'])}; batch {report['batch']}, "
+        f"{args.steps} steps, {report['collective_policy']} All-Reduce"
+    )
     print(format_execution(report))
     return 0
 
@@ -164,13 +190,18 @@ def check_model_matches(model, workload) -> None:
     from hps.models.base import parameter_bytes
 
     if len(model.layers) != len(workload.layers):
-        raise ConfigError("--workload", workload.name, f"the model has {len(model.layers)} layers, the table {len(workload.layers)}; "
-                          "was the table made with other hyperparameters (--set)?")  # fmt: skip
+        raise ConfigError(
+            "--workload",
+            workload.name,
+            f"the model has {len(model.layers)} layers, the table {len(workload.layers)}; "
+            "was the table made with other hyperparameters (--set)?",
+        )
     for layer, row in zip(model.layers, workload.layers):
         dense, sparse = parameter_bytes(layer)
         if (dense, sparse) != (row.dense_param_bytes, row.sparse_param_bytes):
             raise ConfigError(
-                "--workload", f"{workload.name}.{row.name}",
+                "--workload",
+                f"{workload.name}.{row.name}",
                 f"the table says {row.dense_param_bytes:g} dense + {row.sparse_param_bytes:g} sparse parameter "
                 f"bytes but the model has {dense:g} + {sparse:g}; was the table made with other hyperparameters (--set)?",
-            )  # fmt: skip
+            )

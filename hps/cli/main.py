@@ -11,7 +11,19 @@ from hps.errors import HpsError
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from hps.cli import bench, collective, evaluate, execute, plan, profile, quickstart, run, search, train, workload
+    from hps.cli import (
+        bench,
+        collective,
+        evaluate,
+        execute,
+        plan,
+        profile,
+        quickstart,
+        run,
+        search,
+        train,
+        workload,
+    )
 
     parser = argparse.ArgumentParser(prog="hps", description="Plan and run training on heterogeneous hardware.")
     parser.add_argument("--version", action="version", version=f"hps {__version__}")

@@ -2,12 +2,19 @@
 
 `--samples` is the job's training samples N, as in every command (SPEC); `--plans` is how many
 plans the policy samples (default 64) before the exact model keeps the best, greedy plan included;
-`--refine` then polishes that plan with a hill climb of stage moves (`hps.search.refine`).
+`--refine` then polishes that plan with a hill climb of stage moves (`hps.placement.search.refine`).
 """
 
 from __future__ import annotations
 
-from hps.cli.common import add_instance_args, instance_document, output_path, print_json, resolve_instance, write_json
+from hps.cli.common import (
+    add_instance_args,
+    instance_document,
+    output_path,
+    print_json,
+    resolve_instance,
+    write_json,
+)
 from hps.errors import ConfigError
 from hps.report.placement import format_report, schedule_report
 
@@ -17,23 +24,26 @@ def register(subparsers) -> None:
     add_instance_args(parser)
     parser.add_argument("--checkpoint", required=True, help="run folder or its checkpoints/ folder (hps train --out)")
     parser.add_argument("--plans", type=int, default=64, help="plans sampled from the policy (default: %(default)s)")
-    parser.add_argument("--refine", action="store_true",
-                        help="polish the best plan by stage moves (retype or split a stage, move a boundary) "
-                             "until none improves: a few hundred more exact evaluations, milliseconds")
+    parser.add_argument(
+        "--refine",
+        action="store_true",
+        help="polish the best plan by stage moves (retype or split a stage, move a boundary) "
+        "until none improves: a few hundred more exact evaluations, milliseconds",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", help="also write the JSON plan to this file (input of hps execute)")
     parser.set_defaults(run=run)
 
 
 def run(args) -> int:
-    from hps.agents.checkpoint import checkpoint_folder, load_policy
-    from hps.agents.planner import plan
+    from hps.placement.agent.checkpoint import load_policy
+    from hps.placement.agent.planner import plan
 
     out = output_path(args.out)
     if args.plans < 1:
         raise ConfigError("--plans", "plans", f"must be at least 1, got {args.plans}")
     workload, catalog, job = resolve_instance(args)
-    policy, params, spec = load_policy(checkpoint_folder(args.checkpoint), kind="placement")
+    policy, params, spec = load_policy(args.checkpoint)
     result = plan(policy, params, workload, catalog, job, samples=args.plans, seed=args.seed, polish=args.refine)
     report = schedule_report(workload, catalog, job, result.schedule)
     report.update(
@@ -52,9 +62,11 @@ def run(args) -> int:
         print_json(report)
         return 0
     print(f"{workload.name} on {catalog.name}: batch {job.batch:g}, floor {job.throughput:g} samples/s")
-    print(f"policy: {args.checkpoint} (step {spec['step']}, {spec['policy']['encoder']}); "
-          f"{result.candidates} plans scored, {result.feasible_candidates} feasible"
-          + (f", then {result.refine_evaluations} stage moves" if args.refine else ""))  # fmt: skip
+    print(
+        f"policy: {args.checkpoint} (step {spec['step']}, {spec['policy']['encoder']}); "
+        f"{result.candidates} plans scored, {result.feasible_candidates} feasible"
+        + (f", then {result.refine_evaluations} stage moves" if args.refine else "")
+    )
     print(f"schedule: {','.join(report['schedule'])}")
     print(format_report(report, workload))
     print(f"planned in {result.plan_seconds * 1e3:.1f} ms (compile {result.compile_seconds:.2f} s, excluded)")

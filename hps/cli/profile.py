@@ -7,7 +7,13 @@ import sys
 
 from tqdm import tqdm
 
-from hps.cli.common import add_instance_args, output_path, parse_set, print_json, resolve_instance
+from hps.cli.common import (
+    add_instance_args,
+    output_path,
+    parse_set,
+    print_json,
+    resolve_instance,
+)
 from hps.cli.execute import add_device_args
 from hps.config.loaders import write_workload
 from hps.errors import ConfigError
@@ -17,7 +23,9 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser("profile", help="measure per-layer times per device pool into a workload TOML")
     add_instance_args(parser)
     add_device_args(parser)
-    parser.add_argument("--types", help="comma-separated resource types to profile (default: those --devices names, else all)")
+    parser.add_argument(
+        "--types", help="comma-separated resource types to profile (default: those --devices names, else all)"
+    )
     parser.add_argument("--micro-batch", type=int, help="samples per measured micro-batch (default: batch / 2)")
     parser.add_argument("--repeats", type=int, default=3, help="measurements per layer; the median is kept")
     parser.add_argument("--seed", type=int, default=0)
@@ -26,12 +34,12 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    import jax
+
     from hps.executor.devices import device_pools, parse_device_map
     from hps.executor.profile import profile_layers, with_measured_times
     from hps.models.registry import build_model
     from hps.report.execution import format_profile
-
-    import jax
 
     if args.repeats < 1:
         raise ConfigError("--repeats", "repeats", f"must be at least 1, got {args.repeats}")
@@ -43,7 +51,9 @@ def run(args) -> int:
     if args.types is not None:
         types = [t.strip() for t in args.types.split(",") if t.strip()]
         if not types:
-            raise ConfigError("--types", "types", f"names no resource type; the catalogue has {', '.join(catalog.names)}")
+            raise ConfigError(
+                "--types", "types", f"names no resource type; the catalogue has {', '.join(catalog.names)}"
+            )
     elif args.devices:
         types = list(parse_device_map(args.devices, catalog, len(jax.devices())))
     else:
@@ -55,14 +65,23 @@ def run(args) -> int:
     micro_batch = int(job.batch) // 2 if args.micro_batch is None else args.micro_batch
     for name, pool in pools.items():
         if micro_batch < len(pool) or micro_batch % len(pool):
-            raise ConfigError("--micro-batch", "micro_batch", f"{micro_batch} samples do not split over the {len(pool)} devices of {name!r}")
-    bar = tqdm(total=len(types) * len(workload.layers), desc="profile", unit="layer", file=sys.stderr, disable=args.json)
-    times = profile_layers(model, pools, micro_batch, repeats=args.repeats, seed=args.seed,
-                           progress=lambda *_: bar.update())  # fmt: skip
+            raise ConfigError(
+                "--micro-batch",
+                "micro_batch",
+                f"{micro_batch} samples do not split over the {len(pool)} devices of {name!r}",
+            )
+    bar = tqdm(
+        total=len(types) * len(workload.layers), desc="profile", unit="layer", file=sys.stderr, disable=args.json
+    )
+    times = profile_layers(
+        model, pools, micro_batch, repeats=args.repeats, seed=args.seed, progress=lambda *_: bar.update()
+    )
     bar.close()
     write_workload(with_measured_times(workload, times), out)
     if args.json:
-        print_json({"workload": workload.name, "out": str(out), "micro_batch": micro_batch, "seconds_per_sample": times})
+        print_json(
+            {"workload": workload.name, "out": str(out), "micro_batch": micro_batch, "seconds_per_sample": times}
+        )
         return 0
     print(format_profile([layer.name for layer in workload.layers], times))
     print(f"wrote {out}: re-plan with measured times, e.g. hps search --workload {out} --catalog {args.catalog}")

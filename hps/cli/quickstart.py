@@ -1,5 +1,5 @@
 """`hps quickstart`: train a small placement policy, compare it with every baseline and the
-optimum, plan an unseen workload from its checkpoint and execute the plan (`hps.quickstart`)."""
+optimum, plan an unseen workload from its checkpoint and execute the plan (`hps.experiments.quickstart`)."""
 
 from __future__ import annotations
 
@@ -12,20 +12,24 @@ from hps.report.tables import format_table
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("quickstart", help="the whole product in a few minutes: train, compare, plan, execute")
+    parser = subparsers.add_parser(
+        "quickstart", help="the whole product in a few minutes: train, compare, plan, execute"
+    )
     parser.add_argument("--out", default="runs/quickstart", help="run folder (default: %(default)s)")
     parser.add_argument("--chunks", type=int, default=14, help="training chunks of 10 updates (default: %(default)s)")
     parser.add_argument("--envs", type=int, default=4096, help="environments per update (default: %(default)s)")
-    parser.add_argument("--workloads", default="ctr-dnn,wide-deep,dlrm,matchnet",
-                        help="zoo workloads compared on cloud-2024 (default: %(default)s)")
+    parser.add_argument(
+        "--workloads",
+        default="ctr-dnn,wide-deep,dlrm,matchnet",
+        help="zoo workloads compared on cloud-2024 (default: %(default)s)",
+    )
     parser.add_argument("--json", action="store_true", help="print the summary JSON instead of tables")
     parser.set_defaults(run=run)
 
 
 def run(args) -> int:
-    from hps.quickstart import STEPS, QuickstartConfig, run_quickstart
-
     from hps.errors import ConfigError
+    from hps.experiments.quickstart import STEPS, QuickstartConfig, run_quickstart
 
     if args.chunks < 1 or args.envs < 16 or args.envs % 16:
         raise ConfigError("--chunks/--envs", "quickstart", "need at least 1 chunk and a multiple of 16 environments")
@@ -35,8 +39,15 @@ def run(args) -> int:
     workloads = tuple(w.strip() for w in args.workloads.split(",") if w.strip())
     config = QuickstartConfig(out=args.out, train_chunks=args.chunks, num_envs=args.envs, workloads=workloads)
     steps = tqdm(total=len(STEPS), desc="quickstart", unit="step", file=sys.stderr, disable=args.json, position=0)
-    chunks = tqdm(total=config.train_chunks, desc="  train", unit="chunk", file=sys.stderr, disable=args.json,
-                  position=1, leave=False)  # fmt: skip
+    chunks = tqdm(
+        total=config.train_chunks,
+        desc="  train",
+        unit="chunk",
+        file=sys.stderr,
+        disable=args.json,
+        position=1,
+        leave=False,
+    )
 
     def progress(step: str) -> None:
         if step != STEPS[0]:
@@ -73,8 +84,10 @@ def format_summary(summary: dict) -> str:
     plan and its execution, then where the files are."""
     comparisons = summary["comparisons"]
     methods = list(dict.fromkeys(m for c in comparisons for m in c["methods"] if not m.startswith("only:")))
-    rows = [[c["workload"], _cost(c["best_cost"]), *(_ratio(c["methods"].get(m, {}).get("ratio")) for m in methods)]
-            for c in comparisons]  # fmt: skip
+    rows = [
+        [c["workload"], _cost(c["best_cost"]), *(_ratio(c["methods"].get(m, {}).get("ratio")) for m in methods)]
+        for c in comparisons
+    ]
     training = summary["training"]
     unseen = summary["unseen"]
     execution = unseen["execution"]

@@ -10,10 +10,10 @@ from tqdm import tqdm
 
 from hps.cli.common import add_instance_args, print_json, resolve_instance
 from hps.errors import SearchSpaceTooLarge
-from hps.placement import REASONS, build_params
+from hps.placement.model import REASONS, build_params
+from hps.placement.search import METHODS, run_search
 from hps.report.placement import format_report, schedule_report
 from hps.report.tables import format_table
-from hps.search import METHODS, run_search
 
 ALL = "all"
 
@@ -22,10 +22,16 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser("search", help="find the cheapest feasible placement with a baseline search")
     add_instance_args(parser)
     parser.add_argument(
-        "--method", default=ALL, choices=(ALL, *METHODS),
+        "--method",
+        default=ALL,
+        choices=(ALL, *METHODS),
         help="search method, or 'all' to compare every method (default)",
-    )  # fmt: skip
-    parser.add_argument("--budget", type=int, help="evaluations for random/genetic/gradient (so they compare at equal evaluations); evaluation cap for greedy; space limit for exhaustive")
+    )
+    parser.add_argument(
+        "--budget",
+        type=int,
+        help="evaluations for random/genetic/gradient (so they compare at equal evaluations); evaluation cap for greedy; space limit for exhaustive",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.set_defaults(run=run)
 
@@ -50,9 +56,7 @@ def _run_methods(methods, params, args, show_progress):
     for method in bar:
         bar.set_postfix_str(method)
         try:
-            results.append(
-                run_search(method, params, key=jax.random.key(args.seed), budget=args.budget, warmup=True)
-            )
+            results.append(run_search(method, params, key=jax.random.key(args.seed), budget=args.budget, warmup=True))
         except SearchSpaceTooLarge as error:
             if len(methods) == 1:
                 raise
@@ -72,9 +76,19 @@ def run(args) -> int:
         payload["skipped"] = skipped
         print_json(payload)
         return 0
-    print(f"{workload.name} on {catalog.name}: batch {job.batch:g}, floor {job.throughput:g} samples/s, {job.samples:g} samples")
+    print(
+        f"{workload.name} on {catalog.name}: batch {job.batch:g}, floor {job.throughput:g} samples/s, {job.samples:g} samples"
+    )
     rows = [
-        [s["method"], s["cost"], s["feasible"], s["throughput"], s["evaluations"], s["wall_seconds"], ",".join(s["schedule"])]
+        [
+            s["method"],
+            s["cost"],
+            s["feasible"],
+            s["throughput"],
+            s["evaluations"],
+            s["wall_seconds"],
+            ",".join(s["schedule"]),
+        ]
         for s in map(lambda r: _summary(r, catalog), results)
     ]
     print(format_table(["method", "cost_$", "feasible", "samples_per_s", "evaluations", "search_s", "schedule"], rows))
@@ -83,7 +97,9 @@ def run(args) -> int:
     if best.feasible:
         print(f"\nbest ({best.method}):")
     else:
-        print(f"\nno feasible plan: no method meets the floor of {job.throughput:g} samples/s within the catalogue's "
-              f"memory and max_units; the closest plan ({best.method}, highest throughput) fails on:")  # fmt: skip
+        print(
+            f"\nno feasible plan: no method meets the floor of {job.throughput:g} samples/s within the catalogue's "
+            f"memory and max_units; the closest plan ({best.method}, highest throughput) fails on:"
+        )
     print(format_report(report, workload))
     return 0

@@ -3,7 +3,7 @@
 With no experiment, trains the default general placement policy (`default_placement_config`:
 risk-seeking REINFORCE, LSTM, 4,096 environments of the TRAIN split), or with `--kind collective` the default collective policy
 (REINFORCE over random networks). An experiment file is Python defining CONFIG, a
-`hps.agents.TrainConfig` or `hps.agents.collective_train.CollectiveTrainConfig` (or a function
+`hps.placement.agent.train.TrainConfig` or `hps.collective.agent.train.CollectiveTrainConfig` (or a function
 config() returning one). Flags override its fields.
 """
 
@@ -22,23 +22,38 @@ from hps.errors import ConfigError
 
 UNBOUNDED_CHUNKS = 1_000_000  # with --minutes and no --chunks, the clock ends training
 FLAGS = {"num_envs": "envs", "algorithm": "algorithm", "seed": "seed", "num_chunks": "chunks"}  # config field -> flag
-SHOWN = ("reward", "feasible", "cost_ratio", "utilization", "eval_feasible", "eval_cost_ratio", "eval_utilization",
-         "eval_themis_utilization")  # fmt: skip
+SHOWN = (
+    "reward",
+    "feasible",
+    "cost_ratio",
+    "utilization",
+    "eval_feasible",
+    "eval_cost_ratio",
+    "eval_utilization",
+    "eval_themis_utilization",
+)
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("train", help="train a placement policy (resumes from the latest checkpoint)")
     parser.add_argument("experiment", nargs="?", help="Python file defining CONFIG = TrainConfig(...)")
-    parser.add_argument("--kind", choices=("placement", "collective"), default="placement",
-                        help="the default policy to train when no experiment is given (default: %(default)s)")
+    parser.add_argument(
+        "--kind",
+        choices=("placement", "collective"),
+        default="placement",
+        help="the default policy to train when no experiment is given (default: %(default)s)",
+    )
     parser.add_argument("--out", default="runs/placement-policy", help="run folder (default: %(default)s)")
-    parser.add_argument("--minutes", type=float, help="wall-clock budget; training stops after the chunk that crosses it")
+    parser.add_argument(
+        "--minutes", type=float, help="wall-clock budget; training stops after the chunk that crosses it"
+    )
     parser.add_argument("--chunks", type=int, help="chunks of updates to run in all (resumed runs count earlier ones)")
     parser.add_argument("--envs", type=int, help="environments per update")
     parser.add_argument("--algorithm", choices=("reinforce", "ppo"))
     parser.add_argument("--seed", type=int)
-    parser.add_argument("--eval-every", type=int, default=5,
-                        help="chunks between held-out evaluations; 0: never (default: %(default)s)")
+    parser.add_argument(
+        "--eval-every", type=int, default=5, help="chunks between held-out evaluations; 0: never (default: %(default)s)"
+    )
     parser.add_argument("--coordinator", help="HOST:PORT of process 0, for multi-process training")
     parser.add_argument("--num-processes", type=int, default=1, help="processes in a multi-process run")
     parser.add_argument("--process-id", type=int, default=0, help="this process's index in a multi-process run")
@@ -48,8 +63,8 @@ def register(subparsers) -> None:
 
 def load_experiment(path: str):
     """The TrainConfig an experiment file defines (CONFIG or config())."""
-    from hps.agents.collective_train import CollectiveTrainConfig
-    from hps.agents.train import TrainConfig
+    from hps.collective.agent.train import CollectiveTrainConfig
+    from hps.placement.agent.train import TrainConfig
 
     if not Path(path).is_file():
         raise ConfigError(path, "", "no such experiment file")
@@ -63,14 +78,18 @@ def load_experiment(path: str):
     if config is None and callable(namespace.get("config")):
         config = namespace["config"]()
     if not isinstance(config, (TrainConfig, CollectiveTrainConfig)):
-        raise ConfigError(path, "CONFIG", "must be a hps.agents.TrainConfig or CollectiveTrainConfig "
-                                          "(or define config() returning one)")  # fmt: skip
+        raise ConfigError(
+            path,
+            "CONFIG",
+            "must be a hps.placement.agent.train.TrainConfig or CollectiveTrainConfig "
+            "(or define config() returning one)",
+        )
     return config
 
 
 def resolve_config(args):
-    from hps.agents.collective_train import CollectiveTrainConfig
-    from hps.agents.train import default_placement_config
+    from hps.collective.agent.train import CollectiveTrainConfig
+    from hps.placement.agent.train import default_placement_config
 
     if args.experiment:
         config = load_experiment(args.experiment)
@@ -100,13 +119,13 @@ def check_flags(args) -> None:
 def run(args) -> int:
     check_flags(args)
     if args.coordinator is not None:
-        from hps.agents.distributed import initialize
+        from hps.rl.distributed import initialize
 
         initialize(args.coordinator, args.num_processes, args.process_id)
     elif args.num_processes != 1:
         raise ConfigError("--num-processes", "num_processes", "needs --coordinator HOST:PORT")
-    from hps.agents.distributed import is_primary
-    from hps.agents.session import SessionPaths, train_session
+    from hps.rl.distributed import is_primary
+    from hps.rl.session import SessionPaths, train_session
 
     config = resolve_config(args)
     total = None if config.num_chunks == UNBOUNDED_CHUNKS else config.num_chunks
@@ -118,8 +137,14 @@ def run(args) -> int:
         bar.set_postfix(postfix, refresh=True)
 
     try:
-        state, records = train_session(config, args.out, minutes=args.minutes, on_chunk=on_chunk,
-                                       eval_every=max(args.eval_every, 1), evaluate=args.eval_every > 0)  # fmt: skip
+        state, records = train_session(
+            config,
+            args.out,
+            minutes=args.minutes,
+            on_chunk=on_chunk,
+            eval_every=max(args.eval_every, 1),
+            evaluate=args.eval_every > 0,
+        )
     finally:
         bar.close()  # before any error message, on a line of its own
     paths = SessionPaths(Path(args.out))

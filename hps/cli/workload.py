@@ -27,7 +27,8 @@ def register(subparsers) -> None:
         "derive", help="derive a layer table from a Flax LayeredModel by XLA cost analysis of each layer"
     )
     derive.add_argument(
-        "model", metavar="MODULE:FACTORY",
+        "model",
+        metavar="MODULE:FACTORY",
         help="a module (or .py file) and a callable in it returning a hps.models.LayeredModel, or a zoo "
         "workload with a Flax model (e.g. ctr-dnn-small)",
     )
@@ -64,7 +65,9 @@ def run_derive(args) -> int:
     model = model_from_spec(args.model, overrides, source="--set")
     name = args.name or args.model.rpartition(":")[2]
     workload = derive_workload(
-        model, batch=args.batch, name=name,
+        model,
+        batch=args.batch,
+        name=name,
         description=f"derived from {args.model} by XLA cost analysis at batch {args.batch}",
     )
     if args.model in ZOO:  # a zoo model keeps its job defaults
@@ -79,4 +82,3 @@ def _emit(workload, out: str | None) -> int:
     else:
         print(workload_to_toml(workload), end="")
     return 0
-

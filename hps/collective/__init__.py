@@ -1,47 +1,9 @@
-"""Collective model: hierarchical All-Reduce on multi-dimensional networks (Themis).
+"""Collectives (the Themis problem): the order in which each chunk of an All-Reduce visits the
+dimensions of a multi-dimensional network.
 
-network (padded NetworkParams, T_ideal) ─▶ policies (chunk orders) ─▶ simulator (event-driven
-timeline, completion time, utilization).
+    model/    networks, chunk orders (baseline, Themis, ...), the event-driven simulator, the
+              iteration level
+    env/      network generators and the functional CollectiveEnv
+    agent/    the Flax collective policy, its training and evaluation
+    studies   the shipped topology suite and iteration studies, run through the model
 """
-
-from hps.collective.network import (
-    MAX_DIMS,
-    NetworkParams,
-    ideal_time,
-    network_batch,
-    network_params,
-    steps_per_phase,
-)
-from hps.collective.policies import (
-    POLICIES,
-    baseline_orders,
-    best_fixed_orders,
-    explicit_orders,
-    policy_orders,
-    roundrobin_orders,
-    themis_orders,
-)
-from hps.collective.simulator import SimResult, simulate, simulate_allreduce, utilization
-from hps.collective.themis import MAX_CHUNKS, collective_orders
-
-__all__ = [
-    "MAX_CHUNKS",
-    "MAX_DIMS",
-    "NetworkParams",
-    "POLICIES",
-    "SimResult",
-    "baseline_orders",
-    "best_fixed_orders",
-    "collective_orders",
-    "explicit_orders",
-    "ideal_time",
-    "network_batch",
-    "network_params",
-    "policy_orders",
-    "roundrobin_orders",
-    "simulate",
-    "simulate_allreduce",
-    "steps_per_phase",
-    "themis_orders",
-    "utilization",
-]

@@ -6,11 +6,11 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from hps.collective.iteration import iteration_time
-from hps.collective.network import ideal_time, network_params
-from hps.collective.policies import policy_orders
-from hps.collective.simulator import simulate_allreduce, utilization
-from hps.collective.themis import MAX_CHUNKS
+from hps.collective.model.iteration import iteration_time
+from hps.collective.model.network import ideal_time, network_params
+from hps.collective.model.orders import policy_orders
+from hps.collective.model.simulator import simulate_allreduce, utilization
+from hps.collective.model.themis import MAX_CHUNKS
 from hps.config.loaders import load_catalog, load_network
 from hps.config.paths import resolve_topology
 from hps.config.types import Network, ResourceType, Workload
@@ -66,23 +66,42 @@ def suite(paths, total_bytes: float, chunks: int) -> dict:
     return {"size": total_bytes, "chunks": chunks, "columns": columns, "networks": rows, "mean": mean}
 
 
-def compute_resource(catalog: str, resource: str, *, catalog_flag: str = "--catalog",
-                     resource_flag: str = "--resource") -> ResourceType:  # fmt: skip
+def compute_resource(
+    catalog: str, resource: str, *, catalog_flag: str = "--catalog", resource_flag: str = "--resource"
+) -> ResourceType:
     """The resource type named `resource` in the catalogue `catalog` (a shipped name or a file):
     the type whose units compute a data-parallel iteration. ConfigError names the flag."""
     loaded = load_catalog(resolve_topology(catalog, "catalogs", catalog_flag))
     if resource not in loaded.names:
-        raise ConfigError(resource_flag, "resource", f"unknown type {resource!r}; {loaded.name} has {', '.join(loaded.names)}")
+        raise ConfigError(
+            resource_flag, "resource", f"unknown type {resource!r}; {loaded.name} has {', '.join(loaded.names)}"
+        )
     return loaded.resources[loaded.index(resource)]
 
 
-def iteration(network: Network, workload: Workload, resource: ResourceType, *, batch_per_npu: float,
-              chunks: int, policy: str, dense_only: bool) -> dict:  # fmt: skip
+def iteration(
+    network: Network,
+    workload: Workload,
+    resource: ResourceType,
+    *,
+    batch_per_npu: float,
+    chunks: int,
+    policy: str,
+    dense_only: bool,
+) -> dict:
     """Iteration times (s) of data-parallel `workload` under the baseline and under `policy`."""
     net = network_params(network)
     results = {
-        name: iteration_time(net, workload, resource, batch_per_npu=batch_per_npu, chunks=chunks,
-                             policy=name, scf=name != "baseline", dense_only=dense_only)  # fmt: skip
+        name: iteration_time(
+            net,
+            workload,
+            resource,
+            batch_per_npu=batch_per_npu,
+            chunks=chunks,
+            policy=name,
+            scf=name != "baseline",
+            dense_only=dense_only,
+        )
         for name in dict.fromkeys(("baseline", policy))
     }
     base, other = results["baseline"], results[policy]

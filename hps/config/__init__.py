@@ -1,5 +1,13 @@
 """Configuration: typed objects and their validating TOML loaders."""
 
+from hps.config.loaders import (
+    load_catalog,
+    load_network,
+    load_workload,
+    parse_schedule,
+    workload_to_toml,
+    write_workload,
+)
 from hps.config.types import (
     ALGORITHMS,
     Catalog,
@@ -11,14 +19,6 @@ from hps.config.types import (
     ResourceType,
     Workload,
     steps_per_phase,
-)
-from hps.config.loaders import (
-    load_catalog,
-    load_network,
-    load_workload,
-    parse_schedule,
-    workload_to_toml,
-    write_workload,
 )
 
 __all__ = [

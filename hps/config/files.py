@@ -60,7 +60,9 @@ def atomic_write(path: str | os.PathLike, write: Callable[[str], None], *, suffi
     target = os.path.abspath(path)
     try:
         os.makedirs(os.path.dirname(target), exist_ok=True)
-        handle, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=suffix, dir=os.path.dirname(target))
+        handle, tmp = tempfile.mkstemp(
+            prefix=f".{os.path.basename(target)}.", suffix=suffix, dir=os.path.dirname(target)
+        )
     except OSError as error:
         raise ConfigError(str(path), "", f"cannot write: {error.strerror or error}") from None
     os.close(handle)

@@ -55,12 +55,27 @@ DIMENSION_KEYS = ("size", "bandwidth_GiBps", "latency_ns", "algorithm")
 NETWORK_KEYS = ("name", "dimension")
 CATALOG_KEYS = ("name", "resource")
 RESOURCE_KEYS = (
-    "name", "kind", "peak_TFLOPs", "efficiency_dense", "efficiency_sparse", "mem_bw_GiBps",
-    "io_bw_GiBps", "nic_bw_GiBps", "memory_GiB", "price_per_hour", "max_units", "dimension",
-)  # fmt: skip
+    "name",
+    "kind",
+    "peak_TFLOPs",
+    "efficiency_dense",
+    "efficiency_sparse",
+    "mem_bw_GiBps",
+    "io_bw_GiBps",
+    "nic_bw_GiBps",
+    "memory_GiB",
+    "price_per_hour",
+    "max_units",
+    "dimension",
+)
 LAYER_NUMBERS = (
-    "flops", "mem_bytes", "io_bytes", "act_bytes", "dense_param_bytes", "sparse_param_bytes",
-)  # fmt: skip
+    "flops",
+    "mem_bytes",
+    "io_bytes",
+    "act_bytes",
+    "dense_param_bytes",
+    "sparse_param_bytes",
+)
 LAYER_KEYS = ("name", "kind", *LAYER_NUMBERS, "measured_time_s")
 DEFAULTS_KEYS = ("batch", "throughput", "samples")
 WORKLOAD_KEYS = ("name", "description", "defaults", "layer")
@@ -113,8 +128,7 @@ def parse_resource(table: dict[str, Any], source: str, prefix: str) -> ResourceT
         raise ConfigError(
             source,
             field_path(prefix, "max_units"),
-            f"must be at most the network size {network.total_size} "
-            f"(product of dimension sizes), got {max_units}",
+            f"must be at most the network size {network.total_size} (product of dimension sizes), got {max_units}",
         )
     return ResourceType(
         name=name,
@@ -285,8 +299,7 @@ def parse_schedule(text: str, catalog: Catalog, n_layers: int, source: str = "--
             raise ConfigError(
                 source,
                 f"layer[{i}]",
-                f"unknown resource type {name!r}; catalogue {catalog.name!r} has "
-                f"{', '.join(catalog.names)}",
+                f"unknown resource type {name!r}; catalogue {catalog.name!r} has {', '.join(catalog.names)}",
             )
         indices.append(catalog.index(name))
     return indices

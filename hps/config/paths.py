@@ -20,11 +20,3 @@ def resolve_topology(spec: str, kind: str, flag: str) -> Path:
         return shipped
     known = sorted(p.stem for p in (TOPOLOGIES / kind).glob("*.toml"))
     raise ConfigError(flag, "", f"no such file or shipped {kind[:-1]} {spec!r}; shipped: {', '.join(known)}")
-
-
-def reference_module_path(name: str) -> Path:
-    """tests/reference/<name>.py of a source checkout (the plain-Python references)."""
-    path = REPO_ROOT / "tests" / "reference" / f"{name}.py"
-    if not path.is_file():
-        raise ConfigError("hps bench", "reference", f"needs a source checkout; {path} not found")
-    return path

@@ -142,15 +142,12 @@ def get_name(table: dict[str, Any], key: str, source: str, prefix: str) -> str:
         raise ConfigError(
             source,
             field_path(prefix, key),
-            f"must not contain commas or surrounding spaces (names are listed in --schedule), "
-            f"got {value!r}",
+            f"must not contain commas or surrounding spaces (names are listed in --schedule), got {value!r}",
         )
     return value
 
 
-def get_choice(
-    table: dict[str, Any], key: str, choices: Sequence[str], source: str, prefix: str
-) -> str:
+def get_choice(table: dict[str, Any], key: str, choices: Sequence[str], source: str, prefix: str) -> str:
     """A string field that must be one of `choices`."""
     value = table[key]
     path = field_path(prefix, key)

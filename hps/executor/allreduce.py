@@ -18,8 +18,8 @@ import numpy as np
 from jax import lax
 from jax.flatten_util import ravel_pytree
 
-from hps.collective.policies import policy_orders
-from hps.collective.themis import MAX_CHUNKS
+from hps.collective.model.orders import policy_orders
+from hps.collective.model.themis import MAX_CHUNKS
 from hps.config.types import Network
 from hps.errors import ConfigError
 from hps.executor.mesh import used_network
@@ -73,15 +73,17 @@ def allreduce_tree(tree, orders, axis_names: Sequence[str]):
 
 
 def planned_orders(
-    policy: str, network: Network, replicas: int, total_bytes: float, chunks: int, *, checkpoint=None
+    policy: str, network: Network, replicas: int, total_bytes: float, chunks: int, *, learned_orders=None
 ) -> np.ndarray:
     """(chunks, A) int32 orders over the mesh axes of ``stage_mesh`` for `replicas` units on
-    `network`: the policy (PLANNED_POLICIES; "learned" reads the trained collective policy in
-    `checkpoint`) applied to one All-Reduce of total_bytes (bytes) in `chunks` chunks on the
-    network those units span (``used_network``: used dimensions at their used sizes)."""
+    `network`: the policy (PLANNED_POLICIES) applied to one All-Reduce of total_bytes (bytes) in
+    `chunks` chunks on the network those units span (``used_network``: used dimensions at their
+    used sizes). "learned" asks `learned_orders(network, total_bytes, chunks)` for the
+    (≥ chunks, MAX_DIMS) orders of a trained collective policy (the caller loads the policy;
+    the executor only receives orders)."""
     if policy not in PLANNED_POLICIES:
         raise ConfigError("--policy", "policy", f"unknown policy {policy!r}; expected one of {PLANNED_POLICIES}")
-    if policy == "learned" and checkpoint is None:
+    if policy == "learned" and learned_orders is None:
         raise ConfigError("--checkpoint", "checkpoint", "the learned policy needs a collective policy checkpoint")
     if not isinstance(chunks, Integral) or not 1 <= chunks <= MAX_CHUNKS:
         raise ConfigError("--chunks", "chunks", f"must be an integer between 1 and {MAX_CHUNKS}, got {chunks!r}")
@@ -91,7 +93,7 @@ def planned_orders(
     if n_axes == 1:
         return np.zeros((chunks, 1), np.int32)  # one axis: every policy's only order
     if policy == "learned":
-        orders = _learned_orders(checkpoint, net, total_bytes, chunks)
+        orders = learned_orders(net, total_bytes, chunks)
     else:
         orders = policy_orders(policy, net, total_bytes, chunks)
     return dims_to_axes(np.asarray(orders)[:chunks], n_axes)
@@ -101,10 +103,3 @@ def dims_to_axes(orders: np.ndarray, n_axes: int) -> np.ndarray:
     """Orders over the padded dimensions of a used network (C, MAX_DIMS) -> (C, A) orders over
     mesh axes: padding dimensions (≥ A) dropped; used dimension j is mesh axis j."""
     return np.array([[d for d in row if d < n_axes] for row in orders.tolist()], np.int32)
-
-
-def _learned_orders(checkpoint, network: Network, total_bytes: float, chunks: int):
-    """The orders `hps collective --policy learned` uses (agents imported lazily: they are heavy)."""
-    from hps.agents.collective_eval import checkpoint_orders
-
-    return checkpoint_orders(checkpoint, network, total_bytes, chunks)

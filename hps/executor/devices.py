@@ -19,7 +19,7 @@ FLAG = "--devices"
 
 
 def parse_device_map(text: str, catalog: Catalog, n_devices: int) -> dict[str, list[int]]:
-    """"cpu=0-3,v100=4-7" -> {"cpu": [0, 1, 2, 3], "v100": [4, 5, 6, 7]} (indices into jax.devices()).
+    """ "cpu=0-3,v100=4-7" -> {"cpu": [0, 1, 2, 3], "v100": [4, 5, 6, 7]} (indices into jax.devices()).
 
     Each entry is TYPE=FIRST-LAST or TYPE=INDEX; TYPE must be in the catalogue and every index
     below n_devices. Raises ConfigError naming the entry.

@@ -17,7 +17,12 @@ from dataclasses import dataclass
 
 import jax
 
-from hps.executor.pipeline import CompiledStage, backward_pass, forward_pass, split_batch
+from hps.executor.pipeline import (
+    CompiledStage,
+    backward_pass,
+    forward_pass,
+    split_batch,
+)
 
 
 @dataclass

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import jax
@@ -22,8 +23,8 @@ from hps.errors import ConfigError
 from hps.executor.allreduce import planned_orders
 from hps.executor.devices import assign_stage_devices, device_pools
 from hps.executor.measure import median_stage_terms
-from hps.executor.mesh import used_dimensions
 from hps.executor.mesh import stage_mesh as make_stage_mesh
+from hps.executor.mesh import used_dimensions
 from hps.executor.pipeline import compile_pipeline, train_step
 from hps.executor.predict import predict_stages
 from hps.executor.reference import max_relative_difference, single_device_training
@@ -36,12 +37,14 @@ from hps.report.placement import schedule_report
 class ExecuteOptions:
     """steps: training steps; micro_batches: per step (default: one per stage, at least 2);
     policy: collective policy (default: the job's); learning_rate: of plain SGD; seed: of data;
-    replicas: per-stage replica counts to run instead of the plan's (each within its pool)."""
+    replicas: per-stage replica counts to run instead of the plan's (each within its pool).
+    learned_orders: (network, bytes, chunks) -> orders of a trained collective policy, for
+    policy "learned" (see `planned_orders`)."""
 
     steps: int = 5
     micro_batches: int | None = None
     policy: str | None = None
-    checkpoint: str | None = None
+    learned_orders: Callable | None = None
     devices: str | None = None
     learning_rate: float = 0.05
     seed: int = 0
@@ -89,13 +92,19 @@ def micro_batch_count(batch: int, replicas: list[int], wanted: int) -> int:
     for m in range(wanted, 0, -1):
         if batch % m == 0 and (batch // m) % step == 0:
             return m
-    raise ConfigError("--batch", "batch", f"{batch} samples do not split evenly over {step} replicas; use a multiple of {step}")
+    raise ConfigError(
+        "--batch", "batch", f"{batch} samples do not split evenly over {step} replicas; use a multiple of {step}"
+    )
 
 
-def execute_plan(model: LayeredModel, workload: Workload, catalog: Catalog, job: Job, schedule: list[int], options: ExecuteOptions) -> dict:
+def execute_plan(
+    model: LayeredModel, workload: Workload, catalog: Catalog, job: Job, schedule: list[int], options: ExecuteOptions
+) -> dict:
     """Run `options.steps` training steps of the plan and return the `hps execute` report."""
     if len(model.layers) != len(workload.layers):
-        raise ConfigError("--workload", workload.name, f"the model has {len(model.layers)} layers, the table {len(workload.layers)}")
+        raise ConfigError(
+            "--workload", workload.name, f"the model has {len(model.layers)} layers, the table {len(workload.layers)}"
+        )
     planned = schedule_report(workload, catalog, job, schedule)
     spans = stage_spans(schedule)
     names = [catalog.names[t] for _, _, t in spans]
@@ -110,12 +119,18 @@ def execute_plan(model: LayeredModel, workload: Workload, catalog: Catalog, job:
     policy = options.policy or job.collective
 
     stages, synced = [], []
-    for index, ((first, last, t), devices, net) in enumerate(zip(spans, assign_stage_devices(names, ks, pools), networks)):
+    for index, ((first, last, t), devices, net) in enumerate(
+        zip(spans, assign_stage_devices(names, ks, pools), networks)
+    ):
         mesh = make_stage_mesh(devices, net)
         layers = list(model.layers)[first : last + 1]
         w = sum(sum(parameter_bytes(layer)) for layer in layers)  # dense + embedding: all are synced
-        orders = planned_orders(policy, net, len(devices), max(w, 1.0), job.chunks, checkpoint=options.checkpoint)
-        stages.append(build_stage(index, names[index], first, last, model, mesh.mesh, mesh.axis_names, orders, optimizer))
+        orders = planned_orders(
+            policy, net, len(devices), max(w, 1.0), job.chunks, learned_orders=options.learned_orders
+        )
+        stages.append(
+            build_stage(index, names[index], first, last, model, mesh.mesh, mesh.axis_names, orders, optimizer)
+        )
         synced.append(w)
     pipeline = compile_pipeline(stages, optimizer)
 
@@ -138,7 +153,9 @@ def execute_plan(model: LayeredModel, workload: Workload, catalog: Catalog, job:
         "collective_policy": policy,
         "stages": [
             _stage_row(stage, span, plan_row, measured, prediction, w)
-            for stage, span, plan_row, measured, prediction, w in zip(stages, spans, planned["stages"], terms, predicted, synced)
+            for stage, span, plan_row, measured, prediction, w in zip(
+                stages, spans, planned["stages"], terms, predicted, synced
+            )
         ],
         "measured_step_time": step_time,
         "measured_throughput": batch / step_time,

@@ -15,9 +15,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from hps.config.types import Catalog, Job, Workload
-from hps.placement import build_params
-from hps.placement.allreduce import allreduce_coefficients
-from hps.placement.model import layer_time
+from hps.placement.model import build_params
+from hps.placement.model.allreduce import allreduce_coefficients
+from hps.placement.model.cost import layer_time
 
 
 @dataclass(frozen=True)
@@ -52,9 +52,14 @@ def predict_stages(
         sync = 0.0
         if k > 1 and w > 0:
             alpha, beta = allreduce_coefficients(
-                params.net_size[t], params.net_bandwidth[t], params.net_latency[t], params.net_algorithm[t],
-                jnp.int32(k), params.chunks, params.use_themis,
-            )  # fmt: skip
+                params.net_size[t],
+                params.net_bandwidth[t],
+                params.net_latency[t],
+                params.net_algorithm[t],
+                jnp.int32(k),
+                params.chunks,
+                params.use_themis,
+            )
             sync = w * float(alpha) + float(beta)
         out.append(StagePrediction(compute, boundary, sync))
     return out

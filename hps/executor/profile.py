@@ -41,7 +41,9 @@ def layer_inputs(model: LayeredModel, batch: dict) -> list:
     return inputs
 
 
-def profile_layers(model: LayeredModel, pools: dict[str, list], batch: int, *, repeats: int = 3, seed: int = 0, progress=None) -> dict[str, list[float]]:
+def profile_layers(
+    model: LayeredModel, pools: dict[str, list], batch: int, *, repeats: int = 3, seed: int = 0, progress=None
+) -> dict[str, list[float]]:
     """{type name: [seconds per sample of each layer]} measured on each type's device pool;
     batch must divide by every pool's size.
 

@@ -13,4 +13,10 @@ from hps.experiments.runner import run_experiment
 __all__ = ["ExperimentConfig", "Summary", "kind_of", "load_config", "register_kind", "run_experiment"]
 
 # The kinds: importing each module registers it.
-from hps.experiments import generalization, heterps_zoo, scaling, themis_allreduce, themis_iteration  # noqa: E402,F401
+from hps.experiments import (  # noqa: E402,F401
+    generalization,
+    heterps_zoo,
+    scaling,
+    themis_allreduce,
+    themis_iteration,
+)

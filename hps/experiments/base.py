@@ -14,8 +14,9 @@ summarize=...)`:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 ITEM_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+=-]*")
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")

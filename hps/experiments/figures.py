@@ -7,8 +7,9 @@ import numpy as np
 from hps.report.figures import plt, save_figure
 
 
-def save_grouped_bars(path, groups: list[str], series: dict[str, list[float]], *, ylabel: str, title: str,
-                      hline: float | None = None) -> None:  # fmt: skip
+def save_grouped_bars(
+    path, groups: list[str], series: dict[str, list[float]], *, ylabel: str, title: str, hline: float | None = None
+) -> None:
     """One cluster of bars per group (x axis), one bar per series in each; `hline` draws a
     dashed reference line (e.g. 1.0 for speed-ups)."""
     n = max(len(series), 1)

@@ -35,8 +35,17 @@ class GeneralizationConfig(PolicyComparisonConfig):
     job; the policies as `PolicyComparisonConfig` says."""
 
     name: str = "generalization"
-    workloads: tuple[str, ...] = ("ctr-dnn", "deepfm", "dlrm", "matchnet", "resnet50", "bert-base",
-                                  "transformer", "dlrm-small", "transformer-small")  # fmt: skip
+    workloads: tuple[str, ...] = (
+        "ctr-dnn",
+        "deepfm",
+        "dlrm",
+        "matchnet",
+        "resnet50",
+        "bert-base",
+        "transformer",
+        "dlrm-small",
+        "transformer-small",
+    )
     catalogs: tuple[str, ...] = ("cloud-2024", "small")
 
 
@@ -55,8 +64,16 @@ def run_item(config: GeneralizationConfig, params) -> dict:
     name, catalog_name = params
     catalog = load_catalog(resolve_topology(catalog_name, "catalogs", "catalogs"))
     workload = build_workload(name)
-    compared = compare_on_instance(load_policies(config), workload, catalog, default_job(workload), plans=config.plans,
-                                   seed=config.seed, methods=METHODS, pad_layers=deepest(config.workloads))  # fmt: skip
+    compared = compare_on_instance(
+        load_policies(config),
+        workload,
+        catalog,
+        default_job(workload),
+        plans=config.plans,
+        seed=config.seed,
+        methods=METHODS,
+        pad_layers=deepest(config.workloads),
+    )
     for key in [k for k in compared["methods"] if k.startswith("only:")]:
         del compared["methods"][key]
     return {"workload": name, "catalog": catalog.name, **compared}
@@ -73,32 +90,67 @@ def summarize(config: GeneralizationConfig, results: dict[str, dict]) -> Summary
                 ratio[m].append(methods[m]["ratio"])
             if m in methods:
                 seconds[m].append(methods[m]["seconds"])
-        rows.append([r["workload"], r["catalog"], r["layers"], "yes" if r["optimum_known"] else "no",
-                     *(_ratio(methods.get(m)) for m in shown),
-                     *(_ms(methods.get(m)) for m in ("policy", "genetic"))])  # fmt: skip
+        rows.append(
+            [
+                r["workload"],
+                r["catalog"],
+                r["layers"],
+                "yes" if r["optimum_known"] else "no",
+                *(_ratio(methods.get(m)) for m in shown),
+                *(_ms(methods.get(m)) for m in ("policy", "genetic")),
+            ]
+        )
     mean_ratio = {m: float(np.mean(v)) if v else None for m, v in ratio.items()}
     median_seconds = {m: float(np.median(v)) if v else None for m, v in seconds.items()}
-    rows.append(["mean", "", "", "", *(f"{mean_ratio[m]:.3f}" if mean_ratio[m] else "-" for m in shown),
-                 f"{median_seconds['policy'] * 1e3:.1f} (median)", f"{median_seconds['genetic'] * 1e3:.0f} (median)"])  # fmt: skip
-    document = {"training": training, "instances": results, "mean_ratio": mean_ratio, "median_seconds": median_seconds,
-                "feasible": {m: len(v) for m, v in ratio.items()}}  # fmt: skip
+    rows.append(
+        [
+            "mean",
+            "",
+            "",
+            "",
+            *(f"{mean_ratio[m]:.3f}" if mean_ratio[m] else "-" for m in shown),
+            f"{median_seconds['policy'] * 1e3:.1f} (median)",
+            f"{median_seconds['genetic'] * 1e3:.0f} (median)",
+        ]
+    )
+    document = {
+        "training": training,
+        "instances": results,
+        "mean_ratio": mean_ratio,
+        "median_seconds": median_seconds,
+        "feasible": {m: len(v) for m, v in ratio.items()},
+    }
     ppo = f" and a PPO-trained one (from {config.ppo_dir}, step {training['ppo']['step']})" if training["ppo"] else ""
     step = training["policy"]["step"]
-    text = (f"One policy (from {config.policy_dir}, step {step}){ppo}, reloaded from its checkpoint, on "
-            f"{len(results)} workload × catalogue pairs it never trained on. Ratio = cost / best plan found (the "
-            "optimum where exhaustive ran); times are wall seconds per instance, compile excluded. The policy's "
-            f"median planning time is {median_seconds['policy'] * 1e3:.1f} ms against "
-            f"{median_seconds['genetic'] * 1e3:.0f} ms for the genetic algorithm (51,200 evaluations).")  # fmt: skip
+    text = (
+        f"One policy (from {config.policy_dir}, step {step}){ppo}, reloaded from its checkpoint, on "
+        f"{len(results)} workload × catalogue pairs it never trained on. Ratio = cost / best plan found (the "
+        "optimum where exhaustive ran); times are wall seconds per instance, compile excluded. The policy's "
+        f"median planning time is {median_seconds['policy'] * 1e3:.1f} ms against "
+        f"{median_seconds['genetic'] * 1e3:.0f} ms for the genetic algorithm (51,200 evaluations)."
+    )
 
     def draw(path):
         groups = [f"{r['workload']}\n{r['catalog']}" for r in results.values()]
         series = {m: [r["methods"].get(m, {}).get("ratio") or 0.0 for r in results.values()] for m in shown}
-        save_grouped_bars(path, groups, series, ylabel="cost / best plan found", hline=1.0,
-                          title="one reused policy vs per-instance search (0 = infeasible or not run)")  # fmt: skip
+        save_grouped_bars(
+            path,
+            groups,
+            series,
+            ylabel="cost / best plan found",
+            hline=1.0,
+            title="one reused policy vs per-instance search (0 = infeasible or not run)",
+        )
 
     headers = ["workload", "catalog", "layers", "optimum", *shown, "policy ms", "genetic ms"]
-    return Summary(results=document, headers=headers, rows=rows, figures=[("generalization.png", draw)],
-                   markdown=text, title="Generalization of one placement policy")  # fmt: skip
+    return Summary(
+        results=document,
+        headers=headers,
+        rows=rows,
+        figures=[("generalization.png", draw)],
+        markdown=text,
+        title="Generalization of one placement policy",
+    )
 
 
 def _ratio(row) -> str:

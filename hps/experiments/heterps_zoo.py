@@ -31,8 +31,18 @@ from hps.experiments.placement import (
 from hps.report.figures import plt, save_figure
 from hps.workloads import build_workload
 
-SHOWN = ("policy", "policy_refined", "ppo", "ppo_refined", "exhaustive", "genetic", "gradient", "random", "greedy",
-         "single")  # fmt: skip
+SHOWN = (
+    "policy",
+    "policy_refined",
+    "ppo",
+    "ppo_refined",
+    "exhaustive",
+    "genetic",
+    "gradient",
+    "random",
+    "greedy",
+    "single",
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -63,11 +73,24 @@ def run_item(config: HeterpsZooConfig, params) -> dict:
     catalog = load_catalog(resolve_topology(config.catalog, "catalogs", "catalog"))
     workload = build_workload(name)
     job = default_job(workload, scale)
-    compared = compare_on_instance(load_policies(config), workload, catalog, job, plans=config.plans, seed=config.seed,
-                                   pad_layers=deepest(config.workloads))  # fmt: skip
-    return {"workload": name, "floor_scale": scale, "floor": job.throughput, "catalog": catalog.name,
-            "cpu_types": [r.name for r in catalog.resources if r.kind == "cpu"],
-            "gpu_types": [r.name for r in catalog.resources if r.kind == "gpu"], **compared}  # fmt: skip
+    compared = compare_on_instance(
+        load_policies(config),
+        workload,
+        catalog,
+        job,
+        plans=config.plans,
+        seed=config.seed,
+        pad_layers=deepest(config.workloads),
+    )
+    return {
+        "workload": name,
+        "floor_scale": scale,
+        "floor": job.throughput,
+        "catalog": catalog.name,
+        "cpu_types": [r.name for r in catalog.resources if r.kind == "cpu"],
+        "gpu_types": [r.name for r in catalog.resources if r.kind == "gpu"],
+        **compared,
+    }
 
 
 def _best_of(methods: dict, prefix_types: list[str]) -> dict | None:
@@ -104,40 +127,76 @@ def summarize(config: HeterpsZooConfig, results: dict[str, dict]) -> Summary:
     ratios = {w: headline_ratios(rows) for w, rows in by_workload.items()}
     table = []
     for key, r in results.items():
-        table.append([key, r["layers"], "yes" if r["optimum_known"] else "no", _fmt(r["best_cost"], "{:,.0f}"),
-                      *(_fmt(r["methods"].get(m, {}).get("ratio"), "{:.3f}") for m in methods)])  # fmt: skip
+        table.append(
+            [
+                key,
+                r["layers"],
+                "yes" if r["optimum_known"] else "no",
+                _fmt(r["best_cost"], "{:,.0f}"),
+                *(_fmt(r["methods"].get(m, {}).get("ratio"), "{:.3f}") for m in methods),
+            ]
+        )
     table.append(["mean", "", "", "", *(_fmt(mean_ratio[m], "{:.3f}") for m in methods)])
-    policy_within = [r["methods"]["policy"]["ratio"] for r in results.values()
-                     if r["optimum_known"] and r["methods"]["policy"]["ratio"] is not None]  # fmt: skip
-    document = {"training": training, "instances": results, "mean_ratio": mean_ratio, "heterps_ratios": ratios,
-                "policy_vs_optimum": {"instances": len(policy_within), "mean": _mean(policy_within),
-                                      "within_3_percent": int(sum(x <= 1.03 for x in policy_within))}}  # fmt: skip
-    lines = [f"Catalogue {config.catalog}; floors {', '.join(f'{s:g}x' for s in config.floor_scales)} of each "
-             f"workload's default; policy from {config.policy_dir} (step {training['policy']['step']})"
-             + (f", PPO policy from {config.ppo_dir} (step {training['ppo']['step']})" if training["ppo"] else "")
-             + f"; each the best of {config.plans} plans + greedy. Ratio = cost / best plan found (the optimum "
-             "where exhaustive ran).", "",
-             "| workload | GPU-only cost / best (same floor) | throughput at the CPU-only budget / CPU-only's |",
-             "|---|---|---|"]  # fmt: skip
-    lines += [f"| {w} | {_fmt(v['gpu_only_cost_ratio'], '{:.2f}x')} | {_fmt(v['throughput_at_cpu_budget_ratio'], '{:.2f}x')} |"
-              for w, v in ratios.items()]  # fmt: skip
+    policy_within = [
+        r["methods"]["policy"]["ratio"]
+        for r in results.values()
+        if r["optimum_known"] and r["methods"]["policy"]["ratio"] is not None
+    ]
+    document = {
+        "training": training,
+        "instances": results,
+        "mean_ratio": mean_ratio,
+        "heterps_ratios": ratios,
+        "policy_vs_optimum": {
+            "instances": len(policy_within),
+            "mean": _mean(policy_within),
+            "within_3_percent": int(sum(x <= 1.03 for x in policy_within)),
+        },
+    }
+    lines = [
+        f"Catalogue {config.catalog}; floors {', '.join(f'{s:g}x' for s in config.floor_scales)} of each "
+        f"workload's default; policy from {config.policy_dir} (step {training['policy']['step']})"
+        + (f", PPO policy from {config.ppo_dir} (step {training['ppo']['step']})" if training["ppo"] else "")
+        + f"; each the best of {config.plans} plans + greedy. Ratio = cost / best plan found (the optimum "
+        "where exhaustive ran).",
+        "",
+        "| workload | GPU-only cost / best (same floor) | throughput at the CPU-only budget / CPU-only's |",
+        "|---|---|---|",
+    ]
+    lines += [
+        f"| {w} | {_fmt(v['gpu_only_cost_ratio'], '{:.2f}x')} | {_fmt(v['throughput_at_cpu_budget_ratio'], '{:.2f}x')} |"
+        for w, v in ratios.items()
+    ]
     pv = document["policy_vs_optimum"]
-    lines += ["", f"Policy vs the optimum on the {pv['instances']} instances exhaustive search could enumerate: "
-              f"mean {_fmt(pv['mean'], '{:.3f}')}x, within 3 % on {pv['within_3_percent']}."]  # fmt: skip
-    return Summary(results=document, headers=["instance", "layers", "optimum", "best $", *methods], rows=table,
-                   figures=[("pareto.png", lambda path: pareto_figure(by_workload, methods, path))],
-                   markdown="\n".join(lines), title="HeterPS placement across the zoo")  # fmt: skip
+    lines += [
+        "",
+        f"Policy vs the optimum on the {pv['instances']} instances exhaustive search could enumerate: "
+        f"mean {_fmt(pv['mean'], '{:.3f}')}x, within 3 % on {pv['within_3_percent']}.",
+    ]
+    return Summary(
+        results=document,
+        headers=["instance", "layers", "optimum", "best $", *methods],
+        rows=table,
+        figures=[("pareto.png", lambda path: pareto_figure(by_workload, methods, path))],
+        markdown="\n".join(lines),
+        title="HeterPS placement across the zoo",
+    )
 
 
 def pareto_figure(by_workload: dict[str, list[dict]], methods: list[str], path) -> None:
     """Per workload, $/hour of each method's plan vs the throughput floor (log-log)."""
     n = len(by_workload)
     cols = min(3, n)
-    fig, axes = plt.subplots((n + cols - 1) // cols, cols, figsize=(4.2 * cols, 3.4 * ((n + cols - 1) // cols)), squeeze=False)
+    fig, axes = plt.subplots(
+        (n + cols - 1) // cols, cols, figsize=(4.2 * cols, 3.4 * ((n + cols - 1) // cols)), squeeze=False
+    )
     for ax, (workload, rows) in zip(axes.flat, by_workload.items()):
         for method in [*methods, "only:cpu"]:
-            points = [(r["floor"], r["methods"][method]["dollars_per_hour"]) for r in rows
-                      if method in r["methods"] and r["methods"][method]["dollars_per_hour"]]  # fmt: skip
+            points = [
+                (r["floor"], r["methods"][method]["dollars_per_hour"])
+                for r in rows
+                if method in r["methods"] and r["methods"][method]["dollars_per_hour"]
+            ]
             if points:
                 ax.plot(*zip(*points), "o-" if method == "policy" else ".--", label=method, ms=4)
         ax.set_xscale("log")

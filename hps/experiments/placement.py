@@ -18,9 +18,9 @@ import jax
 from hps.config.types import Catalog, Job, Workload
 from hps.errors import SearchSpaceTooLarge
 from hps.experiments.base import ExperimentConfig
-from hps.placement import build_params
+from hps.placement.model import build_params
+from hps.placement.search import METHODS, run_search
 from hps.report.placement import schedule_report
-from hps.search import METHODS, run_search
 from hps.workloads import build_workload
 
 DEFAULT_POLICY_DIR = "runs/placement-policy"
@@ -69,14 +69,14 @@ def ensure_trained(policy_dir: str, train_config, minutes: float) -> dict:
     """Train `train_config` (a placement TrainConfig or a CollectiveTrainConfig) in policy_dir
     for at most `minutes` on one device, unless policy_dir already holds a checkpoint.
     Returns {"trained_now", "step"}."""
-    from hps.agents.checkpoint import open_manager
+    from hps.rl.checkpoint import open_manager
 
     checkpoints = Path(policy_dir) / "checkpoints"
     if checkpoints.is_dir():
         step = open_manager(checkpoints, read_only=True).latest_step()
         if step is not None:
             return {"trained_now": False, "step": int(step)}
-    from hps.agents.session import train_session
+    from hps.rl.session import train_session
 
     state, _ = train_session(train_config, policy_dir, minutes=minutes, devices=jax.devices()[:1])
     return {"trained_now": True, "step": int(jax.device_get(state.step))}
@@ -85,7 +85,8 @@ def ensure_trained(policy_dir: str, train_config, minutes: float) -> dict:
 def ensure_policy(policy_dir: str, train_minutes: float, seed: int = 0, algorithm: str = "reinforce") -> dict:
     """The default placement policy in policy_dir, trained there first if it holds none;
     algorithm "ppo": the same recipe trained by PPO (without imitation, which is REINFORCE's)."""
-    from hps.agents.train import UNBOUNDED_CHUNKS, default_placement_config
+    from hps.placement.agent.train import default_placement_config
+    from hps.rl.driver import UNBOUNDED_CHUNKS
 
     config = dataclasses.replace(default_placement_config(), num_chunks=UNBOUNDED_CHUNKS, seed=seed)
     if algorithm == "ppo":
@@ -95,13 +96,22 @@ def ensure_policy(policy_dir: str, train_minutes: float, seed: int = 0, algorith
 
 def load_placement_policy(policy_dir: str):
     """(policy functions, params, spec) of the placement policy saved in policy_dir."""
-    from hps.agents.checkpoint import checkpoint_folder, load_policy
+    from hps.placement.agent.checkpoint import load_policy
 
-    return load_policy(checkpoint_folder(policy_dir), kind="placement")
+    return load_policy(policy_dir)
 
 
-def compare_on_instance(policies: dict, workload: Workload, catalog: Catalog, job: Job, *, plans: int = 64,
-                        seed: int = 0, methods=tuple(METHODS), pad_layers: int | None = None) -> dict:  # fmt: skip
+def compare_on_instance(
+    policies: dict,
+    workload: Workload,
+    catalog: Catalog,
+    job: Job,
+    *,
+    plans: int = 64,
+    seed: int = 0,
+    methods=tuple(METHODS),
+    pad_layers: int | None = None,
+) -> dict:
     """Every search method (skipping exhaustive where the space is too large), every single-type
     plan ("only:TYPE") and each policy of `policies` ({name: (functions, params)}; its best of
     `plans` samples + greedy as "NAME", then refined by stage moves as "NAME_refined") on one
@@ -109,7 +119,7 @@ def compare_on_instance(policies: dict, workload: Workload, catalog: Catalog, jo
     seconds (search wall time, compile excluded; the policy's plan_seconds), and ratio = cost /
     the best cost found (the optimum when exhaustive ran). pad_layers: pad the instance to this
     many layers (masked), so instances of different depths share the searches' compiles."""
-    from hps.agents.planner import plan
+    from hps.placement.agent.planner import plan
 
     exact = build_params(workload, catalog, job, max_layers=pad_layers or len(workload.layers))
     rows = {}
@@ -123,10 +133,22 @@ def compare_on_instance(policies: dict, workload: Workload, catalog: Catalog, jo
         rows[f"only:{name}"] = _row(workload, catalog, job, [t] * len(workload.layers), 1, 0.0)
     for name, (policy, params) in policies.items():
         planned = plan(policy, params, workload, catalog, job, samples=plans, seed=seed, polish=True)
-        rows[name] = _row(workload, catalog, job, planned.sampled_schedule, planned.candidates,
-                          planned.plan_seconds - planned.refine_seconds)  # fmt: skip
-        rows[f"{name}_refined"] = _row(workload, catalog, job, planned.schedule,
-                                       planned.candidates + planned.refine_evaluations, planned.plan_seconds)  # fmt: skip
+        rows[name] = _row(
+            workload,
+            catalog,
+            job,
+            planned.sampled_schedule,
+            planned.candidates,
+            planned.plan_seconds - planned.refine_seconds,
+        )
+        rows[f"{name}_refined"] = _row(
+            workload,
+            catalog,
+            job,
+            planned.schedule,
+            planned.candidates + planned.refine_evaluations,
+            planned.plan_seconds,
+        )
     costs = [r["cost"] for r in rows.values() if r["cost"] is not None]
     best = min(costs) if costs else None
     for row in rows.values():
@@ -137,9 +159,14 @@ def compare_on_instance(policies: dict, workload: Workload, catalog: Catalog, jo
 def _row(workload, catalog, job, schedule, evaluations, seconds) -> dict:
     report = schedule_report(workload, catalog, job, schedule)
     feasible = report["feasible"]
-    return {"cost": report["cost"], "dollars_per_hour": report["dollars_per_hour"] if feasible else None,
-            "throughput": report["throughput"] if feasible else None, "evaluations": int(evaluations),
-            "seconds": float(seconds), "schedule": report["schedule"]}  # fmt: skip
+    return {
+        "cost": report["cost"],
+        "dollars_per_hour": report["dollars_per_hour"] if feasible else None,
+        "throughput": report["throughput"] if feasible else None,
+        "evaluations": int(evaluations),
+        "seconds": float(seconds),
+        "schedule": report["schedule"],
+    }
 
 
 def deepest(workload_names) -> int:
@@ -151,4 +178,3 @@ def default_job(workload: Workload, floor_scale: float = 1.0) -> Job:
     """The workload's default job with its throughput floor scaled."""
     d = workload.defaults
     return Job(batch=d.batch, throughput=d.throughput * floor_scale, samples=d.samples)
-

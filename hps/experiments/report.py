@@ -52,7 +52,8 @@ def report_markdown(config, summary, out: Path, source: str | None, timings: dic
         "## Reproduce\n\n```bash\n" + regenerate_command(config, out, source) + "\n```\n\n"
         "`results.json` holds the figures above; the same config and seed give the same file. "
         "Timings are in `timings.json`.",
-        "## Machine\n\n" + "\n".join(machine_lines())
+        "## Machine\n\n"
+        + "\n".join(machine_lines())
         + f"\n- items took {timings['item_seconds']:.1f} s in all; this run {timings['run_seconds']:.1f} s "
         f"({len(timings['computed_now'])} of {len(timings['items'])} items computed now)",
     ]

@@ -21,9 +21,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from hps.config.files import atomic_write_text
 from hps.errors import ConfigError
 from hps.experiments.base import ITEM_KEY, kind_of
-from hps.config.files import atomic_write_text
 from hps.experiments.files import json_text, read_json, write_json_atomic
 from hps.experiments.report import report_markdown
 
@@ -95,8 +95,12 @@ def run_experiment(config, out_dir, *, fresh: bool = False, progress: bool = Tru
         results[key], seconds[key] = record["result"], record.get("seconds")
     bar.close()
     summary = kind.summarize(config, results)
-    document = {"experiment": config.name, "kind": type(config).__name__, "config": config_doc,
-                "results": summary.results}  # fmt: skip
+    document = {
+        "experiment": config.name,
+        "kind": type(config).__name__,
+        "config": config_doc,
+        "results": summary.results,
+    }
     files = [out / "results.json"]
     write_json_atomic(files[0], document)
     for filename, draw in summary.figures:
@@ -105,10 +109,20 @@ def run_experiment(config, out_dir, *, fresh: bool = False, progress: bool = Tru
         draw(out / filename)
         files.append(out / filename)
     total = time.perf_counter() - started
-    timings = {"items": seconds, "computed_now": computed, "run_seconds": total,
-               "item_seconds": sum(s for s in seconds.values() if s is not None)}  # fmt: skip
+    timings = {
+        "items": seconds,
+        "computed_now": computed,
+        "run_seconds": total,
+        "item_seconds": sum(s for s in seconds.values() if s is not None),
+    }
     write_json_atomic(out / "timings.json", timings)
     atomic_write_text(out / "report.md", report_markdown(config, summary, out, source, timings))
     files += [out / "timings.json", out / "report.md"]
-    return {"results": document, "headers": summary.headers, "rows": summary.rows,
-            "files": [str(f) for f in files], "computed": computed, "seconds": total}  # fmt: skip
+    return {
+        "results": document,
+        "headers": summary.headers,
+        "rows": summary.rows,
+        "files": [str(f) for f in files],
+        "computed": computed,
+        "seconds": total,
+    }

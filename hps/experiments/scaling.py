@@ -2,7 +2,7 @@
 layers and chunks, compile excluded (what `hps bench rl` and `hps bench collective` measure,
 swept over small grids).
 
-- placement environment alone (`hps.agents.benchmark.env_rate`): env steps/s vs environments
+- placement environment alone (`hps.bench.rl.env_rate`): env steps/s vs environments
   (at `base_layers`) and vs layers (at `base_envs`);
 - training updates (`train_rate`, rollout + loss + gradients + optax step): env steps/s vs
   environments, at `train_layers`;
@@ -57,8 +57,9 @@ class ScalingConfig(ExperimentConfig):
 
 
 def items(config: ScalingConfig):
-    env_points = dict.fromkeys([(n, config.base_layers) for n in config.envs]
-                               + [(config.base_envs, l) for l in config.layers])  # fmt: skip
+    env_points = dict.fromkeys(
+        [(n, config.base_layers) for n in config.envs] + [(config.base_envs, l) for l in config.layers]
+    )
     return [
         *((f"env-n{n}-l{l}", ("env", n, l)) for n, l in env_points),
         *((f"train-n{n}-l{config.train_layers}", ("train", n, config.train_layers)) for n in config.train_envs),
@@ -72,41 +73,69 @@ def run_item(config: ScalingConfig, params) -> dict:
         from hps.bench.collective import simulator_rate
 
         rate = simulator_rate(config.networks, size, dims=other, min_seconds=config.min_seconds)
-        return {"what": what, "chunks": size, "dims": other, "networks": config.networks,
-                "per_s": rate["collectives_per_s"], "compile_s": rate["compile_s"]}  # fmt: skip
-    from hps.agents.benchmark import env_rate, train_rate
+        return {
+            "what": what,
+            "chunks": size,
+            "dims": other,
+            "networks": config.networks,
+            "per_s": rate["collectives_per_s"],
+            "compile_s": rate["compile_s"],
+        }
+    from hps.bench.rl import env_rate, train_rate
 
     setting = dict(num_envs=size, layers=other, types=config.types, repeats=1, min_seconds=config.min_seconds)
     if what == "env":
         rate = env_rate(**setting)
     else:
         rate = train_rate(**setting, updates_per_chunk=config.updates_per_chunk)
-    return {"what": what, "envs": size, "layers": other, "per_s": rate[f"{what}_steps_per_s"],
-            "compile_s": rate[f"{what}_compile_s"]}  # fmt: skip
+    return {
+        "what": what,
+        "envs": size,
+        "layers": other,
+        "per_s": rate[f"{what}_steps_per_s"],
+        "compile_s": rate[f"{what}_compile_s"],
+    }
 
 
-LABELS = {"env": ("placement env alone", "env steps/s"), "train": ("training updates", "env steps/s"),
-          "collective": ("collective simulator", "All-Reduces/s")}  # fmt: skip
+LABELS = {
+    "env": ("placement env alone", "env steps/s"),
+    "train": ("training updates", "env steps/s"),
+    "collective": ("collective simulator", "All-Reduces/s"),
+}
 
 
 def summarize(config: ScalingConfig, results: dict[str, dict]) -> Summary:
     def line(what, x, **fixed):
-        points = sorted((r[x], r["per_s"]) for r in results.values()
-                        if r["what"] == what and all(r[k] == v for k, v in fixed.items()))  # fmt: skip
+        points = sorted(
+            (r[x], r["per_s"])
+            for r in results.values()
+            if r["what"] == what and all(r[k] == v for k, v in fixed.items())
+        )
         return [p[0] for p in points], [p[1] for p in points]
 
     rows = []
     for key, r in results.items():
-        setting = (f"{r['chunks']} chunks, {r['networks']} networks x {r['dims']} dims" if r["what"] == "collective"
-                   else f"{r['envs']} envs x {r['layers']} layers x {config.types} types")  # fmt: skip
-        rows.append([LABELS[r["what"]][0], setting, f"{r['per_s']:,.0f}", LABELS[r["what"]][1], round(r["compile_s"], 1)])
+        setting = (
+            f"{r['chunks']} chunks, {r['networks']} networks x {r['dims']} dims"
+            if r["what"] == "collective"
+            else f"{r['envs']} envs x {r['layers']} layers x {config.types} types"
+        )
+        rows.append(
+            [LABELS[r["what"]][0], setting, f"{r['per_s']:,.0f}", LABELS[r["what"]][1], round(r["compile_s"], 1)]
+        )
     panels = [
-        ("vs environments", "environments", "env steps/s",
-         {"env alone": line("env", "envs", layers=config.base_layers),
-          "training": line("train", "envs", layers=config.train_layers)}),
+        (
+            "vs environments",
+            "environments",
+            "env steps/s",
+            {
+                "env alone": line("env", "envs", layers=config.base_layers),
+                "training": line("train", "envs", layers=config.train_layers),
+            },
+        ),
         ("vs layers", "layers", "env steps/s", {"env alone": line("env", "layers", envs=config.base_envs)}),
         ("vs chunks", "chunks per All-Reduce", "All-Reduces/s", {"collective simulator": line("collective", "chunks")}),
-    ]  # fmt: skip
+    ]
     panels = [p for p in panels if any(xs for xs, _ in p[3].values())]
 
     def draw(path):

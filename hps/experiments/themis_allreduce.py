@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from hps.collective import studies
-from hps.collective.network import ideal_time, network_params
+from hps.collective.model.network import ideal_time, network_params
 from hps.config.loaders import load_network
 from hps.config.paths import TOPOLOGIES, resolve_topology
 from hps.experiments.base import ExperimentConfig, Summary, register_kind
@@ -58,7 +58,7 @@ def items(config: ThemisAllReduceConfig):
     if config.checkpoint and config.train_minutes > 0:
         return [(TRAIN_ITEM, None), *networks]
     if config.checkpoint:
-        from hps.agents.checkpoint import checkpoint_folder
+        from hps.rl.checkpoint import checkpoint_folder
 
         checkpoint_folder(config.checkpoint)  # a missing folder fails before any work
     return networks
@@ -66,9 +66,9 @@ def items(config: ThemisAllReduceConfig):
 
 def train_policy(config: ThemisAllReduceConfig) -> dict:
     """The default collective policy (as `hps train --kind collective`) in config.checkpoint."""
-    from hps.agents.collective_train import CollectiveTrainConfig
-    from hps.agents.train import UNBOUNDED_CHUNKS
+    from hps.collective.agent.train import CollectiveTrainConfig
     from hps.experiments.placement import ensure_trained
+    from hps.rl.driver import UNBOUNDED_CHUNKS
 
     train = CollectiveTrainConfig(num_chunks=UNBOUNDED_CHUNKS, seed=config.seed)
     return ensure_trained(config.checkpoint, train, config.train_minutes)
@@ -82,7 +82,7 @@ def run_item(config: ThemisAllReduceConfig, path) -> dict:
     columns = list(suite["columns"])
     utilization = {column: suite["networks"][0][column] for column in columns}
     if config.checkpoint:
-        from hps.agents.collective_eval import checkpoint_orders
+        from hps.collective.agent.checkpoint import checkpoint_orders
 
         orders = checkpoint_orders(config.checkpoint, network, config.size_bytes, config.chunks)
         payload, _ = studies.single(network, config.size_bytes, config.chunks, "learned", True, orders=orders)
@@ -107,13 +107,18 @@ def summarize(config: ThemisAllReduceConfig, results: dict[str, dict]) -> Summar
         "columns": columns,
         "networks": results,
         "mean_utilization": mean,
-        "themis_speedup": {"per_network": speedup, "mean": float(np.mean(list(speedup.values()))),
-                           "max": max(speedup.values()), "min": min(speedup.values())},  # fmt: skip
+        "themis_speedup": {
+            "per_network": speedup,
+            "mean": float(np.mean(list(speedup.values()))),
+            "max": max(speedup.values()),
+            "min": min(speedup.values()),
+        },
         "paper": PAPER,
         "training": training,
     }
-    rows = [[name, *(f"{r['utilization'][c]:.1%}" for c in columns), f"{speedup[name]:.2f}x"]
-            for name, r in results.items()]  # fmt: skip
+    rows = [
+        [name, *(f"{r['utilization'][c]:.1%}" for c in columns), f"{speedup[name]:.2f}x"] for name, r in results.items()
+    ]
     rows.append(["mean", *(f"{mean[c]:.1%}" for c in columns), f"{document['themis_speedup']['mean']:.2f}x"])
     headline = (
         f"Themis + SCF over baseline + FIFO: {document['themis_speedup']['mean']:.2f}x mean, "
@@ -125,9 +130,14 @@ def summarize(config: ThemisAllReduceConfig, results: dict[str, dict]) -> Summar
 
     def draw(path):
         series = {c: [r["utilization"][c] for r in results.values()] for c in columns}
-        save_grouped_bars(path, list(results), series, ylabel="utilization T_ideal / T", hline=1.0,
-                          title=f"All-Reduce utilization per policy ({config.size_bytes / 2**30:g} GiB, "
-                                f"{config.chunks} chunks)")  # fmt: skip
+        save_grouped_bars(
+            path,
+            list(results),
+            series,
+            ylabel="utilization T_ideal / T",
+            hline=1.0,
+            title=f"All-Reduce utilization per policy ({config.size_bytes / 2**30:g} GiB, {config.chunks} chunks)",
+        )
 
     return Summary(
         results=document,

@@ -47,17 +47,23 @@ class ThemisIterationConfig(ExperimentConfig):
 
 
 def items(config: ThemisIterationConfig):
-    resource = studies.compute_resource(config.catalog, config.resource, catalog_flag="catalog", resource_flag="resource")
+    resource = studies.compute_resource(
+        config.catalog, config.resource, catalog_flag="catalog", resource_flag="resource"
+    )
     networks = [load_network(path) for path in network_paths(config.networks)]
     workloads = [(resolve_workload(spec), batch) for spec, batch in config.workloads]
-    return [(f"{workload.name}--{network.name}", (workload, batch, network, resource))
-            for workload, batch in workloads for network in networks]  # fmt: skip
+    return [
+        (f"{workload.name}--{network.name}", (workload, batch, network, resource))
+        for workload, batch in workloads
+        for network in networks
+    ]
 
 
 def run_item(config: ThemisIterationConfig, params) -> dict:
     workload, batch, network, resource = params
-    payload = studies.iteration(network, workload, resource, batch_per_npu=batch, chunks=config.chunks,
-                                policy=config.policy, dense_only=True)  # fmt: skip
+    payload = studies.iteration(
+        network, workload, resource, batch_per_npu=batch, chunks=config.chunks, policy=config.policy, dense_only=True
+    )
     return {key: payload[key] for key in ("workload", "network", "batch_per_npu", "policies", "speedup")}
 
 
@@ -72,13 +78,18 @@ def summarize(config: ThemisIterationConfig, results: dict[str, dict]) -> Summar
         "mean_speedup": mean,
         "iterations": results,
         "paper": PAPER,
-        "setting": {"catalog": config.catalog, "resource": config.resource, "chunks": config.chunks,
-                    "policy": f"{config.policy}+scf vs baseline+fifo"},  # fmt: skip
+        "setting": {
+            "catalog": config.catalog,
+            "resource": config.resource,
+            "chunks": config.chunks,
+            "policy": f"{config.policy}+scf vs baseline+fifo",
+        },
     }
     rows = [[f"{w} ({batch[w]:g})", *(f"{speedup[w][n]:.2f}" for n in networks), f"{mean[w]:.2f}"] for w in workloads]
     headline = (
         f"End-to-end iteration speed-up of {config.policy} + SCF over baseline + FIFO (mean over "
-        f"{len(networks)} networks): " + ", ".join(f"{w} {mean[w]:.2f}x" for w in workloads)
+        f"{len(networks)} networks): "
+        + ", ".join(f"{w} {mean[w]:.2f}x" for w in workloads)
         + f". The Themis paper reports {PAPER['mean_speedup_low']}–{PAPER['mean_speedup_high']}x mean. "
         f"Compute on {config.resource} ({config.catalog}), per-NPU batch in brackets, {config.chunks} chunks "
         "per gradient All-Reduce, embedding gradients not all-reduced (DLRM's dense part)."
@@ -86,8 +97,14 @@ def summarize(config: ThemisIterationConfig, results: dict[str, dict]) -> Summar
 
     def draw(path):
         series = {f"{w} ({batch[w]:g}/NPU)": [speedup[w][n] for n in networks] for w in workloads}
-        save_grouped_bars(path, networks, series, ylabel="iteration speed-up over baseline", hline=1.0,
-                          title=f"{config.policy} + SCF vs baseline + FIFO, data-parallel iteration")  # fmt: skip
+        save_grouped_bars(
+            path,
+            networks,
+            series,
+            ylabel="iteration speed-up over baseline",
+            hline=1.0,
+            title=f"{config.policy} + SCF vs baseline + FIFO, data-parallel iteration",
+        )
 
     return Summary(
         results=document,

@@ -56,16 +56,18 @@ def derive_workload(
     for i, (layer_name, layer) in enumerate(zip(model.layer_names, model.layers, strict=True)):
         cost, y = forward_backward_cost(layer, x, input_gradient=i > 0)
         dense, sparse = parameter_bytes(layer)
-        rows.append(Layer(
-            name=layer_name,
-            kind="sparse" if sparse > 0 else "dense",
-            flops=cost["flops"] / batch,
-            mem_bytes=cost["bytes accessed"] / batch,
-            io_bytes=io_bytes if i == 0 else 0.0,
-            act_bytes=activation_bytes(y) / batch,
-            dense_param_bytes=dense,
-            sparse_param_bytes=sparse,
-        ))
+        rows.append(
+            Layer(
+                name=layer_name,
+                kind="sparse" if sparse > 0 else "dense",
+                flops=cost["flops"] / batch,
+                mem_bytes=cost["bytes accessed"] / batch,
+                io_bytes=io_bytes if i == 0 else 0.0,
+                act_bytes=activation_bytes(y) / batch,
+                dense_param_bytes=dense,
+                sparse_param_bytes=sparse,
+            )
+        )
         x = y
     return Workload(name=name, layers=tuple(rows), description=description)
 

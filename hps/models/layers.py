@@ -15,7 +15,13 @@ class DenseLayer(nnx.Module):
     consumed when it differs from `target` (default: the same key, "x"); other keys pass through."""
 
     def __init__(
-        self, d_in: int, d_out: int, *, last: bool = False, source: str = "x", target: str | None = None,
+        self,
+        d_in: int,
+        d_out: int,
+        *,
+        last: bool = False,
+        source: str = "x",
+        target: str | None = None,
         rngs: nnx.Rngs,
     ):
         self.linear = nnx.Linear(d_in, d_out, rngs=rngs)
@@ -37,8 +43,15 @@ class PooledEmbedding(nnx.Module):
     """
 
     def __init__(
-        self, rows: int, dim: int, *, source: str, target: str, flatten: bool = False,
-        slot_rows: int | None = None, rngs: nnx.Rngs,
+        self,
+        rows: int,
+        dim: int,
+        *,
+        source: str,
+        target: str,
+        flatten: bool = False,
+        slot_rows: int | None = None,
+        rngs: nnx.Rngs,
     ):
         self.table = nnx.Embed(rows, dim, rngs=rngs)
         self.source, self.target = source, target

@@ -26,8 +26,9 @@ def _dense_stack(
     layers, names, width = [], [], d_in
     for i, d_out in enumerate(widths, start=1):
         first_source = (source or key) if i == 1 else key
-        layers.append(DenseLayer(width, d_out, last=last and i == len(widths), source=first_source, target=key,
-                                 rngs=rngs))
+        layers.append(
+            DenseLayer(width, d_out, last=last and i == len(widths), source=first_source, target=key, rngs=rngs)
+        )
         names.append(f"{prefix}{i}")
         width = d_out
     return names, layers
@@ -50,19 +51,29 @@ class CTRDNN(LayeredModel):
     -> concat -> fc1..fcL (ReLU) -> fc_out -> softmax loss. Table: `hps.workloads.recsys.ctr_dnn`."""
 
     def __init__(
-        self, *, slots: int, ids_per_slot: int, rows: int, dim: int, dense_features: int,
-        hidden: Sequence[int], classes: int, rngs: nnx.Rngs,
+        self,
+        *,
+        slots: int,
+        ids_per_slot: int,
+        rows: int,
+        dim: int,
+        dense_features: int,
+        hidden: Sequence[int],
+        classes: int,
+        rngs: nnx.Rngs,
     ):
         self.slots, self.ids_per_slot, self.rows = slots, int(ids_per_slot), int(rows)
         self.dense_features, self.classes = dense_features, classes
         fc_names, fcs = _dense_stack("fc", slots * dim + dense_features, hidden, key="x", last=False, rngs=rngs)
-        self.layers = nnx.List([
-            PooledEmbedding(self.rows, dim, source="ids", target="emb", flatten=True, rngs=rngs),
-            ConcatLayer(),
-            *fcs,
-            DenseLayer(hidden[-1], classes, last=True, rngs=rngs),
-            SoftmaxLoss(),
-        ])
+        self.layers = nnx.List(
+            [
+                PooledEmbedding(self.rows, dim, source="ids", target="emb", flatten=True, rngs=rngs),
+                ConcatLayer(),
+                *fcs,
+                DenseLayer(hidden[-1], classes, last=True, rngs=rngs),
+                SoftmaxLoss(),
+            ]
+        )
         self.layer_names = ("embedding", "concat", *fc_names, "fc_out", "loss")
 
     def sample_batch(self, key: jax.Array, n: int) -> Activation:
@@ -94,8 +105,16 @@ class DLRM(LayeredModel):
     of tables x rows_per_table rows, each table's ids local to it)."""
 
     def __init__(
-        self, *, tables: int, ids_per_table: int, rows_per_table: int, dim: int, dense_features: int,
-        bottom_hidden: Sequence[int], top: Sequence[int], rngs: nnx.Rngs,
+        self,
+        *,
+        tables: int,
+        ids_per_table: int,
+        rows_per_table: int,
+        dim: int,
+        dense_features: int,
+        bottom_hidden: Sequence[int],
+        top: Sequence[int],
+        rngs: nnx.Rngs,
     ):
         self.tables, self.ids_per_table, self.rows_per_table = tables, int(ids_per_table), int(rows_per_table)
         self.dense_features = dense_features
@@ -105,15 +124,23 @@ class DLRM(LayeredModel):
         )
         top_in = dim + (tables + 1) * tables // 2
         top_names, top_fcs = _dense_stack("top_fc", top_in, top, key="x", last=False, rngs=rngs)
-        self.layers = nnx.List([
-            PooledEmbedding(tables * self.rows_per_table, dim, source="ids", target="emb",
-                            slot_rows=self.rows_per_table, rngs=rngs),
-            *bottom_fcs,
-            DotInteraction(),
-            *top_fcs,
-            DenseLayer(top[-1], 1, last=True, rngs=rngs),
-            SigmoidLoss(),
-        ])
+        self.layers = nnx.List(
+            [
+                PooledEmbedding(
+                    tables * self.rows_per_table,
+                    dim,
+                    source="ids",
+                    target="emb",
+                    slot_rows=self.rows_per_table,
+                    rngs=rngs,
+                ),
+                *bottom_fcs,
+                DotInteraction(),
+                *top_fcs,
+                DenseLayer(top[-1], 1, last=True, rngs=rngs),
+                SigmoidLoss(),
+            ]
+        )
         self.layer_names = ("embedding", *bottom_names, "interaction", *top_names, "top_fc_out", "loss")
 
     def sample_batch(self, key: jax.Array, n: int) -> Activation:
@@ -146,21 +173,32 @@ class TwoTower(LayeredModel):
     sigmoid loss. Table: `hps.workloads.recsys.matchnet`."""
 
     def __init__(
-        self, *, query_slots: int, query_ids_per_slot: int, query_rows: int, item_slots: int,
-        item_ids_per_slot: int, item_rows: int, dim: int, hidden: Sequence[int], rngs: nnx.Rngs,
+        self,
+        *,
+        query_slots: int,
+        query_ids_per_slot: int,
+        query_rows: int,
+        item_slots: int,
+        item_ids_per_slot: int,
+        item_rows: int,
+        dim: int,
+        hidden: Sequence[int],
+        rngs: nnx.Rngs,
     ):
         self.query = (query_slots, int(query_ids_per_slot), int(query_rows))
         self.item = (item_slots, int(item_ids_per_slot), int(item_rows))
         q_names, q_fcs = _dense_stack("query_fc", query_slots * dim, hidden, key="query", last=True, rngs=rngs)
         i_names, i_fcs = _dense_stack("item_fc", item_slots * dim, hidden, key="item", last=True, rngs=rngs)
-        self.layers = nnx.List([
-            PooledEmbedding(self.query[2], dim, source="query_ids", target="query", flatten=True, rngs=rngs),
-            PooledEmbedding(self.item[2], dim, source="item_ids", target="item", flatten=True, rngs=rngs),
-            *q_fcs,
-            *i_fcs,
-            Cosine(),
-            SigmoidLoss(),
-        ])
+        self.layers = nnx.List(
+            [
+                PooledEmbedding(self.query[2], dim, source="query_ids", target="query", flatten=True, rngs=rngs),
+                PooledEmbedding(self.item[2], dim, source="item_ids", target="item", flatten=True, rngs=rngs),
+                *q_fcs,
+                *i_fcs,
+                Cosine(),
+                SigmoidLoss(),
+            ]
+        )
         self.layer_names = ("query_embedding", "item_embedding", *q_names, *i_names, "cosine", "loss")
 
     def sample_batch(self, key: jax.Array, n: int) -> Activation:

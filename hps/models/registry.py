@@ -16,12 +16,12 @@ from types import ModuleType
 
 from flax import nnx
 
+from hps.config.types import Workload
 from hps.errors import ConfigError
 from hps.models.base import LayeredModel
 from hps.models.mlp import MLP
 from hps.models.recsys import CTRDNN, DLRM, TwoTower
 from hps.models.transformer import Transformer
-from hps.config.types import Workload
 from hps.workloads import ZOO, base_workload, checked_hyperparameters
 
 MODELS: dict[str, Callable[..., LayeredModel]] = {
@@ -54,9 +54,7 @@ def build_model(
 ) -> LayeredModel:
     """The Flax model of zoo workload `workload` with its hyperparameters replaced by `overrides`,
     initialised from `rngs` (default `nnx.Rngs(seed)`); see `build_model_and_workload`."""
-    model, _ = build_model_and_workload(
-        workload, overrides, rngs=rngs, seed=seed, max_bytes=max_bytes, source=source
-    )
+    model, _ = build_model_and_workload(workload, overrides, rngs=rngs, seed=seed, max_bytes=max_bytes, source=source)
     return model
 
 
@@ -76,20 +74,21 @@ def build_model_and_workload(
     """
     if workload not in ZOO:
         raise ConfigError(
-            "workload", workload, "has no Flax model: only zoo workloads have one (a table file keeps its zoo name, "
+            "workload",
+            workload,
+            "has no Flax model: only zoo workloads have one (a table file keeps its zoo name, "
             f"e.g. from hps workload export); models exist for {', '.join(model_workloads())}",
-        )  # fmt: skip
+        )
     family = base_workload(workload)
     if family not in MODELS:
-        raise ConfigError(
-            "workload", workload, f"has no Flax model; models exist for {', '.join(model_workloads())}"
-        )
+        raise ConfigError("workload", workload, f"has no Flax model; models exist for {', '.join(model_workloads())}")
     values = checked_hyperparameters(workload, overrides, source)
     table = ZOO[workload](**values)
     size = sum(layer.dense_param_bytes + layer.sparse_param_bytes for layer in table.layers)
     if size > max_bytes:
         raise ConfigError(
-            "workload", workload,
+            "workload",
+            workload,
             f"holds {size / 2**30:.1f} GiB of parameters, over the {max_bytes / 2**30:.1f} GiB a model may "
             f"allocate here; use a -small variant or smaller hyperparameters (--set)",
         )

@@ -93,8 +93,17 @@ class Transformer(LayeredModel):
     width `hidden`, `heads` heads, FFN width `ffn`, `seq_len` tokens of a `vocab` vocabulary)."""
 
     def __init__(
-        self, *, layers: int, hidden: int, heads: int, ffn: int, seq_len: int, vocab: int, max_position: int,
-        classes: int, rngs: nnx.Rngs,
+        self,
+        *,
+        layers: int,
+        hidden: int,
+        heads: int,
+        ffn: int,
+        seq_len: int,
+        vocab: int,
+        max_position: int,
+        classes: int,
+        rngs: nnx.Rngs,
     ):
         self.seq_len, self.vocab, self.classes = seq_len, vocab, classes
         modules, names = [TokenEmbedding(vocab, hidden, max_position, rngs=rngs)], ["embedding"]

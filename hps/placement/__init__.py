@@ -1,25 +1,8 @@
-"""Placement: padded instance params and SPEC's vectorised cost model."""
+"""Placement (the HeterPS problem): which resource type runs each layer, and how many units.
 
-from hps.placement.model import (
-    REASONS,
-    ScheduleResult,
-    SegmentTable,
-    evaluate_schedules,
-    evaluate_with_table,
-    layer_time,
-    segment_table,
-)
-from hps.placement.params import PlacementParams, build_params, validate_job
-
-__all__ = [
-    "REASONS",
-    "PlacementParams",
-    "ScheduleResult",
-    "SegmentTable",
-    "build_params",
-    "evaluate_schedules",
-    "evaluate_with_table",
-    "layer_time",
-    "segment_table",
-    "validate_job",
-]
+model/    padded instance params and the vectorised cost model (pure jnp)
+search/   planners that search the model: single-type, greedy, random, genetic, gradient,
+          exhaustive, stage moves
+env/      instance generators and the functional PlacementEnv
+agent/    the Flax policy, its rollouts and training, planning with a trained policy
+"""

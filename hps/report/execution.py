@@ -15,14 +15,32 @@ def format_execution(report: dict) -> str:
     rows = []
     for s in report["stages"]:
         measured, predicted = s["measured"], s["predicted"]
-        rows.append([
-            s["type"], f"{s['first_layer']}-{s['last_layer']}", f"{s['replicas']} ({s['planned_replicas']})",
-            "x".join(str(n) for n in s["mesh"].values()),
-            _ms(measured["compute"]), _ms(measured["transfer"]), _ms(measured["sync"]), _ms(s["measured_time"]),
-            _ms(s["predicted_time"]), "-" if s["error"] is None else f"{s['error']:+.0%}",
-        ])  # fmt: skip
-    headers = ["type", "layers", "replicas (plan)", "mesh", "compute ms", "transfer ms", "sync ms",
-               "measured ms", "predicted ms", "error"]  # fmt: skip
+        rows.append(
+            [
+                s["type"],
+                f"{s['first_layer']}-{s['last_layer']}",
+                f"{s['replicas']} ({s['planned_replicas']})",
+                "x".join(str(n) for n in s["mesh"].values()),
+                _ms(measured["compute"]),
+                _ms(measured["transfer"]),
+                _ms(measured["sync"]),
+                _ms(s["measured_time"]),
+                _ms(s["predicted_time"]),
+                "-" if s["error"] is None else f"{s['error']:+.0%}",
+            ]
+        )
+    headers = [
+        "type",
+        "layers",
+        "replicas (plan)",
+        "mesh",
+        "compute ms",
+        "transfer ms",
+        "sync ms",
+        "measured ms",
+        "predicted ms",
+        "error",
+    ]
     lines = [
         format_table(headers, rows),
         f"throughput: measured {report['measured_throughput']:,.0f} samples/s "

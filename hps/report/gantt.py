@@ -21,12 +21,14 @@ def _lanes(ax, result, network: Network, title: str, time_scale: float) -> None:
             d = dim[chunk, slot]
             if d < 0:
                 continue
-            ax.broken_barh([(start[chunk, slot], end[chunk, slot] - start[chunk, slot])], (d - 0.4, 0.8),
-                           facecolors=colours[chunk], edgecolor="none")  # fmt: skip
+            ax.broken_barh(
+                [(start[chunk, slot], end[chunk, slot] - start[chunk, slot])],
+                (d - 0.4, 0.8),
+                facecolors=colours[chunk],
+                edgecolor="none",
+            )
     ax.set_yticks(range(len(dims)))
-    ax.set_yticklabels(
-        [f"dim {d + 1}: {x.size} x {x.bandwidth / 2**30:g} GiB/s" for d, x in enumerate(dims)]
-    )
+    ax.set_yticklabels([f"dim {d + 1}: {x.size} x {x.bandwidth / 2**30:g} GiB/s" for d, x in enumerate(dims)])
     ax.invert_yaxis()
     ax.set_title(title, fontsize=10)
 
@@ -35,8 +37,9 @@ def save_gantt(path: str, network: Network, panels: list[tuple[str, object]], to
     """Write a PNG with one panel per (title, SimResult), stacked, on a shared time axis (µs)."""
     scale = 1e6
     horizon = max(float(np.max(np.asarray(r.phase_end))) for _, r in panels) * scale
-    fig, axes = plt.subplots(len(panels), 1, figsize=(11, 1.2 + 1.1 * len(network.dimensions) * len(panels)),
-                             sharex=True, squeeze=False)  # fmt: skip
+    fig, axes = plt.subplots(
+        len(panels), 1, figsize=(11, 1.2 + 1.1 * len(network.dimensions) * len(panels)), sharex=True, squeeze=False
+    )
     for ax, (title, result) in zip(axes[:, 0], panels):
         _lanes(ax, result, network, title, scale)
         ax.set_xlim(0, horizon * 1.01)

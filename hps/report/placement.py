@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from hps.config.types import Catalog, Job, Workload
-from hps.placement import REASONS, build_params, evaluate_schedules
+from hps.placement.model import REASONS, build_params, evaluate_schedules
 from hps.report.tables import format_table
 
 _evaluate = jax.jit(evaluate_schedules)
@@ -43,7 +43,9 @@ def schedule_report(workload: Workload, catalog: Catalog, job: Job, schedule: li
         layer = int(row.failed_layer)
         failed = next(stage for stage in stages if stage["first_layer"] == layer)
         why = infeasible_because(REASONS[int(row.reason)], failed, stages, catalog, job)
-        reason = f"{REASONS[int(row.reason)]} at the stage starting at layer {layer} ({workload.layers[layer].name}): {why}"
+        reason = (
+            f"{REASONS[int(row.reason)]} at the stage starting at layer {layer} ({workload.layers[layer].name}): {why}"
+        )
     return {
         "feasible": bool(row.feasible),
         "reason": reason,
@@ -69,7 +71,9 @@ def infeasible_because(code: str, stage: dict, stages: list[dict], catalog: Cata
         return f"it does not fit in {resource.memory / 2**30:g} GiB per unit even on {units}"
     if code == "pooled_cap":
         pooled = sum(s["replicas"] for s in stages if s["type"] == stage["type"])
-        return f"the stages on {resource.name} together need {pooled} units, above its max_units of {resource.max_units}"
+        return (
+            f"the stages on {resource.name} together need {pooled} units, above its max_units of {resource.max_units}"
+        )
     return f"{resource.name} cannot run this stage"
 
 

@@ -305,7 +305,12 @@ def bottleneck(name: str, h: int, w: int, c_in: int, mid: int, stride: int = 1, 
 
 
 def token_embedding(
-    name: str, seq_len: int, vocab: int, hidden: int, max_position: int = 512, type_vocab: int = 2,
+    name: str,
+    seq_len: int,
+    vocab: int,
+    hidden: int,
+    max_position: int = 512,
+    type_vocab: int = 2,
     label_bytes: float = LABEL_BYTES,
 ) -> Layer:
     """BERT input embeddings (word + position + token type, then LayerNorm) for `seq_len` tokens.

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from hps.config.types import JobDefaults, Workload
 from hps.errors import ConfigError
-from hps.workloads.layers import classification_head, loss, pretraining_heads, token_embedding, transformer_layer
+from hps.workloads.layers import (
+    classification_head,
+    loss,
+    pretraining_heads,
+    token_embedding,
+    transformer_layer,
+)
 
 _MASKED_LABEL_BYTES = 2 * 8.0  # per masked position: its index and its label id (int64)
 
@@ -29,14 +35,17 @@ def bert_base(
     Job: batch 256 sequences, floor 3000 sequences/s, 2.56e8 sequences (256 x 1M steps).
     """
     table = [
-        token_embedding("embedding", seq_len, vocab, hidden, max_position,
-                        label_bytes=masked * _MASKED_LABEL_BYTES + 4.0),
+        token_embedding(
+            "embedding", seq_len, vocab, hidden, max_position, label_bytes=masked * _MASKED_LABEL_BYTES + 4.0
+        ),
     ]
     for i in range(layers):
         table.extend(transformer_layer(f"layer{i + 1}", seq_len, hidden, heads, ffn))
     table.append(pretraining_heads("heads", hidden, vocab, masked))
     return Workload(
-        "bert-base", tuple(table), JobDefaults(batch=256.0, throughput=3000.0, samples=2.56e8),
+        "bert-base",
+        tuple(table),
+        JobDefaults(batch=256.0, throughput=3000.0, samples=2.56e8),
         f"BERT pre-training: {layers} layers, hidden {hidden}, {heads} heads, FFN {ffn}, sequence {seq_len}",
     )
 
@@ -71,7 +80,9 @@ def transformer(
         table.extend(transformer_layer(f"layer{i + 1}", seq_len, hidden, heads, ffn))
     table += [classification_head("head", hidden, classes), loss("loss", classes)]
     return Workload(
-        "transformer", tuple(table), JobDefaults(batch=256.0, throughput=2000.0, samples=1e8),
+        "transformer",
+        tuple(table),
+        JobDefaults(batch=256.0, throughput=2000.0, samples=1e8),
         f"Transformer classifier: {layers} layers, hidden {hidden}, {heads} heads, FFN {ffn}, "
         f"sequence {seq_len}, vocabulary {vocab}",
     )

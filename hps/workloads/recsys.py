@@ -69,7 +69,9 @@ def ctr_dnn(
         loss("loss", classes),
     )
     return Workload(
-        "ctr-dnn", layers, JobDefaults(batch=4096.0, throughput=100_000.0, samples=5e9),
+        "ctr-dnn",
+        layers,
+        JobDefaults(batch=4096.0, throughput=100_000.0, samples=5e9),
         f"HeterPS CTR-DNN: {slots} pooled sparse slots ({_table_size(layers[0])} table) + {dense_features} "
         f"dense features -> MLP {_widths(hidden, classes)}",
     )
@@ -96,8 +98,7 @@ def wide_deep(
     wide = embedding("wide", wide_slots, wide_ids_per_slot, wide_rows, 1)
     d_in = slots * dim + dense_features
     deep = (
-        embedding("deep_embedding", slots, ids_per_slot, rows, dim, label_bytes=0.0,
-                  dense_features=dense_features),
+        embedding("deep_embedding", slots, ids_per_slot, rows, dim, label_bytes=0.0, dense_features=dense_features),
         concat("concat", d_in),
         *mlp("fc", d_in, hidden),
     )
@@ -109,7 +110,9 @@ def wide_deep(
         loss("loss", 1),
     )
     return Workload(
-        "wide-deep", layers, JobDefaults(batch=4096.0, throughput=50_000.0, samples=2e9),
+        "wide-deep",
+        layers,
+        JobDefaults(batch=4096.0, throughput=50_000.0, samples=2e9),
         f"Wide & Deep: wide cross features ({_num(wide_rows)} x 1) + deep {slots}-slot embedding "
         f"({_num(rows)} x {dim}) -> MLP {_widths(hidden, 1)}",
     )
@@ -140,7 +143,9 @@ def deepfm(
         loss("loss", 1),
     )
     return Workload(
-        "deepfm", layers, JobDefaults(batch=4096.0, throughput=100_000.0, samples=4e9),
+        "deepfm",
+        layers,
+        JobDefaults(batch=4096.0, throughput=100_000.0, samples=4e9),
         f"DeepFM: {fields} fields ({_num(rows)} x {dim} shared embedding) -> FM second order + deep MLP "
         f"{_widths(hidden, 1)}",
     )
@@ -169,8 +174,7 @@ def dlrm(
     interaction = dot_interaction("interaction", tables + 1, dim)
     top_in = int(interaction.act_bytes // FP32_BYTES)
     layers = (
-        embedding("embedding", tables, ids_per_table, tables * rows_per_table, dim,
-                  dense_features=dense_features),
+        embedding("embedding", tables, ids_per_table, tables * rows_per_table, dim, dense_features=dense_features),
         *(with_carry(layer, pooled) for layer in mlp("bottom_fc", dense_features, bottom)),
         interaction,
         *mlp("top_fc", top_in, top),
@@ -178,7 +182,9 @@ def dlrm(
         loss("loss", 1),
     )
     return Workload(
-        "dlrm", layers, JobDefaults(batch=8192.0, throughput=200_000.0, samples=4.2e9),
+        "dlrm",
+        layers,
+        JobDefaults(batch=8192.0, throughput=200_000.0, samples=4.2e9),
         f"DLRM (MLPerf Criteo 1TB shape): {tables} tables x {_num(rows_per_table)} x {dim}, bottom MLP "
         f"{_widths(bottom_hidden, dim)}, dot interaction, top MLP {_widths(top, 1)}",
     )
@@ -204,15 +210,16 @@ def matchnet(
     q_in, i_in, out = query_slots * dim, item_slots * dim, hidden[-1]
     layers = (
         embedding("query_embedding", query_slots, query_ids_per_slot, query_rows, dim),
-        with_carry(embedding("item_embedding", item_slots, item_ids_per_slot, item_rows, dim,
-                             label_bytes=0.0), q_in),
+        with_carry(embedding("item_embedding", item_slots, item_ids_per_slot, item_rows, dim, label_bytes=0.0), q_in),
         *(with_carry(layer, i_in) for layer in mlp("query_fc", q_in, hidden)),
         *(with_carry(layer, out) for layer in mlp("item_fc", i_in, hidden)),
         cosine("cosine", out),
         loss("loss", 1),
     )
     return Workload(
-        "matchnet", layers, JobDefaults(batch=4096.0, throughput=50_000.0, samples=1e9),
+        "matchnet",
+        layers,
+        JobDefaults(batch=4096.0, throughput=50_000.0, samples=1e9),
         f"Two-tower matching: query ({_num(query_rows)} x {dim}) and item ({_num(item_rows)} x {dim}) "
         f"embeddings -> MLP towers {_widths(hidden[:-1], hidden[-1])} -> cosine",
     )
@@ -243,7 +250,9 @@ def word2vec_nce(
         nce_score("nce_score", seq_len, negatives, dim),
     )
     return Workload(
-        "word2vec-nce", layers, JobDefaults(batch=4096.0, throughput=20_000.0, samples=1e9),
+        "word2vec-nce",
+        layers,
+        JobDefaults(batch=4096.0, throughput=20_000.0, samples=1e9),
         f"Word2vec CBOW with NCE: {_num(vocab)} x {dim} input and output tables, window {window}, "
         f"{negatives} negatives, {seq_len} positions/sample",
     )

@@ -13,7 +13,14 @@ from hps.config.types import JobDefaults, Workload
 from hps.errors import ConfigError
 from hps.workloads.mlp import mlp_classifier
 from hps.workloads.nlp import bert_base, transformer
-from hps.workloads.recsys import ctr_dnn, deepfm, dlrm, matchnet, wide_deep, word2vec_nce
+from hps.workloads.recsys import (
+    ctr_dnn,
+    deepfm,
+    dlrm,
+    matchnet,
+    wide_deep,
+    word2vec_nce,
+)
 from hps.workloads.vision import resnet50
 
 FACTORIES: dict[str, Callable[..., Workload]] = {
@@ -49,17 +56,34 @@ class Preset:
 
 _SMALL_JOB = JobDefaults(batch=256.0, throughput=1000.0, samples=1e6)
 PRESETS = (
-    Preset("ctr-dnn-small", "ctr-dnn",
-           dict(slots=8, ids_per_slot=4, rows=10_000, dim=8, hidden=(64, 32)), _SMALL_JOB),
-    Preset("dlrm-small", "dlrm",
-           dict(tables=8, ids_per_table=4, rows_per_table=1_000, dim=8, bottom_hidden=(32, 16), top=(64, 32)),
-           _SMALL_JOB),
-    Preset("matchnet-small", "matchnet",
-           dict(query_slots=2, query_ids_per_slot=4, query_rows=10_000, item_slots=2, item_ids_per_slot=4,
-                item_rows=5_000, dim=8, hidden=(32, 16)), _SMALL_JOB),
-    Preset("transformer-small", "transformer",
-           dict(layers=2, hidden=32, heads=2, ffn=64, seq_len=16, vocab=1000, max_position=64),
-           JobDefaults(batch=64.0, throughput=500.0, samples=1e6)),
+    Preset("ctr-dnn-small", "ctr-dnn", dict(slots=8, ids_per_slot=4, rows=10_000, dim=8, hidden=(64, 32)), _SMALL_JOB),
+    Preset(
+        "dlrm-small",
+        "dlrm",
+        dict(tables=8, ids_per_table=4, rows_per_table=1_000, dim=8, bottom_hidden=(32, 16), top=(64, 32)),
+        _SMALL_JOB,
+    ),
+    Preset(
+        "matchnet-small",
+        "matchnet",
+        dict(
+            query_slots=2,
+            query_ids_per_slot=4,
+            query_rows=10_000,
+            item_slots=2,
+            item_ids_per_slot=4,
+            item_rows=5_000,
+            dim=8,
+            hidden=(32, 16),
+        ),
+        _SMALL_JOB,
+    ),
+    Preset(
+        "transformer-small",
+        "transformer",
+        dict(layers=2, hidden=32, heads=2, ffn=64, seq_len=16, vocab=1000, max_position=64),
+        JobDefaults(batch=64.0, throughput=500.0, samples=1e6),
+    ),
 )
 """Laptop-sized variants (well under 1 M parameters; a training step at batch 64 takes
 milliseconds on a CPU). "mlp" is laptop-sized already."""
@@ -112,9 +136,7 @@ def build_workload(name: str, **overrides: object) -> Workload:
     return ZOO[name](**values)
 
 
-def resolve_workload(
-    spec: str, overrides: Mapping[str, object] | None = None, source: str = "workload"
-) -> Workload:
+def resolve_workload(spec: str, overrides: Mapping[str, object] | None = None, source: str = "workload") -> Workload:
     """A workload from `spec`: the TOML file it names if such a file exists, else the zoo entry
     built with hyperparameter `overrides` (which a file does not take: ConfigError naming `source`)."""
     if Path(spec).is_file():
@@ -143,9 +165,7 @@ def _check_value(field: str, value: object, default: object, source: str) -> obj
             raise ConfigError(source, field, f"must be a sequence of positive integers, got {value!r}")
         widths = tuple(value)
         if not widths or not all(_is_int(w) and w > 0 for w in widths):
-            raise ConfigError(
-                source, field, f"must be a non-empty sequence of positive integers, got {value!r}"
-            )
+            raise ConfigError(source, field, f"must be a non-empty sequence of positive integers, got {value!r}")
         return tuple(int(w) for w in widths)
     if isinstance(default, bool):
         if not isinstance(value, bool):

@@ -6,7 +6,16 @@ import dataclasses
 from collections.abc import Sequence
 
 from hps.config.types import JobDefaults, Workload
-from hps.workloads.layers import LABEL_BYTES, bottleneck, conv2d, conv_out, dense, loss, merge, pool2d
+from hps.workloads.layers import (
+    LABEL_BYTES,
+    bottleneck,
+    conv2d,
+    conv_out,
+    dense,
+    loss,
+    merge,
+    pool2d,
+)
 
 
 def resnet50(
@@ -25,10 +34,13 @@ def resnet50(
     Job: batch 1024, floor 5000 images/s, 90 ImageNet epochs (1.15e8 images).
     """
     h = conv_out(image_size, 7, 2)
-    stem = merge("stem", [
-        conv2d("stem.conv", image_size, image_size, channels, width, 7, 2),
-        pool2d("stem.maxpool", h, h, width, 3, 2),
-    ])
+    stem = merge(
+        "stem",
+        [
+            conv2d("stem.conv", image_size, image_size, channels, width, 7, 2),
+            pool2d("stem.maxpool", h, h, width, 3, 2),
+        ],
+    )
     stem = dataclasses.replace(stem, io_bytes=image_size * image_size * channels * 1.0 + LABEL_BYTES)
     layers = [stem]
     h, c_in = conv_out(h, 3, 2), width
@@ -41,6 +53,8 @@ def resnet50(
     head = merge("head", [pool2d("head.avgpool", h, h, c_in, h, h), dense("head.fc", c_in, classes)])
     layers += [head, loss("loss", classes)]
     return Workload(
-        "resnet50", tuple(layers), JobDefaults(batch=1024.0, throughput=5000.0, samples=90 * 1_281_167.0),
+        "resnet50",
+        tuple(layers),
+        JobDefaults(batch=1024.0, throughput=5000.0, samples=90 * 1_281_167.0),
         f"ResNet-50 v1.5 at {image_size}x{image_size}: stem, {sum(blocks)} bottleneck blocks, fc-{classes}",
     )

@@ -1,0 +1,176 @@
+"""Throughput of the RL loop (for `hps bench rl`): env steps per second, compile time excluded.
+
+Setting: `num_envs` environments of instances with exactly `layers` layers and `types` types
+(default 4,096 × 16 × 4), so every decision of the scan is a real env step. Three figures:
+- env_steps_per_s: the environment alone (vmapped `PlacementEnv.step` under `lax.scan`, uniform
+  random actions) — the simulator's speed;
+- rollout_steps_per_s: rollouts with the policy acting (encoder + decoder + env, no gradients),
+  with each instance played by the recipe's samples_per_instance envs, as training plays them
+  (the encoder runs once per instance); rollout_distinct_steps_per_s: one instance per env;
+- train_steps_per_s: whole `train_chunk` calls (rollout, loss, gradients, optax step, and the
+  chunk's instance generation), counting the env steps of its rollouts.
+Each figure is from the fastest of `repeats` calls (the machines are shared, and the fastest
+call is the one other work disturbed least); the mean is no more than that.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import jax
+import jax.numpy as jnp
+
+from hps.bench.timing import timed_calls
+from hps.placement.agent.policy import PolicyFunctions
+from hps.placement.agent.rollout import rollout
+from hps.placement.agent.train import (
+    TrainConfig,
+    default_placement_config,
+    init_train_state,
+    make_train,
+)
+from hps.placement.env.env import PlacementEnv
+from hps.placement.env.generator import InstanceSplit, generate_instances
+
+
+def env_only(env: PlacementEnv, instances, key, num_steps: int):
+    """Sum of rewards over `num_steps` random-action steps of every env (N,)."""
+    n_envs = instances.layer_time.shape[0]
+    n_types = jnp.sum(instances.placement.type_mask, axis=-1)
+    _, state = jax.vmap(env.reset, in_axes=(None, 0))(None, instances)
+
+    def one_step(carry, step_key):
+        state, total = carry
+        action = jnp.floor(jax.random.uniform(step_key, (n_envs,)) * n_types).astype(jnp.int32)
+        _, state, reward, _, _ = jax.vmap(env.step, in_axes=(None, 0, 0, 0))(None, state, action, instances)
+        return (state, total + reward), None
+
+    (_, total), _ = jax.lax.scan(one_step, (state, jnp.zeros((n_envs,))), jax.random.split(key, num_steps))
+    return total
+
+
+GENERATE_BLOCK = 256  # instances per generator call: one compile serves every env count
+
+
+def bench_setup(config: TrainConfig | None, num_envs: int, layers: int, types: int, updates_per_chunk: int):
+    """(config for the setting, instances (num_envs,) with exactly `layers` layers and `types`
+    types), generated in blocks of GENERATE_BLOCK so that a sweep over env counts compiles the
+    generator once."""
+    split = InstanceSplit("bench", layers, layers, types, types, salt=99)
+    config = config or default_placement_config()
+    config = dataclasses.replace(
+        config,
+        split=split,
+        num_envs=num_envs,
+        updates_per_chunk=updates_per_chunk,
+        demonstrations=min(config.demonstrations, config.demo_batch),
+    )  # same update, less labelling
+    keys = jax.random.split(jax.random.PRNGKey(0), -(-num_envs // GENERATE_BLOCK))
+    blocks = [generate_instances(key, GENERATE_BLOCK, split) for key in keys]
+    instances = jax.tree.map(lambda *parts: jnp.concatenate(parts)[:num_envs], *blocks)
+    return config, jax.block_until_ready(instances)
+
+
+def env_rate(
+    num_envs: int = 4096, layers: int = 16, types: int = 4, repeats: int = 3, min_seconds: float = 0.0
+) -> dict:
+    """{"env_steps_per_s", "env_compile_s"}: the environment alone, uniform random actions."""
+    _, instances = bench_setup(None, num_envs, layers, types, 1)
+    env_fn = jax.jit(lambda inst, key: env_only(PlacementEnv(), inst, key, layers))
+    key = jax.random.PRNGKey(2)
+    compile_s, seconds = timed_calls(env_fn, instances, key, repeats=repeats, min_seconds=min_seconds, fastest=True)
+    return {"env_steps_per_s": num_envs * layers / seconds, "env_compile_s": compile_s}
+
+
+def rollout_rate(
+    config: TrainConfig | None = None,
+    *,
+    num_envs: int = 4096,
+    layers: int = 16,
+    types: int = 4,
+    repeats: int = 3,
+    min_seconds: float = 0.0,
+    samples: int | None = None,
+) -> dict:
+    """{"rollout_steps_per_s", "rollout_compile_s"}: rollouts with the policy acting, no gradients.
+    samples: envs per instance (default: the config's samples_per_instance, as training draws
+    them); num_envs / samples distinct instances are encoded."""
+    config, instances = bench_setup(config, num_envs, layers, types, 1)
+    samples = samples or config.samples_per_instance
+    instances = jax.tree.map(lambda x: x[: num_envs // samples], instances)
+    env, policy = PlacementEnv(), PolicyFunctions(config.policy)
+    params = policy.init(jax.random.PRNGKey(1))
+    roll_fn = jax.jit(lambda p, inst, key: rollout(policy, p, env, inst, key, layers, samples=samples).episode_reward)
+    key = jax.random.PRNGKey(3)
+    compile_s, seconds = timed_calls(
+        roll_fn, params, instances, key, repeats=repeats, min_seconds=min_seconds, fastest=True
+    )
+    return {"rollout_steps_per_s": num_envs * layers / seconds, "rollout_compile_s": compile_s}
+
+
+def train_rate(
+    config: TrainConfig | None = None,
+    *,
+    num_envs: int = 4096,
+    layers: int = 16,
+    types: int = 4,
+    repeats: int = 3,
+    min_seconds: float = 0.0,
+    updates_per_chunk: int = 5,
+    devices=None,
+) -> dict:
+    """{"train_steps_per_s", "train_compile_s"}: whole `train_chunk` calls (the fastest of
+    `repeats`), counting the env steps of their rollouts."""
+    config, _ = bench_setup(config, num_envs, layers, types, updates_per_chunk)
+    train_chunk = make_train(config, devices=devices)
+    state = init_train_state(config, devices=devices)
+    start = time.perf_counter()
+    state, _ = jax.block_until_ready(train_chunk(state))
+    compile_s = time.perf_counter() - start
+    times, start = [], time.perf_counter()
+    while len(times) < repeats or time.perf_counter() - start < min_seconds:
+        began = time.perf_counter()
+        state, _ = jax.block_until_ready(train_chunk(state))
+        times.append(time.perf_counter() - began)
+    seconds = min(times)
+    return {"train_steps_per_s": num_envs * layers * updates_per_chunk / seconds, "train_compile_s": compile_s}
+
+
+def measure(
+    config: TrainConfig | None = None,
+    *,
+    num_envs: int = 4096,
+    layers: int = 16,
+    types: int = 4,
+    repeats: int = 3,
+    updates_per_chunk: int = 5,
+    devices=None,
+) -> dict:
+    """{"env_steps_per_s", "rollout_steps_per_s" (instances shared as training shares them),
+    "rollout_distinct_steps_per_s" (one instance per env), "train_steps_per_s", "compile_s", …}."""
+    setting = dict(num_envs=num_envs, layers=layers, types=types, repeats=repeats)
+    config = config or default_placement_config()
+    env = env_rate(**setting)
+    roll = rollout_rate(config, **setting)
+    distinct = rollout_rate(config, **setting, samples=1)
+    train = train_rate(config, **setting, updates_per_chunk=updates_per_chunk, devices=devices)
+    return {
+        "env_steps_per_s": env["env_steps_per_s"],
+        "rollout_steps_per_s": roll["rollout_steps_per_s"],
+        "rollout_distinct_steps_per_s": distinct["rollout_steps_per_s"],
+        "train_steps_per_s": train["train_steps_per_s"],
+        "compile_s": env["env_compile_s"]
+        + roll["rollout_compile_s"]
+        + distinct["rollout_compile_s"]
+        + train["train_compile_s"],
+        "train_compile_s": train["train_compile_s"],
+        "num_envs": num_envs,
+        "samples_per_instance": config.samples_per_instance,
+        "layers": layers,
+        "types": types,
+        "algorithm": config.algorithm,
+        "encoder": config.policy.encoder,
+        "hidden": config.policy.hidden,
+        "device": str(jax.devices()[0]),
+    }

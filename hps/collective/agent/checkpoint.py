@@ -1,0 +1,35 @@
+"""Collective policy checkpoints: thin wrappers over `hps.rl.checkpoint` for the collective kind."""
+
+from __future__ import annotations
+
+import os
+
+from hps.collective.agent.evaluation import learned_orders
+from hps.collective.agent.train import COLLECTIVE
+from hps.collective.env.generator import collective_instance
+from hps.errors import ConfigError
+from hps.rl import checkpoint
+
+
+def load_policy(path: str | os.PathLike, step: int | None = None):
+    """(policy functions, parameters, spec document with "step") of the collective policy saved
+    in `path` (a run folder or its checkpoints/), at `step` (default the latest)."""
+    return checkpoint.load_policy(checkpoint.checkpoint_folder(path), step, kind=COLLECTIVE.name)
+
+
+def load_config(path: str | os.PathLike, step: int | None = None):
+    """The CollectiveTrainConfig a checkpoint in `path` was trained with."""
+    manager = checkpoint.open_manager(checkpoint.checkpoint_folder(path), read_only=True)
+    step, document = checkpoint.read_spec(manager, step)
+    manager.close()
+    return checkpoint.config_from_document(document, f"{manager.directory}/{step}", kind=COLLECTIVE.name)
+
+
+def checkpoint_orders(checkpoint, network, size_bytes: float, chunks: int):
+    """(max_chunks, D) orders the collective policy saved in `checkpoint` (a run folder or its
+    checkpoints/) picks for one All-Reduce of size_bytes in `chunks` chunks on `network`."""
+    policy, params, spec = load_policy(checkpoint)
+    max_chunks = spec["train"]["max_chunks"]
+    if chunks > max_chunks:
+        raise ConfigError("--chunks", "chunks", f"the policy was trained for at most {max_chunks} chunks, got {chunks}")
+    return learned_orders(policy, params, collective_instance(network, size_bytes, chunks), max_chunks=max_chunks)

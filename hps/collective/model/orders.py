@@ -1,0 +1,150 @@
+"""Inter-dimension policies (SPEC "Collective model"): the order (C, D) in which each chunk of one
+All-Reduce of S bytes Reduce-Scatters through the dimensions (All-Gather runs the reverse).
+
+The jnp policies (``baseline_orders``, ``themis_orders``, ``roundrobin_orders``,
+``best_fixed_orders``) are pure, jit- and vmap-able over networks, sizes and chunk counts, and
+return (max_chunks, D) int32 orders (rows ≥ C unused). ``explicit_orders`` validates a user's
+lists in Python; ``policy_orders`` dispatches by name for the CLI and experiments.
+"""
+
+from __future__ import annotations
+
+import itertools
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from hps.collective.model.network import (
+    MAX_DIMS,
+    NetworkParams,
+    ideal_time,
+    network_params,
+)
+from hps.collective.model.simulator import simulate_allreduce
+from hps.collective.model.themis import MAX_CHUNKS, collective_orders
+from hps.config.types import Network
+from hps.errors import ConfigError
+
+POLICIES = ("baseline", "themis", "roundrobin", "best-fixed", "explicit", "learned")
+PERMUTATIONS = np.array(list(itertools.permutations(range(MAX_DIMS))), np.int32)  # (D!, D)
+
+
+def baseline_orders(net: NetworkParams, max_chunks=MAX_CHUNKS):
+    """π = 0..D−1 for every chunk: (max_chunks, D) int32."""
+    n_dims = net.size.shape[-1]
+    return jnp.tile(jnp.arange(n_dims, dtype=jnp.int32), (max_chunks, 1))
+
+
+@partial(jax.jit, static_argnames="max_chunks")
+def themis_orders(net: NetworkParams, total_bytes, n_chunks, max_chunks=MAX_CHUNKS):
+    """SPEC's Themis greedy (hps.collective.model.themis), loads reset for this collective:
+    (max_chunks, D) int32."""
+    orders, _ = collective_orders(net.size, net.bandwidth, total_bytes, n_chunks, True)
+    if max_chunks > orders.shape[0]:
+        raise ValueError(f"max_chunks {max_chunks} > {orders.shape[0]}")
+    return orders[:max_chunks]
+
+
+def roundrobin_orders(net: NetworkParams, max_chunks=MAX_CHUNKS):
+    """Chunk c uses the dimensions of size > 1 in index order rotated by c mod n_active
+    (starting at the (c mod n_active)-th), then the size-1 dimensions: (max_chunks, D) int32."""
+    n_dims = net.size.shape[-1]
+    index = jnp.arange(n_dims)
+    active = net.size > 1
+    n_active = jnp.maximum(jnp.sum(active), 1)
+    ranked = jnp.argsort(jnp.where(active, index, n_dims + index)).astype(jnp.int32)  # active first
+    chunk = jnp.arange(max_chunks)[:, None]
+    rotated = ranked[(index[None, :] + chunk) % n_active]
+    return jnp.where(index[None, :] < n_active, rotated, ranked[None, :]).astype(jnp.int32)
+
+
+@partial(jax.jit, static_argnames="max_chunks")
+def permutation_times(net: NetworkParams, total_bytes, n_chunks, scf, max_chunks=MAX_CHUNKS):
+    """(D!,) s: the completion time when every chunk uses permutation k of PERMUTATIONS."""
+
+    def one(perm):
+        orders = jnp.tile(perm, (max_chunks, 1))
+        return simulate_allreduce(net, total_bytes, n_chunks, orders, scf, max_chunks).time
+
+    return jax.vmap(one)(jnp.asarray(PERMUTATIONS))
+
+
+def best_fixed_orders(net: NetworkParams, total_bytes, n_chunks, scf, max_chunks=MAX_CHUNKS):
+    """The single permutation that minimises the simulated completion time when every chunk
+    uses it (all D! enumerated; ties: the first in lexicographic order, so the baseline wins
+    ties). Returns (orders (max_chunks, D) int32, permutation (D,) int32)."""
+    times = permutation_times(net, total_bytes, n_chunks, scf, max_chunks)
+    perm = jnp.asarray(PERMUTATIONS)[jnp.argmin(times)]
+    return jnp.tile(perm, (max_chunks, 1)), perm
+
+
+def ideal(net: NetworkParams, total_bytes):
+    """The T_ideal bound (s) every policy is compared with."""
+    return ideal_time(net, total_bytes)
+
+
+def explicit_orders(orders, n_dims, n_chunks, max_chunks=MAX_CHUNKS, source="--orders"):
+    """Validate a user's order lists -> (max_chunks, MAX_DIMS) int32 (numpy).
+
+    orders: one permutation of 0..n_dims−1 for every chunk (n_chunks lists), or one list used by
+    all chunks. Dimensions ≥ n_dims (padding) follow in index order. Wrong input raises
+    ConfigError naming the field (``orders`` or ``orders[i]``).
+    """
+    if not isinstance(orders, (list, tuple)) or not orders:
+        raise ConfigError(source, "orders", f"must be a non-empty list of orders, got {orders!r}")
+    if not isinstance(orders[0], (list, tuple)):
+        orders = [orders]
+    if len(orders) not in (1, n_chunks):
+        problem = f"needs 1 or {n_chunks} orders (one per chunk), got {len(orders)}"
+        raise ConfigError(source, "orders", problem)
+    if n_chunks > max_chunks:
+        raise ConfigError(source, "chunks", f"must be at most {max_chunks}, got {n_chunks}")
+    rows = []
+    for i, order in enumerate(orders):
+        ok = isinstance(order, (list, tuple)) and all(type(d) is int for d in order)
+        if not ok or sorted(order) != list(range(n_dims)):
+            raise ConfigError(source, f"orders[{i}]", f"must be a permutation of 0..{n_dims - 1}, got {order!r}")
+        rows.append(list(order) + list(range(n_dims, MAX_DIMS)))
+    out = np.tile(np.asarray(rows[0], np.int32), (max_chunks, 1))
+    out[: len(rows)] = np.asarray(rows, np.int32)
+    return out
+
+
+def _as_params(net) -> tuple[NetworkParams, int]:
+    """(NetworkParams, number of real dimensions) of a typed Network or NetworkParams."""
+    if isinstance(net, Network):
+        return network_params(net), len(net.dimensions)
+    return net, int(net.size.shape[-1])
+
+
+def policy_orders(policy: str, net, total_bytes, n_chunks, *, orders=None, scf=True, max_chunks=MAX_CHUNKS):
+    """Orders (max_chunks, D) int32 of a named policy for one All-Reduce of total_bytes in
+    n_chunks chunks. net: hps.config.types.Network, or NetworkParams (then explicit orders
+    cover all D = 4 padded dimensions). policy: "baseline",
+    "themis", "roundrobin", "best-fixed" (scf: the discipline it is chosen under) or "explicit"
+    (with `orders`); anything else raises ConfigError."""
+    params, n_dims = _as_params(net)
+    if not 1 <= int(n_chunks) <= max_chunks:
+        raise ConfigError("--chunks", "chunks", f"must be between 1 and {max_chunks}, got {n_chunks}")
+    if policy == "baseline":
+        return baseline_orders(params, max_chunks)
+    if policy == "themis":
+        return themis_orders(params, total_bytes, n_chunks, max_chunks)
+    if policy == "roundrobin":
+        return roundrobin_orders(params, max_chunks)
+    if policy == "best-fixed":
+        return best_fixed_orders(params, total_bytes, n_chunks, scf, max_chunks)[0]
+    if policy == "explicit":
+        if orders is None:
+            raise ConfigError("--orders", "orders", "the explicit policy needs a list of orders")
+        return jnp.asarray(explicit_orders(orders, n_dims, int(n_chunks), max_chunks))
+    if policy == "learned":
+        raise ConfigError(
+            "--policy",
+            "policy",
+            "'learned' orders come from a trained collective policy: give --checkpoint DIR "
+            "(hps train --kind collective)",
+        )
+    raise ConfigError("--policy", "policy", f"unknown policy {policy!r}; expected one of {POLICIES}")

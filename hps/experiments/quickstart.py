@@ -1,0 +1,206 @@
+"""`hps quickstart`: the whole product in a few minutes on 2 CPU cores.
+
+1. train a small general placement policy (the default recipe, a short budget, one device);
+2. compare it on zoo workloads over a real catalogue with every search baseline and the
+   exhaustive optimum (cost relative to the best plan any method found);
+3. reload the saved checkpoint and plan a workload it never saw, in milliseconds;
+4. execute that plan as real sharded JAX training on the available devices, beside the cost
+   model's prediction, checked against single-device training.
+
+Library code: no printing; `progress(step name)` reports each step, and the CLI draws the table.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import jax
+import matplotlib.pyplot as plt
+import numpy as np
+
+from hps.config.files import atomic_write_text
+from hps.config.loaders import load_catalog
+from hps.config.paths import resolve_topology
+from hps.config.types import Catalog
+from hps.experiments.placement import compare_on_instance, deepest, default_job
+from hps.placement.search import METHODS
+from hps.report.figures import save_figure
+from hps.report.placement import schedule_report
+from hps.workloads import build_workload
+
+STEPS = ("train", "compare", "plan and execute")
+
+
+@dataclass(frozen=True)
+class QuickstartConfig:
+    """out: run folder; workloads: compared on `catalog` at their default jobs; unseen: planned
+    from the reloaded checkpoint and executed (a workload with a Flax model); train_chunks of
+    10 updates of num_envs environments, stopped early after train_minutes, imitating
+    `demonstrations` teacher-labelled instances, at most num_envs (fewer than the default
+    recipe's, as labelling counts in the time); plans: samples per planning call."""
+
+    out: str = "runs/quickstart"
+    catalog: str = "cloud-2024"
+    workloads: tuple[str, ...] = ("ctr-dnn", "wide-deep", "dlrm", "matchnet")
+    unseen: str = "ctr-dnn-small"
+    train_chunks: int = 14
+    num_envs: int = 4096
+    train_minutes: float = 2.5
+    demonstrations: int = 1024
+    plans: int = 64
+    execute_steps: int = 5
+    seed: int = 0
+
+
+def train_policy(config: QuickstartConfig, on_chunk=None):
+    """The default placement recipe for config.train_chunks chunks on one device, in
+    out/policy (resumed, or reused when already complete). Returns the metrics records."""
+    from hps.placement.agent.train import default_placement_config
+    from hps.rl.session import train_session
+
+    demonstrations = min(config.demonstrations, config.num_envs)
+    train = dataclasses.replace(
+        default_placement_config(),
+        num_chunks=config.train_chunks,
+        num_envs=config.num_envs,
+        demonstrations=demonstrations,
+        seed=config.seed,
+    )
+    _, records = train_session(
+        train, Path(config.out) / "policy", minutes=config.train_minutes, devices=jax.devices()[:1], on_chunk=on_chunk
+    )
+    return records
+
+
+def compare_zoo_workload(
+    policy, params, catalog: Catalog, workload_name: str, *, plans: int, seed: int, pad_layers: int | None = None
+) -> dict:
+    """Every search method, each single-type plan and the policy on one zoo workload at its
+    default job (`hps.experiments.placement.compare_on_instance`)."""
+    workload = build_workload(workload_name)
+    compared = compare_on_instance(
+        {"policy": (policy, params)},
+        workload,
+        catalog,
+        default_job(workload),
+        plans=plans,
+        seed=seed,
+        pad_layers=pad_layers,
+    )
+    return {"workload": workload_name, **compared}
+
+
+def plan_and_execute(config: QuickstartConfig, catalog: Catalog) -> dict:
+    """Reload the policy from its checkpoint, plan config.unseen, execute the plan."""
+    from hps.executor.plan import ExecuteOptions, execute_plan
+    from hps.models.registry import build_model_and_workload
+    from hps.placement.agent.checkpoint import load_policy
+    from hps.placement.agent.planner import plan
+
+    policy, params, spec = load_policy(Path(config.out) / "policy")
+    model, workload = build_model_and_workload(config.unseen, seed=config.seed)
+    job = default_job(workload)
+    planned = plan(policy, params, workload, catalog, job, samples=config.plans, seed=config.seed)
+    report = schedule_report(workload, catalog, job, planned.schedule)
+    executed = execute_plan(
+        model,
+        workload,
+        catalog,
+        job,
+        planned.schedule,
+        ExecuteOptions(steps=config.execute_steps, seed=config.seed, check=True),
+    )
+    return {
+        "workload": config.unseen,
+        "checkpoint_step": spec["step"],
+        "plan": report,
+        "plan_seconds": planned.plan_seconds,
+        "compile_seconds": planned.compile_seconds,
+        "execution": executed,
+        "devices": [str(d) for d in jax.devices()],
+    }
+
+
+def comparison_figure(comparisons: list[dict], path: Path) -> None:
+    """Grouped bars: cost / best found per workload (x) and method (bars); infeasible omitted."""
+    methods = [m for m in (*METHODS, "policy", "policy_refined") if any(m in c["methods"] for c in comparisons)]
+    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(comparisons)), 3.6))
+    width = 0.8 / len(methods)
+    for j, method in enumerate(methods):
+        ratios = [c["methods"].get(method, {}).get("ratio") for c in comparisons]
+        xs = [i + (j - len(methods) / 2 + 0.5) * width for i in range(len(comparisons))]
+        ax.bar(xs, [r if r is not None else np.nan for r in ratios], width, label=method)
+    ax.axhline(1.0, color="black", lw=0.8)
+    ax.set_xticks(range(len(comparisons)), [c["workload"] for c in comparisons])
+    ax.set_ylabel("cost / best plan found")
+    ax.set_yscale("log")
+    ax.legend(ncol=4, fontsize=8)
+    ax.set_title("placement cost on cloud-2024 (lower is better)")
+    fig.tight_layout()
+    save_figure(fig, path)
+
+
+def run_quickstart(config: QuickstartConfig, progress=lambda step: None, on_chunk=None) -> dict:
+    """All four steps; writes out/summary.json and out/comparison.png (and the training run's
+    checkpoints, metrics and learning curve under out/policy). Returns the summary."""
+    from hps.placement.agent.checkpoint import load_policy
+
+    catalog = load_catalog(resolve_topology(config.catalog, "catalogs", "catalog"))
+    for name in config.workloads:  # fail on a bad name now, not after minutes of training
+        build_workload(name)
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    seconds = {}
+    start = time.perf_counter()
+    progress("train")
+    records = train_policy(config, on_chunk)
+    seconds["train"] = time.perf_counter() - start
+    progress("compare")
+    policy, params, _ = load_policy(out / "policy")
+    depth = deepest(config.workloads)  # one compile of each search serves every workload
+    comparisons = [
+        compare_zoo_workload(policy, params, catalog, name, plans=config.plans, seed=config.seed, pad_layers=depth)
+        for name in config.workloads
+    ]
+    comparison_figure(comparisons, out / "comparison.png")
+    seconds["compare"] = time.perf_counter() - start - seconds["train"]
+    progress("plan and execute")
+    unseen = plan_and_execute(config, catalog)
+    seconds["plan_and_execute"] = time.perf_counter() - start - seconds["train"] - seconds["compare"]
+    summary = {
+        "config": dataclasses.asdict(config),
+        "training": {"updates": records[-1]["step"] if records else 0, "last": records[-1] if records else None},
+        "comparisons": comparisons,
+        "unseen": unseen,
+        "seconds": seconds,
+        "files": {
+            "summary": str(out / "summary.json"),
+            "comparison": str(out / "comparison.png"),
+            "learning_curve": str(out / "policy" / "learning_curve.png"),
+            "checkpoint": str(out / "policy" / "checkpoints"),
+        },
+    }
+    _write_json(out / "summary.json", summary)
+    return summary
+
+
+def _write_json(path: Path, payload: dict) -> None:
+    atomic_write_text(path, json.dumps(_json_ready(payload), indent=2, allow_nan=False) + "\n")
+
+
+def _json_ready(value):
+    """NaN / inf -> None, numpy scalars -> Python, recursively."""
+    if isinstance(value, dict):
+        return {k: _json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_ready(v) for v in value]
+    if isinstance(value, (np.floating, np.integer)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value

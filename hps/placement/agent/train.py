@@ -1,0 +1,319 @@
+"""Training placement policies: `make_train(config)` → a pure, jitted `train_chunk(state)`.
+
+A chunk draws a pool of instances (fresh from the generator, or a fixed pool given by the
+caller), then scans `updates_per_chunk` updates; each update draws `num_envs` instances from the
+pool, rolls out one episode per env (`rollout`), computes the REINFORCE or PPO loss and takes an
+optax step (gradient clipping + Adam). Metrics are averaged inside the scan. The env batch is
+sharded over a 1-D device mesh ("envs",); parameters stay replicated.
+
+`run_training` is the thin Python driver between chunks: it calls `on_chunk(index, state,
+metrics)` (progress bars, checkpoints and evaluation plug in there) and prints nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import jax
+import jax.numpy as jnp
+
+from hps.errors import ConfigError
+from hps.placement.agent.demonstrations import imitation_loss, make_demonstrations
+from hps.placement.agent.policy import PolicyFunctions, PolicySpec
+from hps.placement.agent.rollout import replay, rollout
+from hps.placement.env.env import PlacementEnv
+from hps.placement.env.generator import TRAIN, InstanceSplit, generate_instances
+from hps.rl import ppo, reinforce
+from hps.rl.driver import (
+    TrainState,
+    check_train_numbers,
+    fresh_state,
+    make_optimizer,
+    optimizer_step,
+    run_chunks,
+    scan_chunk,
+)
+from hps.rl.kind import PolicyKind, register_kind
+from hps.rl.sharding import (
+    check_divisible,
+    env_mesh,
+    env_shardings,
+    replicated,
+    shard_envs,
+)
+
+ALGORITHMS = ("reinforce", "ppo")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything a training run depends on (hashable; JSON-able via `dataclasses.asdict`).
+
+    pool_size: instances generated per chunk; each update draws num_envs / samples_per_instance
+    of them at random (samples_per_instance consecutive envs share an instance). 0: every update
+    plays fresh instances, each generated once, when a chunk's updates need at most num_envs of
+    them; otherwise a pool of num_envs. learning_rate: Adam's, after
+    clipping gradients to global norm max_grad_norm. REINFORCE: baseline_decay of the
+    moving-average baseline, normalize_advantages (divide by the batch return std);
+    samples_per_instance > 1 replaces the moving average by the mean of the other samples of
+    the same instance (leave-one-out) and normalises per instance; top_fraction < 1 makes it
+    risk-seeking (only each instance's best samples learn; see `reinforce.advantages`).
+    PPO: gamma, gae_lambda, ppo_epochs, ppo_minibatches,
+    clip_eps, value_coef. Both: entropy_coef. Imitation (REINFORCE only): demonstrations > 0
+    labels that many instances of the split with the search teacher before training
+    (`hps.placement.agent.demonstrations`); each update then adds imitation_coef × the cross-entropy of
+    the teacher's plans on demo_batch of them to the loss."""
+
+    algorithm: str = "reinforce"
+    policy: PolicySpec = field(default_factory=PolicySpec)
+    split: InstanceSplit = TRAIN
+    num_envs: int = 4096
+    pool_size: int = 0
+    updates_per_chunk: int = 10
+    num_chunks: int = 10
+    learning_rate: float = 1e-3
+    max_grad_norm: float = 1.0
+    entropy_coef: float = 0.01
+    baseline_decay: float = 0.9
+    normalize_advantages: bool = True
+    samples_per_instance: int = 1
+    top_fraction: float = 1.0
+    gamma: float = 1.0
+    gae_lambda: float = 0.95
+    ppo_epochs: int = 4
+    ppo_minibatches: int = 4
+    clip_eps: float = 0.2
+    value_coef: float = 0.5
+    demonstrations: int = 0
+    demo_batch: int = 256
+    imitation_coef: float = 1.0
+    seed: int = 0
+
+    def __post_init__(self):
+        check_train_numbers(self)
+        if self.algorithm not in ALGORITHMS:
+            raise ConfigError(
+                "TrainConfig", "algorithm", f"must be one of {', '.join(ALGORITHMS)}, got {self.algorithm!r}"
+            )
+        if self.algorithm == "ppo" and self.num_envs % self.ppo_minibatches:
+            raise ConfigError(
+                "TrainConfig",
+                "num_envs",
+                f"must be a multiple of ppo_minibatches ({self.ppo_minibatches}), got {self.num_envs}",
+            )
+        if self.demonstrations and self.algorithm != "reinforce":
+            raise ConfigError("TrainConfig", "demonstrations", "imitation is implemented for reinforce only")
+        if self.num_envs % self.samples_per_instance:
+            raise ConfigError(
+                "TrainConfig",
+                "num_envs",
+                f"must be a multiple of samples_per_instance ({self.samples_per_instance}), got {self.num_envs}",
+            )
+
+    @property
+    def draws(self) -> int:
+        """Instances per update."""
+        return self.num_envs // self.samples_per_instance
+
+    @property
+    def fresh_instances(self) -> bool:
+        """Whether each update plays instances of its own (pool_size 0 and few enough draws)."""
+        return self.pool_size == 0 and self.draws * self.updates_per_chunk <= self.num_envs
+
+    @property
+    def instances_per_chunk(self) -> int:
+        if self.fresh_instances:
+            return self.draws * self.updates_per_chunk
+        return self.pool_size or self.num_envs
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+DEMO_SALT = 7919  # folded into the seed for the demonstration pool's key
+
+
+def default_placement_config() -> TrainConfig:
+    """The recipe `hps train` uses for the general placement policy: a hidden width of 32
+    (about 3x the training throughput of 64 on CPU), 16 samples of each instance per update
+    with per-instance normalised advantages, the risk-seeking objective (only each instance's
+    best quarter of samples learn), which targets best-of-K planning (the policy is used by
+    sampling 64 plans and keeping the best), and imitation of the search teacher on 4,096
+    labelled instances (about 40 s of labelling on 2 cores), weighted 5 against the policy
+    gradient. On 50 held-out small instances, 10 minutes of it: best of 64 1.010-1.014 x the
+    optimum and greedy 1.074-1.092, against 1.21 and 1.38 without imitation."""
+    return TrainConfig(
+        policy=PolicySpec(hidden=32),
+        samples_per_instance=16,
+        top_fraction=0.25,
+        entropy_coef=0.01,
+        demonstrations=4096,
+        imitation_coef=5.0,
+    )
+
+
+def init_train_state(config: TrainConfig, *, devices=None) -> TrainState:
+    """Fresh state of the placement policy from config.seed, replicated over the device mesh."""
+    return fresh_state(config, PolicyFunctions(config.policy), devices=devices)
+
+
+def _episode_metrics(trajectory) -> dict:
+    feasible = trajectory.feasible
+    ratio = jnp.where(feasible, trajectory.cost_ratio, 0.0)
+    return {
+        "reward": jnp.mean(trajectory.episode_reward),
+        "feasible": jnp.mean(feasible.astype(jnp.float32)),
+        "cost_ratio": jnp.sum(ratio) / jnp.maximum(jnp.sum(feasible), 1),
+    }
+
+
+def make_train(config: TrainConfig, *, devices=None, instances=None):
+    """The jitted `train_chunk(state) -> (state, metrics)` of `config`.
+
+    devices: the mesh's devices (default all). instances: an optional fixed pool (leading axis
+    P, a multiple of the device count) used instead of generating `instances_per_chunk` fresh
+    instances of config.split every chunk."""
+    mesh = env_mesh(devices)
+    check_divisible(config.num_envs, mesh, "num_envs")
+    policy = PolicyFunctions(config.policy)
+    env = PlacementEnv()
+    tx = make_optimizer(config)
+    if instances is None:
+        num_steps = config.split.max_layers
+        check_divisible(config.instances_per_chunk, mesh, "pool size")
+    else:
+        num_steps = int(jnp.max(jnp.sum(instances.placement.layer_mask, axis=-1)))
+        check_divisible(jax.tree.leaves(instances)[0].shape[0], mesh, "instance pool size")
+        instances = jax.device_put(instances, env_shardings(instances, mesh))
+    num_steps = min(num_steps, config.policy.max_layers)
+    demos = None
+    if config.demonstrations:
+        check_divisible(config.demo_batch, mesh, "demo_batch")
+        demo_key = jax.random.fold_in(jax.random.PRNGKey(config.seed), DEMO_SALT)
+        demos = make_demonstrations(demo_key, config.demonstrations, config.split, num_steps)
+
+    def replay_policy(params, trajectory):
+        return replay(policy, params, trajectory)
+
+    def reinforce_loss(params, trajectory, adv, demo_batch):
+        loss, aux = reinforce.reinforce_loss(params, replay_policy, trajectory, adv, config.entropy_coef)
+        if demo_batch is not None:
+            imitation, agreement = imitation_loss(params, policy, demo_batch)
+            loss = loss + config.imitation_coef * imitation
+            aux = {**aux, "imitation": imitation, "agreement": agreement}
+        return loss, aux
+
+    def reinforce_update(state, trajectory, key):
+        returns = trajectory.episode_reward
+        first = state.step == 0
+        adv = reinforce.advantages(
+            returns,
+            state.baseline,
+            first,
+            config.normalize_advantages,
+            config.samples_per_instance,
+            config.top_fraction,
+        )
+        demo_batch = None
+        if demos is not None:
+            index = jax.random.randint(key, (config.demo_batch,), 0, config.demonstrations)
+            demo_batch = shard_envs(jax.tree.map(lambda x: x[index], demos), mesh)
+        grad_fn = jax.value_and_grad(reinforce_loss, has_aux=True)
+        (loss, aux), grads = grad_fn(state.params, trajectory, adv, demo_batch)
+        params, opt_state, grad_norm = optimizer_step(tx, state.params, state.opt_state, grads)
+        baseline = reinforce.update_baseline(state.baseline, returns, first, config.baseline_decay)
+        metrics = {"loss": loss, "grad_norm": grad_norm, "baseline": baseline, **aux}
+        return state.replace(params=params, opt_state=opt_state, baseline=baseline), metrics
+
+    def ppo_update(state, trajectory, key):
+        adv, targets = ppo.gae(
+            trajectory.values, trajectory.valid, trajectory.episode_reward, config.gamma, config.gae_lambda
+        )
+        grad_fn = jax.value_and_grad(ppo.ppo_loss, has_aux=True)
+
+        def minibatch(carry, index):
+            params, opt_state = carry
+            part = shard_envs(jax.tree.map(lambda x: x[index], (trajectory, adv, targets)), mesh)
+            (loss, aux), grads = grad_fn(
+                params, replay_policy, *part, config.clip_eps, config.value_coef, config.entropy_coef
+            )
+            params, opt_state, grad_norm = optimizer_step(tx, params, opt_state, grads)
+            return (params, opt_state), {"loss": loss, "grad_norm": grad_norm, **aux}
+
+        def epoch(carry, epoch_key):
+            indices = ppo.minibatch_indices(epoch_key, config.num_envs, config.ppo_minibatches)
+            return jax.lax.scan(minibatch, carry, indices)
+
+        keys = jax.random.split(key, config.ppo_epochs)
+        (params, opt_state), metrics = jax.lax.scan(epoch, (state.params, state.opt_state), keys)
+        metrics = jax.tree.map(jnp.mean, metrics)
+        return state.replace(params=params, opt_state=opt_state), metrics
+
+    def one_update(state, pool, update):
+        key, draw_key, rollout_key, update_key = jax.random.split(state.key, 4)
+        pool_size = jax.tree.leaves(pool)[0].shape[0]
+        draws = config.draws
+        if instances is None and config.fresh_instances:
+            index = update * draws + jnp.arange(draws)
+        else:
+            index = jax.random.randint(draw_key, (draws,), 0, pool_size)
+        samples = config.samples_per_instance
+        if config.algorithm == "ppo":  # PPO's minibatches split envs, so each env keeps its own copy
+            index, samples = jnp.repeat(index, samples), 1
+        batch = shard_envs(jax.tree.map(lambda x: x[index], pool), mesh)
+        trajectory = rollout(policy, state.params, env, batch, rollout_key, num_steps, samples=samples)
+        trajectory = shard_envs(trajectory, mesh)
+        if config.algorithm == "reinforce":
+            state, metrics = reinforce_update(state, trajectory, update_key)
+        else:
+            state, metrics = ppo_update(state, trajectory, update_key)
+        metrics.update(_episode_metrics(trajectory))
+        return state.replace(key=key, step=state.step + 1), metrics
+
+    def train_chunk(state: TrainState):
+        if instances is None:
+            key, pool_key = jax.random.split(state.key)
+            state = state.replace(key=key)
+            pool = shard_envs(generate_instances(pool_key, config.instances_per_chunk, config.split), mesh)
+        else:
+            pool = instances
+        return scan_chunk(one_update, state, pool, config.updates_per_chunk)
+
+    return jax.jit(train_chunk, out_shardings=replicated(mesh))
+
+
+def run_training(config: TrainConfig, *, on_chunk=None, devices=None, instances=None, state=None, stop=None):
+    """Train up to config.num_chunks chunks from `state` (default fresh); see `run_chunks`."""
+    train_chunk = make_train(config, devices=devices, instances=instances)
+    state = init_train_state(config, devices=devices) if state is None else state
+    return run_chunks(train_chunk, state, config.updates_per_chunk, config.num_chunks, on_chunk=on_chunk, stop=stop)
+
+
+def config_from_dict(data: dict) -> TrainConfig:
+    """The TrainConfig of its `dataclasses.asdict` form (a checkpoint's spec)."""
+    data = dict(data, policy=PolicySpec.from_dict(data["policy"]), split=InstanceSplit(**data["split"]))
+    return TrainConfig(**data)
+
+
+def heldout_metrics(config: TrainConfig):
+    """The learning curve's evaluator (params -> {"eval_…": float}) on held-out instances."""
+    from hps.placement.agent.evaluation import (
+        heldout_evaluator,  # evaluation needs the planner and the searches
+    )
+
+    return heldout_evaluator(config)
+
+
+PLACEMENT = register_kind(
+    PolicyKind(
+        name="placement",
+        config_type=TrainConfig,
+        config_from_dict=config_from_dict,
+        config_to_dict=dataclasses.asdict,
+        init_state=lambda config, **kw: init_train_state(config, **kw),
+        make_train=lambda config, **kw: make_train(config, **kw),  # late-bound: tests patch make_train
+        policy=lambda config: PolicyFunctions(config.policy),
+        evaluator=heldout_metrics,
+    )
+)

@@ -1,0 +1,43 @@
+"""The placement environment: instance generators (env params) and the functional PlacementEnv."""
+
+from hps.placement.env.accounting import (
+    INFEASIBLE_BASE,
+    PENALTY_CAP,
+    RATIO_CAP,
+    Outcome,
+)
+from hps.placement.env.env import PlacementEnv, PlacementObs, PlacementState
+from hps.placement.env.generator import (
+    HELDOUT,
+    HELDOUT_LARGE,
+    K_MAX,
+    L_MAX,
+    T_MAX,
+    TRAIN,
+    InstanceSplit,
+    PlacementInstance,
+    generate_instance,
+    generate_instances,
+    make_instance,
+)
+
+__all__ = [
+    "HELDOUT",
+    "HELDOUT_LARGE",
+    "INFEASIBLE_BASE",
+    "K_MAX",
+    "L_MAX",
+    "PENALTY_CAP",
+    "RATIO_CAP",
+    "T_MAX",
+    "TRAIN",
+    "InstanceSplit",
+    "Outcome",
+    "PlacementEnv",
+    "PlacementInstance",
+    "PlacementObs",
+    "PlacementState",
+    "generate_instance",
+    "generate_instances",
+    "make_instance",
+]

@@ -1,0 +1,176 @@
+"""Placement instance generators: keyed, pure, jit- and vmap-able (the env *params*).
+
+`generate_instances(key, count, split)` makes `count` padded instances in one vmapped call:
+a random layer table (`workload_gen`), a random catalogue around cloud-2024 (`catalog_gen`), a
+job (batch ∈ {1024, 4096, 8192}, Themis with 64 chunks) and a throughput floor drawn log-uniformly
+below what the instance reaches, plus the tables every episode reuses (All-Reduce alpha/beta,
+per-layer times) and the reference cost: the best feasible single-type plan (+inf if none).
+
+Splits differ in seeds AND sizes: `TRAIN` (4–24 layers) and `HELDOUT` (4–32 layers) fold a
+different salt into the key, and `HELDOUT_LARGE` (24–32 layers) tests size generalisation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from hps.placement.env.catalog_gen import CHUNKS, log_uniform, random_catalog
+from hps.placement.env.workload_gen import random_workload
+from hps.placement.model.allreduce import allreduce_table
+from hps.placement.model.cost import THROUGHPUT, layer_time
+from hps.placement.model.direct import evaluate_direct
+from hps.placement.model.params import PlacementParams
+
+L_MAX, T_MAX, K_MAX = 32, 6, 64
+BATCHES = (1024.0, 4096.0, 8192.0)
+SAMPLES_LOW, SAMPLES_HIGH = 1e8, 1e10
+UNREACHABLE_FLOOR = 1e30  # samples/s: provisioning then reports every stage at max_units
+
+
+@dataclass(frozen=True)
+class InstanceSplit:
+    """A distribution of instances: layer and type counts (inclusive ranges), the floor as a
+    log-uniform fraction [floor_low, floor_high] of the best single-type throughput at full
+    allocation, and a salt folded into every key so splits never share instances."""
+
+    name: str
+    min_layers: int = 4
+    max_layers: int = 24
+    min_types: int = 2
+    max_types: int = T_MAX
+    floor_low: float = 0.02
+    floor_high: float = 1.0
+    salt: int = 0
+
+    def __post_init__(self):
+        if not 4 <= self.min_layers <= self.max_layers <= L_MAX:
+            raise ValueError(f"layers must satisfy 4 <= min <= max <= {L_MAX}: {self}")
+        if not 1 <= self.min_types <= self.max_types <= T_MAX:
+            raise ValueError(f"types must satisfy 1 <= min <= max <= {T_MAX}: {self}")
+        if not 0 < self.floor_low <= self.floor_high:
+            raise ValueError(f"floor fractions must satisfy 0 < low <= high: {self}")
+
+    def bounds(self) -> SplitBounds:
+        """The numbers as jnp scalars, so one compiled generator serves every split."""
+        return SplitBounds(**{name: jnp.asarray(getattr(self, name)) for name in SplitBounds.__dataclass_fields__})
+
+
+@struct.dataclass
+class SplitBounds:
+    """InstanceSplit's numbers as (traced) arrays."""
+
+    min_layers: jnp.ndarray
+    max_layers: jnp.ndarray
+    min_types: jnp.ndarray
+    max_types: jnp.ndarray
+    floor_low: jnp.ndarray
+    floor_high: jnp.ndarray
+    salt: jnp.ndarray
+
+
+TRAIN = InstanceSplit("train", 4, 24, salt=0)
+HELDOUT = InstanceSplit("heldout", 4, 32, salt=1)
+HELDOUT_LARGE = InstanceSplit("heldout-large", 24, 32, salt=2)
+
+
+@struct.dataclass
+class PlacementInstance:
+    """One environment instance. placement: the padded PlacementParams (L_MAX, T_MAX, K_MAX).
+    alpha (T, K) s/byte and beta (T, K) s: its All-Reduce table. layer_time (L, T): seconds per
+    sample of each layer on each type. reference_cost: $ of the best feasible single-type plan,
+    +inf if none. cost_scale: $ the env divides costs by — reference_cost when finite, else the
+    cheapest single type's cost at full allocation (a finite stand-in)."""
+
+    placement: PlacementParams
+    alpha: jnp.ndarray
+    beta: jnp.ndarray
+    layer_time: jnp.ndarray
+    reference_cost: jnp.ndarray
+    cost_scale: jnp.ndarray
+
+
+def single_type_schedules(max_types: int, max_layers: int) -> jnp.ndarray:
+    """(T, L) int32: row t puts every layer on type t."""
+    return jnp.broadcast_to(jnp.arange(max_types, dtype=jnp.int32)[:, None], (max_types, max_layers))
+
+
+def full_allocation(params: PlacementParams, alpha, beta):
+    """Per type (T,): throughput (samples/s) and cost ($) of the single-type plan at max_units,
+    and whether its memory fits there (so that a floor at or below that throughput is met)."""
+    unreachable = params.replace(throughput=jnp.float32(UNREACHABLE_FLOOR))
+    schedules = single_type_schedules(params.max_types, params.max_layers)
+    result = evaluate_direct(unreachable, schedules, alpha, beta)
+    fits = (result.reason == THROUGHPUT) & params.type_mask
+    cost = result.dollars_per_hour * (params.samples / result.throughput) / 3600.0
+    return result.throughput, cost, fits
+
+
+def reference_cost(params: PlacementParams, alpha, beta) -> jnp.ndarray:
+    """$ of the cheapest feasible single-type plan (`evaluate_direct` on the T single-type
+    schedules; padded types excluded), +inf when none is feasible."""
+    result = evaluate_direct(params, single_type_schedules(params.max_types, params.max_layers), alpha, beta)
+    return jnp.min(jnp.where(result.feasible & params.type_mask, result.cost, jnp.inf))
+
+
+def make_instance(params: PlacementParams, alpha=None, beta=None) -> PlacementInstance:
+    """The env params of one PlacementParams (e.g. from `build_params`); computes the All-Reduce
+    table unless given."""
+    if alpha is None:
+        alpha, beta = allreduce_table(params)
+    reference = reference_cost(params, alpha, beta)
+    _, full_cost, fits = full_allocation(params, alpha, beta)
+    stand_in = jnp.min(jnp.where(fits, full_cost, jnp.inf))
+    stand_in = jnp.where(jnp.isfinite(stand_in), stand_in, jnp.min(jnp.where(params.type_mask, full_cost, jnp.inf)))
+    scale = jnp.where(jnp.isfinite(reference), reference, stand_in)
+    return PlacementInstance(params, alpha, beta, layer_time(params), reference, scale)
+
+
+def _floor(key, params, alpha, beta, split: InstanceSplit):
+    """Floor R (samples/s) = best single-type throughput at full allocation × log-uniform
+    [floor_low, floor_high]; 1e4 samples/s when no type fits in memory."""
+    throughput, _, fits = full_allocation(params, alpha, beta)
+    reach = jnp.max(jnp.where(fits, throughput, 0.0))
+    reach = jnp.where(reach > 0, reach, 1e4)
+    return reach * log_uniform(key, (), split.floor_low, split.floor_high)
+
+
+def generate_instance(key, split: InstanceSplit | SplitBounds = TRAIN) -> PlacementInstance:
+    """One random instance of `split` (shapes L_MAX × T_MAX × K_MAX); the split's numbers may
+    be traced (`InstanceSplit.bounds`)."""
+    key = jax.random.fold_in(key, split.salt)
+    k_n, k_t, k_work, k_cat, k_batch, k_samples, k_floor = jax.random.split(key, 7)
+    n_layers = jax.random.randint(k_n, (), split.min_layers, split.max_layers + 1)
+    n_types = jax.random.randint(k_t, (), split.min_types, split.max_types + 1)
+    fields = random_workload(k_work, n_layers, L_MAX)
+    catalog = random_catalog(k_cat, n_types, T_MAX, K_MAX)
+    alpha, beta = catalog.pop("alpha"), catalog.pop("beta")
+    params = PlacementParams(
+        **fields,
+        **catalog,
+        measured_time=jnp.zeros((L_MAX, T_MAX), jnp.float32),
+        measured_mask=jnp.zeros((L_MAX, T_MAX), bool),
+        unit_grid=jnp.arange(1, K_MAX + 1, dtype=jnp.float32),
+        batch=jnp.asarray(BATCHES, jnp.float32)[jax.random.randint(k_batch, (), 0, len(BATCHES))],
+        throughput=jnp.float32(1.0),
+        samples=log_uniform(k_samples, (), SAMPLES_LOW, SAMPLES_HIGH),
+        use_themis=jnp.asarray(True),
+        chunks=jnp.int32(CHUNKS),
+    )
+    params = params.replace(throughput=_floor(k_floor, params, alpha, beta, split))
+    return make_instance(params, alpha, beta)
+
+
+def generate_instances(key, count: int, split: InstanceSplit = TRAIN) -> PlacementInstance:
+    """`count` instances of `split` in one vmapped call: every leaf gets a leading (count,)
+    axis. Compiles once per count (the split's numbers are traced)."""
+    return _generate(key, split.bounds(), count)
+
+
+@partial(jax.jit, static_argnames=("count",))
+def _generate(key, bounds: SplitBounds, count: int) -> PlacementInstance:
+    return jax.vmap(lambda k: generate_instance(k, bounds))(jax.random.split(key, count))

@@ -1,0 +1,87 @@
+"""Exhaustive search: every one of the T^L schedules, decoded from its index in jitted batches."""
+
+from __future__ import annotations
+
+import functools
+import time
+
+import jax
+import jax.numpy as jnp
+
+from hps.errors import SearchSpaceTooLarge
+from hps.placement.model.cost import SegmentTable
+from hps.placement.model.params import PlacementParams
+from hps.placement.search.batches import best_over_batches
+from hps.placement.search.result import SearchResult
+from hps.placement.search.scoring import prepare, prepare_table, real_sizes, to_result
+
+DEFAULT_LIMIT = 2**24
+MAX_LIMIT = 2**30  # schedule indices are int32
+BATCH_SIZE = 2**16
+MIN_BATCH_SIZE = 2**10
+
+
+def decode(index, n_layers, n_types, max_layers: int) -> jnp.ndarray:
+    """Schedule indices (B,) int32 -> (B, max_layers) int32 base-n_types digits, layer 0 least
+    significant; layers from n_layers on are 0."""
+    layer = jnp.arange(max_layers, dtype=jnp.int32)
+    real = layer < n_layers
+    place = jnp.where(real, jnp.power(jnp.int32(n_types), jnp.where(real, layer, 0)), 1)
+    digits = (index[:, None] // place[None, :]) % n_types
+    return jnp.where(real[None, :], digits, 0).astype(jnp.int32)
+
+
+@functools.cache
+def _enumerator(batch_size: int):
+    """A jitted search over all schedules in batches of `batch_size` (one compile per size)."""
+
+    @jax.jit
+    def enumerate_all(table: SegmentTable, params: PlacementParams, n_layers, n_types, total):
+        offsets = jnp.arange(batch_size, dtype=jnp.int32)
+
+        def make_batch(batch):
+            index = batch * batch_size + offsets
+            return decode(index, n_layers, n_types, params.max_layers), index < total
+
+        return best_over_batches(table, params, make_batch, (total + batch_size - 1) // batch_size)
+
+    return enumerate_all
+
+
+def search_space(params: PlacementParams) -> int:
+    """|T|^L of the real types and layers."""
+    n_layers, n_types = real_sizes(params)
+    return n_types**n_layers
+
+
+def exhaustive(
+    params: PlacementParams,
+    *,
+    key=None,
+    budget=None,
+    limit: int = DEFAULT_LIMIT,
+    batch_size: int = BATCH_SIZE,
+    table: SegmentTable | None = None,
+    warmup: bool = False,
+) -> SearchResult:
+    """The true optimum over all T^L schedules; evaluations = T^L. Raises SearchSpaceTooLarge
+    when T^L > limit (budget, when given, is taken as the limit; either is capped at 2^30, as
+    schedule indices are int32). key is unused."""
+    del key
+    started = time.perf_counter()
+    limit = min(int(limit if budget is None else budget), MAX_LIMIT)
+    n_layers, n_types = real_sizes(params)
+    total = n_types**n_layers
+    if total > limit:
+        raise SearchSpaceTooLarge(
+            f"exhaustive search over |T|^L = {n_types}^{n_layers} = {total:,} schedules is above the "
+            f"limit of {limit:,}; use --method genetic (or random) for an instance this large"
+        )
+    size = min(batch_size, max(MIN_BATCH_SIZE, 1 << (total - 1).bit_length()))
+    args = (jnp.int32(n_layers), jnp.int32(n_types), jnp.int32(total))
+    make_table = prepare_table(params, warmup=warmup)
+    search = prepare(_enumerator(size), params, *args, warmup=warmup)
+    if warmup:
+        started = time.perf_counter()
+    table = make_table(params) if table is None else table
+    return to_result("exhaustive", search(table, params, *args), n_layers, total, started)

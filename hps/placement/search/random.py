@@ -1,0 +1,73 @@
+"""Random search: `budget` schedules drawn uniformly over the real types, scored in jitted batches."""
+
+from __future__ import annotations
+
+import functools
+import time
+
+import jax
+import jax.numpy as jnp
+
+from hps.errors import ConfigError
+from hps.placement.model.cost import SegmentTable
+from hps.placement.model.params import PlacementParams
+from hps.placement.search.batches import best_over_batches
+from hps.placement.search.result import SearchResult
+from hps.placement.search.scoring import prepare, prepare_table, real_sizes, to_result
+
+DEFAULT_BUDGET = 51_200  # = the genetic default, population × generations
+BATCH_SIZE = 2**12
+
+
+def uniform_below(bits, n) -> jnp.ndarray:
+    """int32 in 0..n−1 (n may be traced) from uniform uint32 bits; the modulo bias, below
+    n / 2^32, does not matter here. Plain bits compile much faster than `jax.random.randint`."""
+    return (bits % jnp.asarray(n).astype(jnp.uint32)).astype(jnp.int32)
+
+
+def random_schedules(key, n_types, shape: tuple[int, int]) -> jnp.ndarray:
+    """(N, L) int32 types drawn uniformly from 0..n_types−1 (n_types may be traced)."""
+    return uniform_below(jax.random.bits(key, shape, jnp.uint32), n_types)
+
+
+@functools.cache
+def _sampler(batch_size: int):
+    """A jitted random search in batches of `batch_size` (one compile per size)."""
+
+    @jax.jit
+    def sample(table: SegmentTable, params: PlacementParams, key, n_types, budget):
+        offsets = jnp.arange(batch_size, dtype=jnp.int32)
+
+        def make_batch(batch):
+            draws = random_schedules(jax.random.fold_in(key, batch), n_types, (batch_size, params.max_layers))
+            return draws, batch * batch_size + offsets < budget
+
+        return best_over_batches(table, params, make_batch, (budget + batch_size - 1) // batch_size)
+
+    return sample
+
+
+def random_search(
+    params: PlacementParams,
+    *,
+    key=None,
+    budget: int | None = None,
+    batch_size: int = BATCH_SIZE,
+    table: SegmentTable | None = None,
+    warmup: bool = False,
+) -> SearchResult:
+    """The best of `budget` (default 51,200) uniform random schedules; evaluations = budget."""
+    started = time.perf_counter()
+    budget = DEFAULT_BUDGET if budget is None else int(budget)
+    if budget < 1:
+        raise ConfigError("--budget", "budget", f"random search needs at least 1 evaluation, got {budget}")
+    key = jax.random.key(0) if key is None else key
+    n_layers, n_types = real_sizes(params)
+    size = min(batch_size, max(256, 1 << (budget - 1).bit_length()))
+    args = (key, jnp.int32(n_types), jnp.int32(budget))
+    make_table = prepare_table(params, warmup=warmup)
+    search = prepare(_sampler(size), params, *args, warmup=warmup)
+    if warmup:
+        started = time.perf_counter()
+    table = make_table(params) if table is None else table
+    return to_result("random", search(table, params, *args), n_layers, budget, started)

@@ -1,0 +1,149 @@
+"""The chunked training driver both agents share.
+
+An agent supplies one update, `update(state, context, index) -> (state, metrics)` (its rollout,
+loss and optax step); `scan_chunk` scans it over a chunk of updates with the metrics averaged
+inside the scan, and the agent jits that. `run_chunks` is the thin Python loop between jitted
+chunks: resume point, time budget, NaN guard and the `on_chunk` hook (progress bars,
+checkpoints, evaluation plug in there). Nothing here prints.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import struct
+
+from hps.errors import ConfigError, TrainingDiverged
+from hps.rl.sharding import env_mesh, replicated
+
+AT_LEAST_ONE = (
+    "num_envs",
+    "updates_per_chunk",
+    "num_chunks",
+    "samples_per_instance",
+    "ppo_epochs",
+    "ppo_minibatches",
+    "max_chunks",
+    "demo_batch",
+)
+POSITIVE = ("learning_rate", "max_grad_norm", "clip_eps", "top_fraction")
+NON_NEGATIVE = ("pool_size", "entropy_coef", "value_coef", "demonstrations", "imitation_coef")
+UNIT_INTERVAL = ("baseline_decay", "gamma", "gae_lambda", "top_fraction")  # in [0, 1]
+
+
+def check_train_numbers(config) -> None:
+    """ConfigError naming the field of a training config (either trainer's) whose number no run
+    can use: counts below 1, non-positive rates, non-finite values, fractions outside [0, 1]."""
+    source = type(config).__name__
+
+    def bad(name: str, problem: str):
+        return ConfigError(source, name, f"{problem}, got {getattr(config, name)!r}")
+
+    for name in AT_LEAST_ONE:
+        value = getattr(config, name, 1)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise bad(name, "must be an integer >= 1")
+    for name in POSITIVE + NON_NEGATIVE + UNIT_INTERVAL:
+        value = getattr(config, name, 1)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise bad(name, "must be a finite number")
+        if (name in POSITIVE and value <= 0) or (name in NON_NEGATIVE and value < 0):
+            raise bad(name, "must be > 0" if name in POSITIVE else "must be >= 0")
+        if name in UNIT_INTERVAL and not 0 <= value <= 1:
+            raise bad(name, "must be in [0, 1]")
+
+
+UNBOUNDED_CHUNKS = 1_000_000
+"""num_chunks for a run that a wall-clock budget ends (`minutes`), not a chunk count."""
+
+
+@struct.dataclass
+class TrainState:
+    """params: policy parameters (plain dict). opt_state: optax state. baseline: REINFORCE's
+    moving-average return. key: raw uint32[2] PRNG key. step: updates done (int32)."""
+
+    params: Any
+    opt_state: Any
+    baseline: jnp.ndarray
+    key: jnp.ndarray
+    step: jnp.ndarray
+
+
+def make_optimizer(config) -> optax.GradientTransformation:
+    """Gradient clipping to config.max_grad_norm, then Adam at config.learning_rate (any trainer's
+    config with those two fields)."""
+    return optax.chain(optax.clip_by_global_norm(config.max_grad_norm), optax.adam(config.learning_rate))
+
+
+def fresh_state(config, policy, *, devices=None) -> TrainState:
+    """A fresh TrainState from config.seed for policy functions `policy` (anything with
+    .init(key) -> params), replicated over the device mesh."""
+    key, init_key = jax.random.split(jax.random.PRNGKey(config.seed))
+    params = policy.init(init_key)
+    state = TrainState(
+        params=params,
+        opt_state=make_optimizer(config).init(params),
+        baseline=jnp.float32(0.0),
+        key=key,
+        step=jnp.int32(0),
+    )
+    return jax.device_put(state, replicated(env_mesh(devices)))
+
+
+def optimizer_step(tx, params, opt_state, grads):
+    """One optax step: (new params, new optimizer state, global gradient norm)."""
+    updates, opt_state = tx.update(grads, opt_state, params)
+    return optax.apply_updates(params, updates), opt_state, optax.tree.norm(grads)
+
+
+def scan_chunk(update, state, context, updates_per_chunk: int):
+    """`updates_per_chunk` calls of update(state, context, index) under `lax.scan`; returns
+    (state, the chunk's mean metrics)."""
+    indices = jnp.arange(updates_per_chunk)
+    state, metrics = jax.lax.scan(lambda s, index: update(s, context, index), state, indices)
+    return state, jax.tree.map(jnp.mean, metrics)
+
+
+@jax.jit
+def all_finite(tree) -> jax.Array:
+    """True when every leaf of `tree` holds only finite numbers."""
+    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(leaf)) for leaf in jax.tree.leaves(tree)]))
+
+
+def divergence(state, metrics: dict) -> str | None:
+    """What is not finite after a chunk (its mean loss, the parameters), or None."""
+    if not math.isfinite(metrics["loss"]):
+        return f"the mean loss is {metrics['loss']}"
+    if not bool(all_finite(state.params)):
+        return "the policy parameters hold NaN or inf"
+    return None
+
+
+def run_chunks(train_chunk, state, updates_per_chunk: int, num_chunks: int, *, on_chunk=None, stop=None):
+    """The Python loop between jitted chunks, shared by every trainer: from chunk
+    state.step / updates_per_chunk to num_chunks (so a resumed run ends where an uninterrupted
+    one does). on_chunk(chunk_index, state, metrics) runs after each chunk; stop() is asked
+    before each and ends training early when true (a time budget). Returns (state, history: one
+    metrics dict of floats per chunk run here). TrainingDiverged when a chunk's loss or
+    parameters are not finite, before on_chunk sees (and a session saves) that state."""
+    history = []
+    for chunk in range(int(jax.device_get(state.step)) // updates_per_chunk, num_chunks):
+        if stop is not None and stop():
+            break
+        first_update = int(jax.device_get(state.step))
+        state, metrics = train_chunk(state)
+        metrics = {name: float(value) for name, value in jax.device_get(metrics).items()}
+        problem = divergence(state, metrics)
+        if problem is not None:
+            raise TrainingDiverged(
+                f"training diverged in chunk {chunk} (updates {first_update}-"
+                f"{first_update + updates_per_chunk - 1}): {problem}"
+            )
+        history.append(metrics)
+        if on_chunk is not None:
+            on_chunk(chunk, state, metrics)
+    return state, history

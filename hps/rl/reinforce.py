@@ -1,0 +1,71 @@
+"""REINFORCE with a moving-average baseline (HeterPS's method).
+
+One update per rollout: every env contributes one finished episode with return R (the final
+reward; earlier rewards are 0). The advantage is R − b, b the exponential moving average of past
+batch-mean returns (the first batch sets b to its own mean), optionally divided by the batch's
+return standard deviation; the loss is
+    −mean_envs[ advantage · Σ_decisions log π(a | s) + entropy_coef · Σ_decisions entropy ]
+and b ← decay · b + (1 − decay) · mean(R) afterwards.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+
+def advantages(
+    returns, baseline, first_update, normalize: bool, samples_per_instance: int = 1, top_fraction: float = 1.0
+):
+    """(N,) advantages.
+
+    One sample per instance: R − b (b = batch mean on the first update), scaled by 1/std(R) if
+    `normalize`. K > 1 consecutive samples of each instance: R minus the mean of the instance's
+    other K − 1 returns (leave-one-out), scaled by 1/std of that instance's returns if
+    `normalize` (so instances whose returns differ in scale, e.g. by an infeasible sample, weigh
+    alike). top_fraction < 1 (risk-seeking policy gradient, for best-of-K planning): only the
+    samples at or above the instance's (1 − top_fraction) quantile learn, with R minus that
+    quantile as advantage."""
+    if samples_per_instance > 1:
+        k = samples_per_instance
+        groups = returns.reshape(-1, k)
+        if top_fraction < 1.0:
+            threshold = jnp.quantile(groups, 1.0 - top_fraction, axis=1, keepdims=True)
+            adv = jnp.where(groups >= threshold, groups - threshold, 0.0)
+        else:
+            adv = groups - (jnp.sum(groups, axis=1, keepdims=True) - groups) / (k - 1)
+        if normalize:
+            adv = adv / (jnp.std(groups, axis=1, keepdims=True) + 1e-6)
+        return adv.reshape(-1)
+    adv = returns - jnp.where(first_update, jnp.mean(returns), baseline)
+    if normalize:
+        adv = adv / (jnp.std(returns) + 1e-6)
+    return adv
+
+
+def update_baseline(baseline, returns, first_update, decay: float):
+    """b ← decay · b + (1 − decay) · mean(R); the first update starts from mean(R)."""
+    mean = jnp.mean(returns)
+    return jnp.where(first_update, mean, decay * baseline + (1.0 - decay) * mean)
+
+
+def masked_mean(x, mask):
+    """Mean of x over the entries where mask is set (0 when none)."""
+    mask = mask.astype(x.dtype)
+    return jnp.sum(x * mask) / jnp.maximum(jnp.sum(mask), 1.0)
+
+
+def episode_loss(adv, episode_log_prob, episode_entropy, entropy_coef: float):
+    """−mean_envs[adv · Σ log π + entropy_coef · Σ entropy], all (N,) per-episode sums."""
+    return -jnp.mean(adv * episode_log_prob + entropy_coef * episode_entropy)
+
+
+def reinforce_loss(params, replay, trajectory, adv, entropy_coef: float):
+    """(loss, aux) for advantages adv (N,); aux = {"entropy": mean entropy per decision}. The
+    entropy bonus is summed over an episode's decisions, like the log-probabilities.
+    replay(params, trajectory) -> (log_probs, entropy, values), each (N, S) per decision;
+    trajectory.valid (N, S) marks the real decisions."""
+    log_probs, entropy, _ = replay(params, trajectory)
+    episode_log_prob = jnp.sum(jnp.where(trajectory.valid, log_probs, 0.0), axis=1)
+    episode_entropy = jnp.sum(jnp.where(trajectory.valid, entropy, 0.0), axis=1)
+    loss = episode_loss(adv, episode_log_prob, episode_entropy, entropy_coef)
+    return loss, {"entropy": masked_mean(entropy, trajectory.valid)}
