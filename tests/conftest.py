@@ -13,3 +13,17 @@ import jax  # noqa: E402
 _CACHE = os.environ.get("JAX_COMPILATION_CACHE_DIR", os.path.join(os.path.dirname(__file__), "..", ".jax_cache"))
 jax.config.update("jax_compilation_cache_dir", os.path.abspath(_CACHE))
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+
+import textwrap  # noqa: E402
+
+import pytest  # noqa: E402
+
+from tests.helpers import EXPERIMENT  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def experiment(tmp_path_factory):
+    """An experiment file training tests/helpers.py's TINY run."""
+    path = tmp_path_factory.mktemp("exp") / "tiny.py"
+    path.write_text(textwrap.dedent(EXPERIMENT))
+    return path

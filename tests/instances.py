@@ -1,7 +1,11 @@
-"""Random placement instances for the model-vs-reference tests (plain Python, seeded)."""
+"""Random instances for the model-vs-reference tests (plain Python, seeded): placement
+instances (workload, catalogue, job) and All-Reduce cases (network, bytes, chunks).
+
+A plain helper module, not a test module: fixtures live in conftest.py."""
 
 from __future__ import annotations
 
+import math
 import random
 
 from hps.config.types import (
@@ -18,7 +22,8 @@ from hps.config.types import (
 GiB = 2.0**30
 
 
-def random_network(rng: random.Random, name: str) -> Network:
+def random_type_network(rng: random.Random, name: str) -> Network:
+    """A resource type's 1–3-dimensional network."""
     dims = []
     for _ in range(rng.randint(1, 3)):
         dims.append(
@@ -33,7 +38,7 @@ def random_network(rng: random.Random, name: str) -> Network:
 
 
 def random_resource(rng: random.Random, name: str) -> ResourceType:
-    network = random_network(rng, name)
+    network = random_type_network(rng, name)
     return ResourceType(
         name=name,
         kind=rng.choice(["cpu", "gpu"]),
@@ -78,3 +83,27 @@ def random_instance(rng: random.Random, n_layers=None, n_types=None):
         chunks=rng.choice([1, 4, 16, 64]),
     )
     return workload, catalog, job
+
+
+PAD = Dimension(1, 1.0, 0.0, "ring")
+
+
+def random_network(rng: random.Random) -> Network:
+    """1–4 dimensions, sizes 1–16, 1–1000 GiB/s, 0–10 µs per step, every algorithm."""
+    dims = []
+    for _ in range(rng.randint(1, 4)):
+        size, bandwidth, latency = rng.randint(1, 16), rng.uniform(1, 1000) * GiB, rng.uniform(0, 10e-6)
+        dims.append(Dimension(size, bandwidth, latency, rng.choice(ALGORITHMS)))
+    return Network("random", tuple(dims))
+
+
+def random_case(rng: random.Random):
+    """(network, total bytes 1 KiB–4 GiB, chunks 1–128), both log-uniform."""
+    total = math.exp(rng.uniform(math.log(1024), math.log(4 * GiB)))
+    chunks = int(round(math.exp(rng.uniform(0, math.log(128)))))
+    return random_network(rng), total, chunks
+
+
+def padded(network: Network) -> list[Dimension]:
+    """The network's dimensions padded to 4 with size-1 rings."""
+    return list(network.dimensions) + [PAD] * (4 - len(network.dimensions))

@@ -1,4 +1,4 @@
-"""Placement policies and their training (SPEC "Environments and agents")."""
+"""Placement policies and their training (docs/environments.md)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from hps.config.limits import MASKED_LOGIT, POLICY_TYPES
 from hps.placement.agent.lstm import lstm_sequence, lstm_update
-from hps.placement.agent.policy import MASKED_LOGIT, PolicyFunctions, PolicySpec
+from hps.placement.agent.policy import PolicyFunctions, PolicySpec
 from hps.placement.agent.rollout import replay, rollout, truncate_obs
 from hps.placement.agent.train import (
     TrainConfig,
@@ -18,7 +19,7 @@ from hps.placement.agent.train import (
     make_train,
     run_training,
 )
-from hps.placement.env import T_MAX, InstanceSplit, PlacementEnv, generate_instances
+from hps.placement.env import InstanceSplit, PlacementEnv, generate_instances
 from hps.rl.driver import TrainState
 
 ENV = PlacementEnv()
@@ -85,7 +86,7 @@ def test_policy_probabilities_follow_the_types_in_any_catalogue_order(pool, enco
     rng = np.random.default_rng(0)
     for i in range(4):
         instance = take(pool, i)
-        perm = jnp.asarray(rng.permutation(T_MAX))  # padded slots land anywhere
+        perm = jnp.asarray(rng.permutation(POLICY_TYPES))  # padded slots land anywhere
         inverse = jnp.argsort(perm)
         n_types = int(instance.placement.type_mask.sum())
         actions = jnp.asarray(rng.integers(0, n_types, STEPS), jnp.int32)
@@ -166,6 +167,7 @@ def test_lstm_sequence_equals_the_cell_run_step_by_step_and_its_gradient_equals_
 
 
 @pytest.mark.parametrize("algorithm, chunks, margin", [("reinforce", 8, 3.0), ("ppo", 4, 3.0)])
+@pytest.mark.slow
 def test_training_on_a_fixed_instance_distribution_lowers_the_cost(pool, algorithm, chunks, margin):
     config = TrainConfig(
         algorithm=algorithm, split=SMALL, num_envs=128, updates_per_chunk=10, num_chunks=chunks, seed=1
@@ -183,6 +185,7 @@ def test_training_on_a_fixed_instance_distribution_lowers_the_cost(pool, algorit
 
 
 @pytest.mark.parametrize("algorithm", ["reinforce", "ppo"])
+@pytest.mark.slow
 def test_eight_devices_match_one_device(pool, algorithm):
     assert len(jax.devices()) == 8
     config = TrainConfig(
@@ -210,6 +213,7 @@ def test_eight_devices_match_one_device(pool, algorithm):
         np.testing.assert_allclose(one_metrics[name], eight_metrics[name], rtol=1e-4)
 
 
+@pytest.mark.slow
 def test_train_state_is_a_plain_pytree_and_run_training_reports_every_chunk(pool):
     config = TrainConfig(split=SMALL, num_envs=32, updates_per_chunk=2, num_chunks=3)
     seen = []
@@ -242,6 +246,7 @@ def test_group_advantages_are_leave_one_out_per_instance_and_risk_seeking_keeps_
     np.testing.assert_allclose(top[:4], [-1 - median, -2 - median, 0, 0], atol=1e-6)
 
 
+@pytest.mark.slow
 def test_comparison_with_the_optimum_never_beats_exhaustive_search():
     """The evaluation harness's figures are consistent: no plan beats the exhaustive optimum,
     the best of the samples (which include the greedy plan) is no worse than the greedy plan."""

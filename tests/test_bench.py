@@ -1,4 +1,4 @@
-"""`hps bench placement --json` carries the SPEC keys and measures both sides in one run."""
+"""`hps bench placement --json` carries its documented keys and measures both sides in one run."""
 
 from hps.bench import placement
 

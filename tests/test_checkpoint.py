@@ -20,26 +20,13 @@ import pytest
 from hps.cli.main import main
 from hps.errors import ConfigError
 from hps.placement.agent.policy import PolicySpec
-from hps.placement.agent.train import TrainConfig, run_training
-from hps.placement.env.generator import InstanceSplit
+from hps.placement.agent.train import run_training
 from hps.rl import checkpoint
 from hps.rl.session import final_params, read_metrics, train_session
+from tests.helpers import TINY, assert_same_params
 
 REPO = Path(__file__).resolve().parents[1]
-TINY_SPLIT = InstanceSplit("ckpt-tiny", 4, 6, 2, 3, salt=31)
-TINY = TrainConfig(
-    split=TINY_SPLIT, num_envs=64, updates_per_chunk=2, num_chunks=5, seed=7, policy=PolicySpec(hidden=16)
-)
 KILL_AFTER_CHUNK = 1
-
-EXPERIMENT = """
-from hps.placement.agent.policy import PolicySpec
-from hps.placement.agent.train import TrainConfig
-from hps.placement.env.generator import InstanceSplit
-
-CONFIG = TrainConfig(split=InstanceSplit("ckpt-tiny", 4, 6, 2, 3, salt=31), num_envs=64, updates_per_chunk=2,
-                     num_chunks=5, seed=7, policy=PolicySpec(hidden=16))
-"""
 
 # Trains in a run folder and SIGKILLs itself right after chunk KILL_AFTER_CHUNK's checkpoint.
 KILLED_RUN = """
@@ -55,13 +42,6 @@ train_session(config, sys.argv[2], on_chunk=on_chunk, evaluate=False)
 
 
 @pytest.fixture(scope="module")
-def experiment(tmp_path_factory):
-    path = tmp_path_factory.mktemp("exp") / "tiny.py"
-    path.write_text(textwrap.dedent(EXPERIMENT))
-    return path
-
-
-@pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory):
     """(run folder, final params) of an uninterrupted session of TINY."""
     out = tmp_path_factory.mktemp("uninterrupted")
@@ -70,13 +50,7 @@ def uninterrupted(tmp_path_factory):
     return out, final_params(state)
 
 
-def assert_same_params(a, b):
-    flat_a, flat_b = jax.tree.leaves(a), jax.tree.leaves(b)
-    assert len(flat_a) == len(flat_b)
-    for x, y in zip(flat_a, flat_b):
-        np.testing.assert_array_equal(x, y)
-
-
+@pytest.mark.slow
 def test_session_equals_plain_training_and_saves_every_chunk(uninterrupted):
     out, params = uninterrupted
     state, _ = run_training(TINY)
@@ -89,6 +63,15 @@ def test_session_equals_plain_training_and_saves_every_chunk(uninterrupted):
     assert (out / "learning_curve.png").stat().st_size > 10_000
 
 
+@pytest.mark.slow
+def test_the_training_config_loads_back_from_the_run_folder(uninterrupted):
+    out, _ = uninterrupted
+    assert checkpoint.load_training_config(out) == TINY
+    with pytest.raises(ConfigError, match="this needs a collective policy"):
+        checkpoint.load_training_config(out, kind="collective")
+
+
+@pytest.mark.slow
 def test_sigkilled_run_resumes_to_the_uninterrupted_parameters(tmp_path, experiment, uninterrupted):
     out = tmp_path / "run"
     script = [sys.executable, "-c", KILLED_RUN, str(experiment), str(out), str(KILL_AFTER_CHUNK)]
@@ -102,6 +85,7 @@ def test_sigkilled_run_resumes_to_the_uninterrupted_parameters(tmp_path, experim
     assert_same_params(final_params(state), uninterrupted[1])
 
 
+@pytest.mark.slow
 def test_restore_rejects_another_architecture_and_damaged_files(tmp_path, uninterrupted):
     out = tmp_path / "copy"
     shutil.copytree(uninterrupted[0], out)
@@ -121,6 +105,7 @@ def test_restore_rejects_another_architecture_and_damaged_files(tmp_path, uninte
         checkpoint.open_manager(tmp_path / "nowhere", read_only=True)
 
 
+@pytest.mark.slow
 def test_hps_train_resumes_and_hps_plan_plans_an_unseen_workload(tmp_path, experiment, uninterrupted, capsys):
     out = tmp_path / "cli"
     assert main(["train", str(experiment), "--out", str(out), "--chunks", "2", "--json"]) == 0
@@ -224,6 +209,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_two_processes_match_the_single_process_run(tmp_path, experiment, uninterrupted):
     """`hps train --coordinator … --num-processes 2 --process-id I`, 4 CPU devices per process,
     against the single-process run on 8 devices: the same 8-way env sharding, gradients summed by
@@ -262,7 +248,7 @@ def test_two_processes_match_the_single_process_run(tmp_path, experiment, uninte
         for c in commands
     ]
     outputs = [w.communicate(timeout=600) for w in workers]
-    for worker, (stdout, stderr) in zip(workers, outputs):
+    for worker, (_, stderr) in zip(workers, outputs):
         assert worker.returncode == 0, stderr[-3000:]
     stdout = outputs[0][0]
     last = json.loads(stdout[stdout.index("\n{") + 1 :])  # gloo logs its connections to stdout first
@@ -285,6 +271,7 @@ CONFIG = CollectiveTrainConfig(policy=CollectivePolicySpec(hidden=16), num_envs=
 """
 
 
+@pytest.mark.slow
 def test_collective_policy_trains_checkpoints_and_drives_hps_collective(tmp_path, capsys):
     from hps.collective import studies
     from hps.collective.agent.evaluation import learned_orders
@@ -323,7 +310,7 @@ def test_collective_policy_trains_checkpoints_and_drives_hps_collective(tmp_path
     )
     payload = json.loads(capsys.readouterr().out)
     orders = learned_orders(policy, params, collective_instance(network, 2.0**26, 16))
-    want, _ = studies.single(network, 2.0**26, 16, "learned", True, orders=orders)
+    want, _ = studies.single_allreduce(network, 2.0**26, 16, "learned", True, orders=orders)
     assert payload == want and len(payload["orders"]) == 16
     assert all(sorted(order) == [0, 1, 2] for order in payload["orders"])
 

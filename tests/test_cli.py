@@ -1,23 +1,17 @@
-"""Command contracts (SPEC "Command contracts") and clear errors: exit 2, no traceback."""
+"""Command contracts (the flags and JSON keys other tools rely on) and clear errors: exit 2, no traceback."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 
 import pytest
 
 from hps.cli.main import main
+from tests.helpers import SMALL, run_json
 
-SMALL = ["--catalog", "small", "--workload", "ctr-dnn", "--batch", "1024", "--throughput", "1000", "--samples", "1e8"]
 EVALUATE_KEYS = {"feasible", "reason", "throughput", "dollars_per_hour", "cost", "stages"}
 STAGE_KEYS = {"type", "first_layer", "last_layer", "replicas", "time"}
-
-
-def run_json(capsys, argv):
-    assert main(argv) == 0
-    return json.loads(capsys.readouterr().out)
 
 
 def test_evaluate_json_has_the_contract_keys(capsys):

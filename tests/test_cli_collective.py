@@ -1,4 +1,4 @@
-"""`hps collective` contract (SPEC "Command contracts"), its Gantt chart and its errors."""
+"""`hps collective` contract (flags and JSON keys), its Gantt chart and its errors."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`hps execute` and `hps profile` (SPEC "Command contracts"): the JSON keys, measured times that
+"""`hps execute` and `hps profile`: the JSON keys, measured times that
 reach the cost model, and clear errors (exit 2, no traceback)."""
 
 from __future__ import annotations

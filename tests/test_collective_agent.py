@@ -1,8 +1,9 @@
-"""The collective policy and its REINFORCE training (SPEC "Environments and agents")."""
+"""The collective policy and its REINFORCE training (docs/environments.md)."""
 
 from __future__ import annotations
 
 import json
+from operator import itemgetter
 
 import jax
 import jax.numpy as jnp
@@ -28,9 +29,9 @@ from hps.collective.env.generator import (
     generate_collectives,
 )
 from hps.collective.model.orders import PERMUTATIONS
+from hps.config.limits import MASKED_LOGIT
 from hps.config.loaders import load_network
 from hps.config.paths import TOPOLOGIES
-from hps.placement.agent.policy import MASKED_LOGIT
 from hps.rl.driver import TrainState
 
 MAX_CHUNKS = 16
@@ -72,7 +73,7 @@ def test_permutation_probabilities_follow_relabelled_dimensions(instances):
     rng = np.random.default_rng(0)
     perms = jnp.asarray(PERMUTATIONS)
     for i in range(4):
-        instance = jax.tree.map(lambda x: x[i], nets)
+        instance = jax.tree.map(itemgetter(i), nets)
         sigma = jnp.asarray(rng.permutation(4))
         inverse = jnp.argsort(sigma)
         mapped = index(inverse, perms)  # action k -> its relabelled index
@@ -118,6 +119,7 @@ def sampled_utilization(params, instances, key):
     return float(np.mean(-1.0 / np.asarray(traj.reward)))
 
 
+@pytest.mark.slow
 def test_training_improves_over_the_initial_random_policy(instances):
     config = CollectiveTrainConfig(
         policy=POLICY.spec,
@@ -157,7 +159,7 @@ def test_suite_evaluation_compares_every_policy_with_the_cli_figures():
     assert set(result["mean"]) == set(POLICY_NAMES) and len(result["rows"]) == 2
     for row, path in zip(result["rows"], paths):
         for policy in ("themis", "baseline", "best-fixed"):
-            expected, _ = studies.single(load_network(path), 2.0**26, MAX_CHUNKS, policy, True)
+            expected, _ = studies.single_allreduce(load_network(path), 2.0**26, MAX_CHUNKS, policy, True)
             np.testing.assert_allclose(row[policy], expected["utilization"], rtol=1e-5)
 
 

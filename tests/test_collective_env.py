@@ -1,4 +1,4 @@
-"""CollectiveEnv and its network generator (SPEC "Environments and agents": one step per chunk,
+"""CollectiveEnv and its network generator (docs/environments.md: one step per chunk,
 action = a permutation of the dimensions, reward at the end = −T / T_ideal)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Inter-dimension policies (SPEC "Collective model"): Themis equals the reference greedy,
+"""Inter-dimension policies (docs/collective-model.md): Themis equals the reference greedy,
 round-robin rotates, best-fixed is the best permutation, explicit lists are validated, and the
 acceptance figures on the 8×8×8 switch network and the 2×8×2 ASTRA-sim sample.
 """
@@ -27,7 +27,7 @@ from hps.config import load_network
 from hps.config.paths import TOPOLOGIES
 from hps.config.types import Dimension, Network
 from hps.reference import collective as reference
-from tests.test_collective_simulator import GiB, padded, random_case
+from tests.instances import GiB, padded, random_case
 
 SWITCH_8X8X8 = TOPOLOGIES / "networks" / "3d-switch-8x8x8.toml"
 
@@ -182,7 +182,7 @@ def test_acceptance_2x8x2_astra_sample_themis_does_not_lose_to_baseline():
 
 
 def exact_themis_orders(dims, total_bytes, n_chunks):
-    """SPEC's greedy in exact rational arithmetic (fractions), no tolerance anywhere."""
+    """Themis's greedy in exact rational arithmetic (fractions), no tolerance anywhere."""
     from fractions import Fraction
 
     active = [d for d in range(len(dims)) if dims[d].size > 1]

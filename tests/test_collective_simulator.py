@@ -1,5 +1,5 @@
-"""The jitted event-driven simulator equals the plain-Python reference (SPEC "Collective model
-(event-driven)"), and hand-checked cases.
+"""The jitted event-driven simulator equals the plain-Python reference (docs/collective-model.md),
+and hand-checked cases.
 
 Random cases use continuous random bandwidths and latencies, so two *different* event paths never
 end at mathematically equal times; where they do (networks whose dimensions are identical),
@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import math
 import random
+from operator import itemgetter
 
 import jax
 import jax.numpy as jnp
@@ -27,33 +28,13 @@ from hps.collective.model import (
     utilization,
 )
 from hps.collective.model import orders as policies
-from hps.config.types import ALGORITHMS, Dimension, Network
+from hps.collective.model.network import steps_per_phase_codes
+from hps.config.types import ALGORITHM_CODE, ALGORITHMS, Dimension, Network, steps_per_phase
 from hps.reference import collective as reference
+from tests.instances import GiB, padded, random_case, random_network
 
-GiB = 2.0**30
 N_CASES = 300
 BUCKETS = (16, 128)  # padded chunk counts; a case goes to the smallest that holds it
-PAD = Dimension(1, 1.0, 0.0, "ring")
-
-
-def random_network(rng: random.Random) -> Network:
-    """1–4 dimensions, sizes 1–16, 1–1000 GiB/s, 0–10 µs per step, every algorithm."""
-    dims = []
-    for _ in range(rng.randint(1, 4)):
-        size, bandwidth, latency = rng.randint(1, 16), rng.uniform(1, 1000) * GiB, rng.uniform(0, 10e-6)
-        dims.append(Dimension(size, bandwidth, latency, rng.choice(ALGORITHMS)))
-    return Network("random", tuple(dims))
-
-
-def random_case(rng: random.Random):
-    """(network, total bytes 1 KiB–4 GiB, chunks 1–128), both log-uniform."""
-    total = math.exp(rng.uniform(math.log(1024), math.log(4 * GiB)))
-    chunks = int(round(math.exp(rng.uniform(0, math.log(128)))))
-    return random_network(rng), total, chunks
-
-
-def padded(network: Network) -> list[Dimension]:
-    return list(network.dimensions) + [PAD] * (4 - len(network.dimensions))
 
 
 def bucket(chunks: int) -> int:
@@ -74,6 +55,15 @@ def test_random_cases_cover_the_stated_ranges():
     assert min(chunks) == 1 and max(chunks) > 100
     sizes = [s for _, s, _ in CASES]
     assert min(sizes) < 1e5 and max(sizes) > GiB
+
+
+def test_step_counts_in_jnp_equal_the_python_rule():
+    """steps_per_phase_codes (jnp, algorithm codes) == steps_per_phase (Python, names), all sizes."""
+    sizes = np.concatenate([np.arange(1, 1025), 2 ** np.arange(11, 17), 2 ** np.arange(10, 16) + 1])
+    for name in ALGORITHMS:
+        codes = np.full(sizes.shape, ALGORITHM_CODE[name], np.int32)
+        got = np.asarray(steps_per_phase_codes(jnp.asarray(codes), jnp.asarray(sizes, jnp.int32)))
+        assert got.tolist() == [steps_per_phase(name, int(p)) for p in sizes], name
 
 
 @functools.partial(jax.jit, static_argnames="max_chunks")
@@ -122,7 +112,7 @@ def jax_results(policy: str, scf: bool):
         result = jax.device_get(simulate_batch(nets, sizes, counts, orders, scf, max_chunks))
         orders = np.asarray(orders)
         for k, i in enumerate(index):
-            out[i] = (orders[k], jax.tree.map(lambda x: x[k], result))
+            out[i] = (orders[k], jax.tree.map(itemgetter(k), result))
     return out
 
 
@@ -155,7 +145,7 @@ def test_simulator_equals_reference_on_random_cases(policy, scf):
     """300 random networks × sizes × chunk counts per policy and discipline, one vmapped call each."""
     results = jax_results(policy, scf)
     assert len(results) == N_CASES
-    for i, (network, total, chunks) in enumerate(CASES):
+    for i, (_, _, chunks) in enumerate(CASES):
         orders, got = results[i]
         want = reference_run(i, tuple(map(tuple, orders[:chunks].tolist())), scf)
         assert_matches_reference(got, want, chunks)

@@ -1,4 +1,4 @@
-"""SPEC "Units and inputs" and "File formats": loaders, shipped catalogues, validation errors."""
+"""Units and input files: loaders, shipped catalogues, validation errors."""
 
 from __future__ import annotations
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from operator import itemgetter
+
 import jax
 import numpy as np
 import pytest
@@ -22,12 +24,13 @@ from hps.placement.search.scoring import RANK_FEASIBLE, score
 SMALL = InstanceSplit("demo-small", 4, 7, 2, 4, salt=31)
 
 
+@pytest.mark.slow
 def test_the_teacher_is_never_worse_than_single_type_plans_and_finds_the_optimum_of_small_instances():
     instances = generate_instances(jax.random.PRNGKey(4), 8, SMALL)
     schedules, feasible = jax.device_get(teacher_plans(instances))
     optimal = compared = 0
     for i in range(8):
-        placement = jax.tree.map(lambda x: x[i], instances.placement)
+        placement = jax.tree.map(itemgetter(i), instances.placement)
         optimum, one = exhaustive(placement), single(placement)
         n = int(placement.layer_mask.sum())
         assert feasible[i] == optimum.feasible  # feasible whenever a feasible plan exists
@@ -55,7 +58,7 @@ def test_imitation_loss_is_the_mean_cross_entropy_of_the_teachers_types():
     loss, agreement = imitation_loss(params, policy, demos)
     terms, agree = [], []
     for i in range(6):
-        obs = jax.tree.map(lambda x: x[i], demos.obs)
+        obs = jax.tree.map(itemgetter(i), demos.obs)
         actions = np.asarray(demos.actions[i])
         logits = np.asarray(policy.evaluate_actions(params, obs, demos.actions[i])[0], np.float64)
         top = logits.max(-1, keepdims=True)
@@ -68,6 +71,7 @@ def test_imitation_loss_is_the_mean_cross_entropy_of_the_teachers_types():
     np.testing.assert_allclose(float(agreement), np.mean(agree), rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_training_with_demonstrations_learns_the_teachers_plans():
     pool = generate_instances(jax.random.PRNGKey(6), 64, SMALL)
     config = TrainConfig(

@@ -1,6 +1,6 @@
-"""Layer tables derived from Flax models (issue 5 item 1; SPEC "Workload (layer table)": "derived
-automatically from a user's own Flax module (per-layer parameter bytes from the module, FLOPs and
-bytes from XLA's cost analysis of each layer)")."""
+"""Layer tables derived from Flax models (issue 5 item 1): a workload derived automatically from a
+user's own Flax module, per-layer parameter bytes from the module, FLOPs and bytes from XLA's cost
+analysis of each layer."""
 
 from __future__ import annotations
 

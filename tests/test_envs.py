@@ -1,4 +1,4 @@
-"""PlacementEnv and its instance generators (SPEC "Environments and agents")."""
+"""PlacementEnv and its instance generators (docs/environments.md)."""
 
 from __future__ import annotations
 
@@ -7,23 +7,21 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from hps.config.limits import POLICY_LAYERS, POLICY_TYPES, POLICY_UNITS
 from hps.placement.env import (
     HELDOUT,
     HELDOUT_LARGE,
     INFEASIBLE_BASE,
-    K_MAX,
-    L_MAX,
     RATIO_CAP,
-    T_MAX,
     TRAIN,
     InstanceSplit,
     PlacementEnv,
     generate_instances,
 )
-from hps.placement.env.generator import BATCHES, single_type_schedules
+from hps.placement.env.generator import BATCHES
 from hps.placement.model import evaluate_schedules
 from hps.placement.model.allreduce import allreduce_table
-from hps.placement.model.cost import THROUGHPUT
+from hps.placement.model.cost import THROUGHPUT, single_type_schedules
 from hps.placement.model.direct import evaluate_direct
 
 ENV = PlacementEnv()
@@ -45,19 +43,19 @@ def real_layers(instances):
 
 
 def staged_schedules(key, instances, stay=0.7):
-    """(N, L_MAX) random schedules over each instance's real types, mostly in runs (stages)."""
+    """(N, POLICY_LAYERS) random schedules over each instance's real types, mostly in runs (stages)."""
     n = real_layers(instances).shape[0]
     types = np.asarray(instances.placement.type_mask.sum(-1))
     k1, k2 = jax.random.split(key)
-    fresh = np.floor(np.asarray(jax.random.uniform(k1, (n, L_MAX))) * types[:, None]).astype(np.int32)
-    keep = np.asarray(jax.random.bernoulli(k2, stay, (n, L_MAX)))
-    for i in range(1, L_MAX):
+    fresh = np.floor(np.asarray(jax.random.uniform(k1, (n, POLICY_LAYERS))) * types[:, None]).astype(np.int32)
+    keep = np.asarray(jax.random.bernoulli(k2, stay, (n, POLICY_LAYERS)))
+    for i in range(1, POLICY_LAYERS):
         fresh[:, i] = np.where(keep[:, i], fresh[:, i - 1], fresh[:, i])
     return jnp.asarray(fresh)
 
 
 def play(instance, schedule):
-    """Step one env through `schedule` (L_MAX,) from reset: per-step rewards, dones, infos."""
+    """Step one env through `schedule` (POLICY_LAYERS,) from reset: per-step rewards, dones, infos."""
     return play_traced(instance, schedule)[:3]
 
 
@@ -90,17 +88,19 @@ def test_generators_pad_instances_of_the_split_sizes_to_fixed_shapes(split):
     inst = generate_instances(jax.random.PRNGKey(0), 128, split)
     p = inst.placement
     assert (
-        p.layer_mask.shape == (128, L_MAX) and p.type_mask.shape == (128, T_MAX) and p.unit_grid.shape == (128, K_MAX)
+        p.layer_mask.shape == (128, POLICY_LAYERS)
+        and p.type_mask.shape == (128, POLICY_TYPES)
+        and p.unit_grid.shape == (128, POLICY_UNITS)
     )
     layers, types = real_layers(inst), np.asarray(p.type_mask.sum(-1))
     assert layers.min() >= split.min_layers and layers.max() <= split.max_layers
     assert types.min() >= split.min_types and types.max() <= split.max_types
     # real layers and types come first; sparse embedding layers only at the front
-    assert np.array_equal(np.asarray(p.layer_mask), np.arange(L_MAX) < layers[:, None])
-    assert np.array_equal(np.asarray(p.type_mask), np.arange(T_MAX) < types[:, None])
+    assert np.array_equal(np.asarray(p.layer_mask), np.arange(POLICY_LAYERS) < layers[:, None])
+    assert np.array_equal(np.asarray(p.type_mask), np.arange(POLICY_TYPES) < types[:, None])
     sparse = np.asarray(p.layer_sparse)
     first_dense = np.argmin(sparse, axis=1)
-    assert sparse[:, 0].all() and not (sparse & (np.arange(L_MAX) > first_dense[:, None])).any()
+    assert sparse[:, 0].all() and not (sparse & (np.arange(POLICY_LAYERS) > first_dense[:, None])).any()
     tables = np.asarray(p.sparse_param_bytes)[sparse] / 2**30
     assert tables.min() >= 16 * 0.999 and tables.max() <= 512 * 1.001
     assert (np.asarray(p.io_bytes)[sparse] < 9 * 1024).all()
@@ -120,7 +120,7 @@ def test_generators_are_keyed_and_splits_never_share_instances():
 
 def test_generate_4096_instances_in_one_vmapped_call():
     inst = generate_instances(jax.random.PRNGKey(1), 4096, TRAIN)
-    assert inst.alpha.shape == (4096, T_MAX, K_MAX) and inst.reference_cost.shape == (4096,)
+    assert inst.alpha.shape == (4096, POLICY_TYPES, POLICY_UNITS) and inst.reference_cost.shape == (4096,)
 
 
 def test_generated_allreduce_tables_equal_allreduce_table(instances):
@@ -131,7 +131,7 @@ def test_generated_allreduce_tables_equal_allreduce_table(instances):
 
 
 def test_reference_cost_is_the_best_feasible_single_type_plan(instances):
-    scores = jax.jit(jax.vmap(lambda p: evaluate_schedules(p, single_type_schedules(T_MAX, L_MAX))))(
+    scores = jax.jit(jax.vmap(lambda p: evaluate_schedules(p, single_type_schedules(POLICY_TYPES, POLICY_LAYERS))))(
         instances.placement
     )
     cost = np.where(np.asarray(scores.feasible & instances.placement.type_mask), np.asarray(scores.cost), np.inf)
@@ -144,7 +144,9 @@ def test_most_generated_instances_are_feasible_and_the_floor_binds_sometimes(spl
     feasible = np.isfinite(np.asarray(inst.reference_cost))  # a feasible single-type plan exists
     assert feasible.mean() >= 0.9
     singles = jax.jit(
-        jax.vmap(lambda i: evaluate_direct(i.placement, single_type_schedules(T_MAX, L_MAX), i.alpha, i.beta))
+        jax.vmap(
+            lambda i: evaluate_direct(i.placement, single_type_schedules(POLICY_TYPES, POLICY_LAYERS), i.alpha, i.beta)
+        )
     )(inst)
     floor_excludes_a_type = ((np.asarray(singles.reason) == THROUGHPUT) & np.asarray(inst.placement.type_mask)).any(1)
     assert 0.2 <= floor_excludes_a_type.mean() <= 0.9
@@ -185,7 +187,7 @@ def test_final_reward_is_minus_cost_over_reference_cost_from_evaluate_schedules(
     np.testing.assert_allclose(reward[feasible & ~plain], -RATIO_CAP)
     np.testing.assert_allclose(final(info["cost"], n)[feasible], cost[feasible], rtol=1e-5)
     # reward 0 before the last layer, done exactly there
-    steps = np.arange(L_MAX)
+    steps = np.arange(POLICY_LAYERS)
     assert (np.asarray(rewards)[steps < n[:, None] - 1] == 0).all()
     assert np.array_equal(np.asarray(dones)[steps < n[:, None]], (steps == n[:, None] - 1)[steps < n[:, None]])
 
@@ -209,7 +211,7 @@ def test_infeasible_plans_score_below_every_feasible_plan_and_closer_is_better(i
     assert reward[~feasible].max() < -INFEASIBLE_BASE < -RATIO_CAP <= reward[feasible].min()
     # raising the floor further makes a throughput-short plan score lower
     one = take(instances, 0)
-    schedule = single_type_schedules(T_MAX, L_MAX)[0]
+    schedule = single_type_schedules(POLICY_TYPES, POLICY_LAYERS)[0]
     thr = float(jax.jit(evaluate_schedules)(one.placement, schedule[None]).throughput[0])
     scores = []
     for factor in (1.5, 3.0, 6.0):
@@ -221,12 +223,12 @@ def test_infeasible_plans_score_below_every_feasible_plan_and_closer_is_better(i
 
 
 def test_episode_auto_resets_to_a_fresh_episode_of_the_same_instance(instances):
-    i = int(np.argmax(real_layers(instances) <= L_MAX // 2))
+    i = int(np.argmax(real_layers(instances) <= POLICY_LAYERS // 2))
     one = take(instances, i)
     n = int(real_layers(instances)[i])
-    schedule = jnp.concatenate([staged_schedules(jax.random.PRNGKey(3), instances)[i, :n]] * 2)[:L_MAX]
-    rewards, dones, _, obs, states = play_one(one, jnp.pad(schedule, (0, L_MAX - schedule.shape[0])))
-    assert 2 * n <= L_MAX
+    schedule = jnp.concatenate([staged_schedules(jax.random.PRNGKey(3), instances)[i, :n]] * 2)[:POLICY_LAYERS]
+    rewards, dones, _, obs, states = play_one(one, jnp.pad(schedule, (0, POLICY_LAYERS - schedule.shape[0])))
+    assert 2 * n <= POLICY_LAYERS
     assert np.flatnonzero(np.asarray(dones)[: 2 * n]).tolist() == [n - 1, 2 * n - 1]
     assert float(rewards[n - 1]) == float(rewards[2 * n - 1]) != 0.0
     fresh_obs, fresh = ENV.reset(None, one)
@@ -237,12 +239,12 @@ def test_episode_auto_resets_to_a_fresh_episode_of_the_same_instance(instances):
 
 def test_masked_actions_are_never_valid(instances):
     types = np.asarray(instances.placement.type_mask.sum(-1))
-    i = int(np.argmax(types < T_MAX))
+    i = int(np.argmax(types < POLICY_TYPES))
     one, n = take(instances, i), int(real_layers(instances)[i])
     obs, _ = ENV.reset(None, one)
     assert np.array_equal(obs.action_mask, one.placement.type_mask)
-    good = single_type_schedules(T_MAX, L_MAX)[0]
-    for bad_action in (int(types[i]), T_MAX, -1):  # a padded type slot, and out of range
+    good = single_type_schedules(POLICY_TYPES, POLICY_LAYERS)[0]
+    for bad_action in (int(types[i]), POLICY_TYPES, -1):  # a padded type slot, and out of range
         schedule = good.at[n // 2].set(bad_action)
         rewards, _, info, *_ = play_one(one, schedule)
         assert not bool(info["feasible"][n - 1])
@@ -251,8 +253,11 @@ def test_masked_actions_are_never_valid(instances):
 
 def test_observations_have_fixed_shapes_with_masks(instances):
     obs, _ = reset_batch(None, instances)
-    assert obs.layer_features.shape[:2] == (128, L_MAX) and obs.type_features.shape[:2] == (128, T_MAX)
-    assert obs.pair_features.shape[:3] == (128, L_MAX, T_MAX) and obs.actions.shape == (128, L_MAX)
+    assert obs.layer_features.shape[:2] == (128, POLICY_LAYERS) and obs.type_features.shape[:2] == (128, POLICY_TYPES)
+    assert obs.pair_features.shape[:3] == (128, POLICY_LAYERS, POLICY_TYPES) and obs.actions.shape == (
+        128,
+        POLICY_LAYERS,
+    )
     for array in jax.tree.leaves(obs):
         assert np.isfinite(np.asarray(array, dtype=np.float64)).all()
     padded = ~np.asarray(obs.layer_mask)
@@ -272,12 +277,17 @@ def test_a_zoo_workload_on_cloud_2024_plays_with_its_best_single_type_plan_scori
     catalog = load_catalog(resolve_topology("cloud-2024", "catalogs", "--catalog"))
     d = workload.defaults
     params = build_params(
-        workload, catalog, Job(d.batch, d.throughput, d.samples), max_layers=L_MAX, max_types=T_MAX, max_replicas=K_MAX
+        workload,
+        catalog,
+        Job(d.batch, d.throughput, d.samples),
+        max_layers=POLICY_LAYERS,
+        max_types=POLICY_TYPES,
+        max_replicas=POLICY_UNITS,
     )
     instance = jax.jit(make_instance)(params)
-    singles = jax.jit(evaluate_schedules)(params, single_type_schedules(T_MAX, L_MAX))
+    singles = jax.jit(evaluate_schedules)(params, single_type_schedules(POLICY_TYPES, POLICY_LAYERS))
     cost = np.where(np.asarray(singles.feasible & params.type_mask), np.asarray(singles.cost), np.inf)
     best = int(np.argmin(cost))
-    rewards, dones, _, _, _ = play_one(instance, jnp.full((L_MAX,), best, jnp.int32))
+    rewards, dones, _, _, _ = play_one(instance, jnp.full((POLICY_LAYERS,), best, jnp.int32))
     n = len(workload.layers)
     assert bool(dones[n - 1]) and float(rewards[n - 1]) == pytest.approx(-1.0, rel=1e-5)

@@ -1,4 +1,4 @@
-"""Executed plans (SPEC "Executor"): multi-stage training on groups of the 8 fake CPU devices
+"""Executed plans (docs/executor.md): multi-stage training on groups of the 8 fake CPU devices
 equals plain single-device training, with every collective policy and mesh shape."""
 
 from __future__ import annotations
@@ -9,14 +9,13 @@ import jax
 import pytest
 
 from hps.config.loaders import load_catalog
-from hps.config.types import Job
+from hps.config.types import Job, stage_spans
 from hps.errors import ConfigError
 from hps.executor.devices import assign_stage_devices, parse_device_map
 from hps.executor.plan import (
     ExecuteOptions,
     execute_plan,
     micro_batch_count,
-    stage_spans,
 )
 from hps.models.registry import build_model_and_workload
 

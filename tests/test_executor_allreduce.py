@@ -1,4 +1,4 @@
-"""Hierarchical All-Reduce (SPEC "Executor"): inside jax.shard_map, psum_scatter over the mesh axes
+"""Hierarchical All-Reduce (docs/executor.md): inside jax.shard_map, psum_scatter over the mesh axes
 in each chunk's planned order, then all_gather in reverse, equals lax.psum for every policy, mesh
 shape and padding case; stage meshes fill the network innermost first; planned orders map network
 dimensions to mesh axes.
@@ -20,7 +20,7 @@ from jax.sharding import PartitionSpec as P
 
 from hps import ConfigError
 from hps.collective.model import policy_orders
-from hps.collective.model.themis import MAX_CHUNKS
+from hps.config.limits import MAX_CHUNKS
 from hps.config.loaders import load_catalog
 from hps.config.paths import TOPOLOGIES
 from hps.config.types import Dimension, Network

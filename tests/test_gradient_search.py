@@ -31,8 +31,8 @@ from hps.placement.search.gradient import (
     surrogate_objective,
 )
 from hps.placement.search.scoring import infeasibility_penalty
+from tests.helpers import SMALL, run_json
 from tests.instances import random_instance
-from tests.test_cli import SMALL, run_json
 
 MAX_LAYERS, MAX_TYPES, MAX_REPLICAS = 7, 3, 512
 BUDGET = 512  # 8 restarts × 64 steps
@@ -89,7 +89,7 @@ def test_surrogate_is_log_cost_when_feasible_and_adds_the_graded_penalty_otherwi
         return result, at(0.0), at(1.0), infeasibility_penalty(table, params, schedules, result)
 
     checked = {"feasible": 0, "infeasible": 0}
-    for workload, params, _ in instances(1, 3, n_layers=(5, 5), feasible_only=False):
+    for _, params, _ in instances(1, 3, n_layers=(5, 5), feasible_only=False):
         result, plain, weighted, penalty = scores(params, all_schedules(5, 3))
         feasible = np.asarray(result.feasible)
         np.testing.assert_allclose(np.asarray(plain)[feasible], np.log(np.asarray(result.cost))[feasible], rtol=1e-5)

@@ -1,7 +1,7 @@
 """Hardening (issue 6, item 4): malformed inputs through every command, infeasible floors, NaN
 guards in training, damaged checkpoints and determinism.
 
-SPEC "Units and inputs": every bad input gives one clear error naming the file (or flag) and the
+Inputs: every bad input gives one clear error naming the file (or flag) and the
 field, the CLI prints it without a traceback and exits with status 2, and nothing is half-written.
 """
 
@@ -26,21 +26,25 @@ from hps.errors import ConfigError, TrainingDiverged
 from hps.rl import checkpoint
 from hps.rl.driver import TrainState, run_chunks
 from hps.rl.session import read_metrics, train_session
-from tests.test_checkpoint import TINY as TINY_5_CHUNKS
-from tests.test_checkpoint import assert_same_params, experiment  # noqa: F401 (a fixture)
+from tests.helpers import TINY as TINY_5_CHUNKS
+from tests.helpers import assert_same_params
 
 REPO = Path(__file__).resolve().parents[1]
 SMALL_CATALOG = (REPO / "topologies" / "catalogs" / "small.toml").read_text()
 NETWORK = (REPO / "topologies" / "networks" / "3d-switch-8x8x8.toml").read_text()
 PODS = str(REPO / "tests" / "data" / "pods.toml")
-LAYER = "[[layer]]\nname='a'\nkind='dense'\nflops=1.0\nmem_bytes=1.0\nio_bytes=0.0\nact_bytes=1.0\ndense_param_bytes=1.0\nsparse_param_bytes=0.0\n"
+LAYER = (
+    "[[layer]]\nname='a'\nkind='dense'\nflops=1.0\nmem_bytes=1.0\nio_bytes=0.0\nact_bytes=1.0\n"
+    "dense_param_bytes=1.0\nsparse_param_bytes=0.0\n"
+)
 SCHEDULE = ",".join(["cpu"] * 7)
+TRAIN_CONFIG = "from hps.placement.agent.train import TrainConfig\n"
 
-# tests/test_checkpoint.py's tiny run (its experiment file trains 5 chunks), here 2 chunks: the
-# same compiled programs serve both files.
+# The tiny run of tests/helpers.py (its experiment file trains 5 chunks), here 2 chunks: the
+# same compiled programs serve this file and tests/test_checkpoint.py.
 TINY = dataclasses.replace(TINY_5_CHUNKS, num_chunks=2)
 
-# name -> file text; each is one kind of malformed input SPEC lists
+# name -> file text; each is one kind of malformed input: not TOML, a wrong type, a missing field, a bad value
 INPUTS = {
     "catalog-not-toml.toml": "name = 'x'\n[[resource]\n",
     "catalog-wrong-type.toml": SMALL_CATALOG.replace("memory_GiB = 512.0", 'memory_GiB = "lots"'),
@@ -64,12 +68,13 @@ INPUTS = {
     "plan-list.json": "[1, 2]",
     "plan-schedule-number.json": '{"schedule": 5, "instance": {"workload": "mlp"}}',
     "plan-schedule-ints.json": '{"schedule": [1, 2, 3, 4], "instance": {"workload": "mlp"}}',
-    "plan-batch-string.json": '{"schedule": ["cpu", "cpu", "cpu", "cpu"], "instance": {"workload": "mlp", "batch": "big"}}',
+    "plan-batch-string.json": '{"schedule": ["cpu", "cpu", "cpu", "cpu"], '
+    '"instance": {"workload": "mlp", "batch": "big"}}',
     "plan-workload-number.json": '{"schedule": ["cpu", "cpu", "cpu", "cpu"], "instance": {"workload": 3}}',
     "experiment-syntax.py": "CONFIG = (\n",
-    "experiment-zero-envs.py": "from hps.placement.agent.train import TrainConfig\nCONFIG = TrainConfig(num_envs=0)\n",
-    "experiment-negative-lr.py": "from hps.placement.agent.train import TrainConfig\nCONFIG = TrainConfig(learning_rate=-1.0)\n",
-    "experiment-zero-updates.py": "from hps.placement.agent.train import TrainConfig\nCONFIG = TrainConfig(updates_per_chunk=0)\n",
+    "experiment-zero-envs.py": TRAIN_CONFIG + "CONFIG = TrainConfig(num_envs=0)\n",
+    "experiment-negative-lr.py": TRAIN_CONFIG + "CONFIG = TrainConfig(learning_rate=-1.0)\n",
+    "experiment-zero-updates.py": TRAIN_CONFIG + "CONFIG = TrainConfig(updates_per_chunk=0)\n",
     "usermodel.py": "def not_layered():\n    return 3\n",
 }
 
@@ -335,6 +340,7 @@ def test_malformed_input_gives_one_clear_error_exit_2_and_writes_nothing(
     assert sorted(inputs.rglob("*")) == before
 
 
+@pytest.mark.slow
 def test_errors_reach_the_process_without_a_traceback_and_leave_no_output(inputs, tmp_path):
     """The same, through the console entry point as a process: stderr holds the message only."""
     cases = [
@@ -455,6 +461,7 @@ def test_run_chunks_stops_on_a_non_finite_chunk_before_anyone_sees_its_state(wha
     assert seen == [0, 1]  # the broken chunk never reaches on_chunk, where a session saves its checkpoint
 
 
+@pytest.mark.slow
 def test_hps_train_stops_on_divergence_exit_2_and_keeps_the_last_good_checkpoint(
     tmp_path, experiment, trained, monkeypatch, capsys
 ):
@@ -516,6 +523,7 @@ DAMAGES = ["state-bytes", "spec-garbage", "state-missing"]
 
 
 @pytest.mark.parametrize("how", DAMAGES)
+@pytest.mark.slow
 def test_plan_from_a_damaged_checkpoint_exits_2_naming_the_folder(how, tmp_path, trained, capsys):
     run = tmp_path / "run"
     shutil.copytree(trained[0], run)
@@ -530,6 +538,7 @@ def test_plan_from_a_damaged_checkpoint_exits_2_naming_the_folder(how, tmp_path,
 
 
 @pytest.mark.parametrize("how", DAMAGES)
+@pytest.mark.slow
 def test_train_resuming_from_a_damaged_checkpoint_exits_2_naming_the_folder(how, tmp_path, experiment, trained, capsys):
     run = tmp_path / "run"
     shutil.copytree(trained[0], run)
@@ -541,6 +550,7 @@ def test_train_resuming_from_a_damaged_checkpoint_exits_2_naming_the_folder(how,
     assert (run / "metrics.jsonl").read_text() == metrics  # the run folder is left as it was
 
 
+@pytest.mark.slow
 def test_damaged_checkpoint_error_reaches_the_process_without_a_traceback(tmp_path, trained):
     run = tmp_path / "run"
     shutil.copytree(trained[0], run)
@@ -558,6 +568,7 @@ def test_damaged_checkpoint_error_reaches_the_process_without_a_traceback(tmp_pa
     assert proc.stderr.count("\n") == 1 and proc.stdout == ""  # the message alone: no traceback, no log lines
 
 
+@pytest.mark.slow
 def test_removing_the_damaged_step_resumes_from_the_one_before_to_the_clean_result(
     tmp_path, experiment, trained, capsys
 ):
@@ -590,20 +601,20 @@ def reached(report: dict, stage: int, batch: float) -> str:
         (
             "cpu,cpu,gpu-a,gpu-a,gpu-a,gpu-a,gpu-a",
             "1e12",
-            "throughput at the stage starting at layer 0 (embedding): all 16 units of cpu (its max_units) reach {reached}, "
-            "below the floor of 1e+12 samples/s",
+            "throughput at the stage starting at layer 0 (embedding): all 16 units of cpu (its max_units) "
+            "reach {reached}, below the floor of 1e+12 samples/s",
         ),
         (
             ",".join(["gpu-b"] * 7),
             "4e5",
-            "memory at the stage starting at layer 0 (embedding): it does not fit in 16 GiB per unit even on all 8 units "
-            "of gpu-b (its max_units)",
+            "memory at the stage starting at layer 0 (embedding): it does not fit in 16 GiB per unit even on all "
+            "8 units of gpu-b (its max_units)",
         ),
         (
             "cpu,gpu-b,cpu,gpu-b,cpu,gpu-b,cpu",
             "4e5",
-            "pooled_cap at the stage starting at layer 1 (concat): the stages on gpu-b together need 9 units, above its "
-            "max_units of 8",
+            "pooled_cap at the stage starting at layer 1 (concat): the stages on gpu-b together need 9 units, "
+            "above its max_units of 8",
         ),
     ],
 )
@@ -616,6 +627,7 @@ def test_evaluate_says_which_stage_fails_which_constraint_and_by_how_much(schedu
     assert code == 0 and f"INFEASIBLE: {report['reason']}" in out and "cost        -" in out
 
 
+@pytest.mark.slow
 def test_search_says_plainly_when_no_method_meets_the_floor(capsys):
     code, out, err = run_cli_output(["search", *instance(throughput="1e12")], capsys)
     assert code == 0, err
@@ -633,6 +645,7 @@ def test_search_says_plainly_when_no_method_meets_the_floor(capsys):
     assert report["results"][0]["cost"] is None and report["results"][0]["reason"] == "throughput"
 
 
+@pytest.mark.slow
 def test_plan_says_why_no_sampled_plan_is_feasible(trained, capsys):
     argv = ["plan", "--checkpoint", str(trained[0]), *instance(throughput="1e12"), "--plans", "16"]
     report = run_json(argv, capsys)

@@ -1,4 +1,4 @@
-"""Flax models of zoo workloads (issue 5 item 1; SPEC "Workload (layer table)", "Executor"): one
+"""Flax models of zoo workloads (issue 5 item 1; docs/executor.md, "Models"): one
 NNX module per layer-table row with the table's names and parameter bytes, built from the same
 hyperparameters; laptop-sized presets; `--set NAME=VALUE` overrides."""
 
@@ -47,7 +47,7 @@ def test_model_has_one_layer_module_per_table_row_named_as_the_table(model_and_t
 
 
 def test_each_layers_parameter_bytes_equal_the_tables_exactly(model_and_table):
-    # SPEC: nnx.Embed parameters are the table's sparse_param_bytes, every other Param dense.
+    # nnx.Embed parameters are the table's sparse_param_bytes, every other Param dense.
     model, table = model_and_table
     for layer, row in zip(model.layers, table.layers):
         assert parameter_bytes(layer) == (row.dense_param_bytes, row.sparse_param_bytes), row.name

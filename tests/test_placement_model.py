@@ -1,9 +1,10 @@
-"""The jnp placement model equals the plain-Python reference (SPEC "Placement cost model")."""
+"""The jnp placement model equals the plain-Python reference (docs/placement-model.md)."""
 
 from __future__ import annotations
 
 import math
 import random
+from operator import itemgetter
 
 import jax
 import jax.numpy as jnp
@@ -142,7 +143,7 @@ def test_model_vmaps_over_instances_of_one_padded_shape():
         schedules[i, :, : len(w.layers)] = [[rng.randrange(len(c.resources)) for _ in w.layers] for _ in range(3)]
     batched = jax.jit(jax.vmap(evaluate_schedules))(stacked, jnp.asarray(schedules))
     for i, (w, c, j) in enumerate(instances):
-        one = jax.tree.map(lambda x: x[i], batched)
+        one = jax.tree.map(itemgetter(i), batched)
         check_against_reference(w, c, j, schedules[i, :, : len(w.layers)].tolist(), one)
 
 

@@ -1,17 +1,33 @@
-"""`hps quickstart` end to end on a tiny budget: every step runs and the summary holds real figures."""
+"""`hps quickstart` end to end on a tiny budget: every step runs and the summary holds real figures;
+`hps run` of the same config (the quickstart kind) reuses its policy and reports the same table."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from pathlib import Path
 
+import pytest
+
 from hps.cli.main import main
 
+TINY = ["--chunks", "1", "--envs", "256", "--workloads", "ctr-dnn"]
 
-def test_quickstart_trains_compares_plans_and_executes(tmp_path, capsys):
-    out = tmp_path / "qs"
-    assert main(["quickstart", "--out", str(out), "--chunks", "1", "--envs", "256", "--workloads", "ctr-dnn"]) == 0
-    text = capsys.readouterr().out
+
+@pytest.fixture(scope="module")
+def quickstart(tmp_path_factory):
+    """(folder, printed text) of one tiny `hps quickstart` run."""
+    out = tmp_path_factory.mktemp("quickstart") / "qs"
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(["quickstart", "--out", str(out), *TINY]) == 0
+    return out, printed.getvalue()
+
+
+@pytest.mark.slow
+def test_quickstart_trains_compares_plans_and_executes(quickstart):
+    out, text = quickstart
     assert "cost / best plan found" in text and "unseen workload ctr-dnn-small" in text
     summary = json.loads((out / "summary.json").read_text())
     (comparison,) = summary["comparisons"]
@@ -25,6 +41,36 @@ def test_quickstart_trains_compares_plans_and_executes(tmp_path, capsys):
     assert unseen["execution"]["equivalent"] is True
     for key in ("comparison", "learning_curve", "summary", "checkpoint"):
         assert Path(summary["files"][key]).exists()
+    assert (out / "policy" / "metrics.jsonl").is_file()
+
+
+@pytest.mark.slow
+def test_hps_run_of_the_quickstart_kind_reuses_the_policy_and_gives_the_same_table(quickstart, tmp_path, capsys):
+    out, text = quickstart
+    experiment = tmp_path / "quickstart.py"
+    experiment.write_text(
+        "from hps.experiments.quickstart import QuickstartConfig\n"
+        "def config():\n"
+        f"    return QuickstartConfig(name='qs', out={str(out)!r}, train_chunks=1, num_envs=256,\n"
+        "                            workloads=('ctr-dnn',))\n"
+    )
+    assert main(["run", str(experiment), "--out", str(tmp_path / "results")]) == 0
+    printed = capsys.readouterr().out
+    table = [line for line in text.splitlines() if line.startswith(("workload ", "---", "ctr-dnn "))]
+    assert len(table) == 3 and all(line in printed for line in table)  # the same table, columns in order
+    summary = json.loads((out / "summary.json").read_text())
+    run = tmp_path / "results" / "qs"
+    results = json.loads((run / "results.json").read_text())["results"]
+    assert results["training"] == summary["training"]  # the finished policy was reused, not retrained
+    (compared,) = results["comparisons"]
+    assert {m: r["cost"] for m, r in compared["methods"].items()} == {
+        m: r["cost"] for m, r in summary["comparisons"][0]["methods"].items()
+    }
+    assert results["unseen"]["plan"] == summary["unseen"]["plan"]
+    assert results["unseen"]["execution"]["equivalent"] is True
+    assert (run / "comparison.png").read_bytes()[:4] == b"\x89PNG"
+    assert "unseen workload ctr-dnn-small" in (run / "report.md").read_text()
+    assert sorted(p.stem for p in (run / "items").glob("*.json")) == ["compare-ctr-dnn", "plan-and-execute", "train"]
 
 
 def test_quickstart_rejects_a_bad_workload_before_training(tmp_path, capsys):

@@ -32,7 +32,7 @@ SLOW_KIND = """
 import time
 from dataclasses import dataclass
 
-from hps.experiments import ExperimentConfig, Summary, register_kind
+from hps.experiments import ExperimentConfig, Summary, register_experiment_kind
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,7 +55,7 @@ def summarize(config, results):
     return Summary(results={"values": results}, headers=["item", "value"], rows=rows)
 
 
-register_kind(SlowConfig, items=items, run_item=run_item, summarize=summarize)
+register_experiment_kind(SlowConfig, items=items, run_item=run_item, summarize=summarize)
 
 
 def config():
@@ -125,6 +125,7 @@ def _hps_run(experiment: Path, out: Path) -> subprocess.Popen:
     return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_and_ends_with_the_uninterrupted_results(tmp_path):
     experiment = tmp_path / "slow.py"
     experiment.write_text(SLOW_KIND)

@@ -1,4 +1,4 @@
-"""Placement search baselines (SPEC "Baselines every comparison includes"): single-type plans,
+"""Placement search baselines (every comparison includes them): single-type plans,
 greedy per layer, random search, a genetic algorithm, and exhaustive search as the optimum."""
 
 from __future__ import annotations
@@ -203,8 +203,8 @@ def test_exhaustive_compiles_once_per_padded_shape():
 def test_budgets_cap_evaluations_and_reject_non_positive_values():
     """genetic: generations = budget // population, and a budget below one population runs one
     generation of that many; greedy stops before a sweep that would pass its budget."""
-    workload, catalog, _, params = small_instances(4, 1)[0]
-    n_layers, n_types = len(workload.layers), len(catalog.resources)
+    _, catalog, _, params = small_instances(4, 1)[0]
+    n_types = len(catalog.resources)
     assert genetic(params, budget=70, population=32).evaluations == 64
     assert genetic(params, budget=20, population=32).evaluations == 20
     assert METHODS["greedy"](params, budget=n_types).evaluations == n_types

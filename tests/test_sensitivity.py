@@ -22,8 +22,8 @@ from hps.placement.model.sensitivity import (
     plan_cost,
     sensitivity,
 )
+from tests.helpers import SMALL, run_json
 from tests.instances import random_instance
-from tests.test_cli import SMALL, run_json
 
 MAX_LAYERS, MAX_TYPES, MAX_REPLICAS = 5, 3, 512
 RELATIVE_STEP = 1e-3
@@ -95,7 +95,7 @@ def test_elasticities_obey_the_scaling_identities():
     common speed-up of every rate with latencies shrunk alike (speeds − latencies sum to −1)."""
     for catalog, params, schedule in interesting_plans(2, 2):
         rows = sensitivity(params, catalog, schedule)["figures"]
-        total = lambda names: sum(r["elasticity"] for r in rows if r["figure"] in names)  # noqa: E731
+        total = lambda names: sum(r["elasticity"] for r in rows if r["figure"] in names)  # noqa: B023
         assert total({"price_per_hour"}) == pytest.approx(1.0, rel=1e-4)
         speeds = {"peak_flops", "mem_bw", "io_bw", "nic_bw", "net_bandwidth"}
         assert total(speeds) - total({"net_latency"}) == pytest.approx(-1.0, rel=1e-3)

@@ -1,4 +1,4 @@
-"""The workload zoo (SPEC.md "Workload (layer table)"): layer tables built from hyperparameters."""
+"""The workload zoo: layer tables built from architecture hyperparameters."""
 
 from __future__ import annotations
 

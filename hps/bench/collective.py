@@ -23,9 +23,8 @@ from hps.collective.model.network import NetworkParams, network_batch
 from hps.collective.model.simulator import simulate_allreduce
 from hps.collective.model.themis import collective_orders
 from hps.config.types import ALGORITHMS, Dimension, Network
+from hps.config.validation import GIB
 from hps.reference import collective as reference
-
-GiB = 2.0**30
 
 
 def random_networks(count: int, seed: int = 0, dims: int | None = None) -> list[Network]:
@@ -38,7 +37,7 @@ def random_networks(count: int, seed: int = 0, dims: int | None = None) -> list[
         network_dims = tuple(
             Dimension(
                 size=int(rng.integers(1, 17)),
-                bandwidth=float(rng.uniform(1, 1000)) * GiB,
+                bandwidth=float(rng.uniform(1, 1000)) * GIB,
                 latency=float(rng.uniform(0, 10e-6)),
                 algorithm=str(rng.choice(ALGORITHMS)),
             )
@@ -68,7 +67,12 @@ def split_parts(batch: NetworkParams, orders, parts: int) -> list:
     """[(NetworkParams, orders)] the group cut into ≤ parts contiguous slices, in order."""
     n = orders.shape[0]
     bounds = np.linspace(0, n, min(parts, n) + 1).astype(int)
-    return [(jax.tree.map(lambda x: x[lo:hi], batch), orders[lo:hi]) for lo, hi in zip(bounds[:-1], bounds[1:])]
+    return [(_rows(batch, lo, hi), orders[lo:hi]) for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+
+def _rows(tree, lo: int, hi: int):
+    """Rows lo:hi of every leaf of `tree`."""
+    return jax.tree.map(lambda x: x[lo:hi], tree)
 
 
 def batched_simulation(nets: list[Network], chunks: int, total_bytes: float, pool: ThreadPoolExecutor, threads: int):
@@ -91,7 +95,11 @@ def batched_simulation(nets: list[Network], chunks: int, total_bytes: float, poo
 
 
 def simulator_rate(
-    networks: int = 256, chunks: int = 64, dims: int | None = None, total_bytes: float = GiB, min_seconds: float = 1.0
+    networks: int = 256,
+    chunks: int = 64,
+    dims: int | None = None,
+    total_bytes: float = float(GIB),
+    min_seconds: float = 1.0,
 ) -> dict:
     """{"collectives_per_s", "compile_s", ...} of the jnp side alone on `networks` random
     networks (of `dims` dimensions when given: one group, one compile)."""
@@ -111,7 +119,7 @@ def simulator_rate(
     }
 
 
-def run(networks: int = 1024, chunks: int = 64, total_bytes: float = GiB, min_seconds: float = 2.0) -> dict:
+def run(networks: int = 1024, chunks: int = 64, total_bytes: float = float(GIB), min_seconds: float = 2.0) -> dict:
     """{"jax_per_s", "reference_per_s", "speedup", "compile_s", ...} (simulated collectives/s)."""
     nets = random_networks(networks)
     threads = cpu_cores()

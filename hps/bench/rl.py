@@ -16,7 +16,6 @@ call is the one other work disturbed least); the mean is no more than that.
 from __future__ import annotations
 
 import dataclasses
-import time
 
 import jax
 import jax.numpy as jnp
@@ -125,15 +124,13 @@ def train_rate(
     config, _ = bench_setup(config, num_envs, layers, types, updates_per_chunk)
     train_chunk = make_train(config, devices=devices)
     state = init_train_state(config, devices=devices)
-    start = time.perf_counter()
-    state, _ = jax.block_until_ready(train_chunk(state))
-    compile_s = time.perf_counter() - start
-    times, start = [], time.perf_counter()
-    while len(times) < repeats or time.perf_counter() - start < min_seconds:
-        began = time.perf_counter()
-        state, _ = jax.block_until_ready(train_chunk(state))
-        times.append(time.perf_counter() - began)
-    seconds = min(times)
+
+    def one_chunk():  # each call continues from the state the last one left
+        nonlocal state
+        state, metrics = train_chunk(state)
+        return state, metrics
+
+    compile_s, seconds = timed_calls(one_chunk, repeats=repeats, min_seconds=min_seconds, fastest=True)
     return {"train_steps_per_s": num_envs * layers * updates_per_chunk / seconds, "train_compile_s": compile_s}
 
 

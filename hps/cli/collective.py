@@ -7,12 +7,10 @@ import math
 import re
 
 from hps.cli.common import output_path, print_json, workload_arg
-from hps.collective import studies
 from hps.config.loaders import load_network
 from hps.config.paths import TOPOLOGIES, resolve_topology
 from hps.errors import ConfigError
 from hps.report.collective import format_iteration, format_suite
-from hps.report.gantt import save_gantt
 from hps.report.tables import format_table
 
 POLICY_CHOICES = ("baseline", "themis", "roundrobin", "best-fixed", "learned")
@@ -51,9 +49,12 @@ def register(subparsers) -> None:
 
 
 def _plot(path, network, size, chunks, policy, intra, result) -> None:
+    from hps.collective import studies
+    from hps.report.gantt import save_gantt  # matplotlib: only when a chart is asked for
+
     panels = [(f"{policy} + {intra}", result)]
     if policy != "baseline":
-        baseline = studies.single(network, size, chunks, "baseline", False)[1]
+        baseline = studies.single_allreduce(network, size, chunks, "baseline", False)[1]
         panels.insert(0, ("baseline + fifo", baseline))
     save_gantt(path, network, panels, size)
 
@@ -61,6 +62,8 @@ def _plot(path, network, size, chunks, policy, intra, result) -> None:
 def _iteration(network, args) -> dict:
     if not (math.isfinite(args.batch_per_npu) and args.batch_per_npu > 0):
         raise ConfigError("--batch-per-npu", "batch_per_npu", f"must be a positive number, got {args.batch_per_npu}")
+    from hps.collective import studies
+
     workload = workload_arg(args.iteration, flag="--iteration")
     resource = studies.compute_resource(args.catalog, args.resource)
     return studies.iteration(
@@ -75,6 +78,8 @@ def _iteration(network, args) -> dict:
 
 
 def run(args) -> int:
+    from hps.collective import studies
+
     size = parse_size(args.size)
     plot = output_path(args.plot, "--plot")
     if args.policy == "learned" and not args.checkpoint:
@@ -99,7 +104,9 @@ def run(args) -> int:
         from hps.collective.agent.checkpoint import checkpoint_orders
 
         orders = checkpoint_orders(args.checkpoint, network, size, args.chunks)
-    payload, result = studies.single(network, size, args.chunks, args.policy, args.intra == "scf", orders=orders)
+    payload, result = studies.single_allreduce(
+        network, size, args.chunks, args.policy, args.intra == "scf", orders=orders
+    )
     if plot:
         _plot(plot, network, size, args.chunks, args.policy, args.intra, result)
     if args.json:
@@ -112,7 +119,8 @@ def run(args) -> int:
     print(f"{network.name}: All-Reduce of {size:,.0f} bytes in {args.chunks} chunks, {args.policy} + {args.intra}")
     print(format_table(["dimension", "size", "GiB_per_s", "busy_s", "busy_share"], rows))
     print(
-        f"\ntime {payload['time']:.6g} s   ideal {payload['ideal_time']:.6g} s   utilization {payload['utilization']:.1%}"
+        f"\ntime {payload['time']:.6g} s   ideal {payload['ideal_time']:.6g} s   "
+        f"utilization {payload['utilization']:.1%}"
     )
     if args.plot:
         print(f"wrote {args.plot}")

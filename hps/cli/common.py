@@ -12,7 +12,6 @@ from hps.config.loaders import load_catalog
 from hps.config.paths import resolve_topology
 from hps.config.types import Job, Workload
 from hps.errors import ConfigError
-from hps.placement.model import validate_job
 from hps.workloads import ZOO, resolve_workload
 
 DEFAULT_CATALOG = "cloud-2024"
@@ -99,6 +98,8 @@ def workload_arg(spec: str, overrides: dict[str, object] | None = None, flag: st
 def resolve_job(args, workload: Workload) -> Job:
     """The job of the flags, the workload's defaults filling those not given; ConfigError names
     the flag of a bad value (each Job field has the flag of its name)."""
+    from hps.placement.model import validate_job  # JAX: only once a command resolves its job
+
     defaults = workload.defaults
     values = {}
     for name in ("batch", "throughput", "samples"):

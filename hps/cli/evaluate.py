@@ -1,13 +1,8 @@
-"""`hps evaluate`: one schedule through the placement cost model (SPEC contract)."""
+"""`hps evaluate`: one schedule through the placement cost model (docs/placement-model.md)."""
 
 from __future__ import annotations
 
 from hps.cli.common import add_instance_args, print_json, resolve_instance
-from hps.config.loaders import parse_schedule
-from hps.placement.model import build_params
-from hps.placement.model.sensitivity import sensitivity
-from hps.report.placement import format_report, schedule_report
-from hps.report.sensitivity import format_sensitivity
 
 
 def register(subparsers) -> None:
@@ -17,12 +12,19 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--sensitivity",
         action="store_true",
-        help="also d(cost)/d(figure) and elasticity of every catalogue and network figure (jax.grad, provisioning fixed)",
+        help="also d(cost)/d(figure) and elasticity of every catalogue and network figure "
+        "(jax.grad, provisioning fixed)",
     )
     parser.set_defaults(run=run)
 
 
 def run(args) -> int:
+    from hps.config.loaders import parse_schedule
+    from hps.placement.model import build_params
+    from hps.placement.model.sensitivity import sensitivity
+    from hps.report.placement import format_report, schedule_report
+    from hps.report.sensitivity import format_sensitivity
+
     workload, catalog, job = resolve_instance(args)
     schedule = parse_schedule(args.schedule, catalog, len(workload.layers))
     report = schedule_report(workload, catalog, job, schedule)

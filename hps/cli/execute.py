@@ -1,4 +1,4 @@
-"""`hps execute [PLAN.json]`: run a plan as real sharded JAX training (SPEC "Executor").
+"""`hps execute [PLAN.json]`: run a plan as real sharded JAX training (docs/executor.md).
 
 The plan is a schedule (`--schedule`, or the "schedule" of `hps plan --out PLAN.json`, whose
 "instance" also names the workload, catalogue and job). Stages run on device pools per resource
@@ -203,5 +203,6 @@ def check_model_matches(model, workload) -> None:
                 "--workload",
                 f"{workload.name}.{row.name}",
                 f"the table says {row.dense_param_bytes:g} dense + {row.sparse_param_bytes:g} sparse parameter "
-                f"bytes but the model has {dense:g} + {sparse:g}; was the table made with other hyperparameters (--set)?",
+                f"bytes but the model has {dense:g} + {sparse:g}; "
+                "was the table made with other hyperparameters (--set)?",
             )

@@ -33,21 +33,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+MIN_COMPILE_SECONDS = 0.5
+"""Compiles shorter than this are not written to the persistent cache."""
+
+
 def enable_compile_cache() -> None:
     """JAX's persistent compilation cache, so repeated commands skip XLA compiles.
 
     Directory: $JAX_COMPILATION_CACHE_DIR, else ~/.cache/hps/jax; HPS_COMPILE_CACHE=0 turns it off.
+    Before JAX is imported this only sets the environment variables JAX reads when it is imported,
+    so a command that never needs JAX (`hps workload list`) never imports it.
     """
     if os.environ.get("HPS_COMPILE_CACHE") == "0":
         return
+    default = os.path.join(os.path.expanduser("~"), ".cache", "hps", "jax")
+    directory = os.environ.get("JAX_COMPILATION_CACHE_DIR", default)
+    if "jax" not in sys.modules:
+        os.environ["JAX_COMPILATION_CACHE_DIR"] = directory
+        os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = str(MIN_COMPILE_SECONDS)
+        return
     import jax
 
-    default = os.path.join(os.path.expanduser("~"), ".cache", "hps", "jax")
-    jax.config.update("jax_compilation_cache_dir", os.environ.get("JAX_COMPILATION_CACHE_DIR", default))
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+    jax.config.update("jax_compilation_cache_dir", directory)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)
 
 
-HOST_DEVICE_COMMANDS = ("execute", "profile", "quickstart")
+HOST_DEVICE_COMMANDS = ("execute", "profile", "quickstart", "run")
 """Commands that run stages on device pools: on a CPU they get HOST_DEVICES host devices."""
 HOST_DEVICES = 8
 

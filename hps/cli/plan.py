@@ -1,6 +1,6 @@
-"""`hps plan`: plan a workload on a catalogue with a trained placement policy (SPEC contract).
+"""`hps plan`: plan a workload on a catalogue with a trained placement policy.
 
-`--samples` is the job's training samples N, as in every command (SPEC); `--plans` is how many
+`--samples` is the job's training samples N, as in every command; `--plans` is how many
 plans the policy samples (default 64) before the exact model keeps the best, greedy plan included;
 `--refine` then polishes that plan with a hill climb of stage moves (`hps.placement.search.refine`).
 """
@@ -16,7 +16,6 @@ from hps.cli.common import (
     write_json,
 )
 from hps.errors import ConfigError
-from hps.report.placement import format_report, schedule_report
 
 
 def register(subparsers) -> None:
@@ -38,6 +37,7 @@ def register(subparsers) -> None:
 def run(args) -> int:
     from hps.placement.agent.checkpoint import load_policy
     from hps.placement.agent.planner import plan
+    from hps.report.placement import format_report, schedule_report
 
     out = output_path(args.out)
     if args.plans < 1:

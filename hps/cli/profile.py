@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import sys
 
-from tqdm import tqdm
-
 from hps.cli.common import (
     add_instance_args,
     output_path,
@@ -35,6 +33,7 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     import jax
+    from tqdm import tqdm
 
     from hps.executor.devices import device_pools, parse_device_map
     from hps.executor.profile import profile_layers, with_measured_times

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import sys
 
-from tqdm import tqdm
-
 from hps.cli.common import print_json
 from hps.report.tables import format_table
 
@@ -28,6 +26,8 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    from tqdm import tqdm
+
     from hps.errors import ConfigError
     from hps.experiments.quickstart import STEPS, QuickstartConfig, run_quickstart
 
@@ -37,6 +37,8 @@ def run(args) -> int:
 
     check_output_dir(args.out, "--out")
     workloads = tuple(w.strip() for w in args.workloads.split(",") if w.strip())
+    if not workloads:
+        raise ConfigError("--workloads", "quickstart", "name at least one zoo workload")
     config = QuickstartConfig(out=args.out, train_chunks=args.chunks, num_envs=args.envs, workloads=workloads)
     steps = tqdm(total=len(STEPS), desc="quickstart", unit="step", file=sys.stderr, disable=args.json, position=0)
     chunks = tqdm(
@@ -69,45 +71,21 @@ def run(args) -> int:
     return 0
 
 
-def _cost(value) -> str:
-    if value is None:
-        return "infeasible"
-    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
-
-
-def _ratio(value) -> str:
-    return "-" if value is None else f"{value:.3f}"
-
-
 def format_summary(summary: dict) -> str:
     """The one table (cost / best found per method and workload), then the unseen workload's
-    plan and its execution, then where the files are."""
-    comparisons = summary["comparisons"]
-    methods = list(dict.fromkeys(m for c in comparisons for m in c["methods"] if not m.startswith("only:")))
-    rows = [
-        [c["workload"], _cost(c["best_cost"]), *(_ratio(c["methods"].get(m, {}).get("ratio")) for m in methods)]
-        for c in comparisons
-    ]
+    plan and its execution, then where the files are (texts of `hps.experiments.quickstart`)."""
+    from hps.experiments.quickstart import COMPARISON_CAPTION, comparison_table, unseen_lines
+
+    headers, rows = comparison_table(summary["comparisons"])
     training = summary["training"]
-    unseen = summary["unseen"]
-    execution = unseen["execution"]
-    plan = unseen["plan"]
-    stages = ", ".join(f"{s['type']} x{s['replicas']}" for s in execution["stages"])
     lines = [
         f"policy: {training['updates']} updates in {summary['seconds']['train']:.0f} s "
         f"(checkpoint {summary['files']['checkpoint']})",
         "",
-        "cost / best plan found (exhaustive = the optimum; policy = best of 64 sampled plans + greedy; "
-        "policy_refined = that plan after stage moves, hps plan --refine):",
-        format_table(["workload", "best $", *methods], rows),
+        COMPARISON_CAPTION,
+        format_table(headers, rows),
         "",
-        f"unseen workload {unseen['workload']}: planned from the checkpoint in {unseen['plan_seconds'] * 1e3:.1f} ms "
-        f"-> {','.join(plan['schedule'])} ({'feasible' if plan['feasible'] else plan['reason']}, "
-        f"${_cost(plan['cost'])})",
-        f"executed on {len(unseen['devices'])} device(s), stages {stages}: measured "
-        f"{execution['measured_throughput']:,.0f} samples/s (predicted {execution['predicted_throughput']:,.0f}); "
-        f"same parameters as single-device training: {execution['equivalent']} "
-        f"(max relative difference {execution['max_param_rel_diff']:.1e})",
+        *unseen_lines(summary["unseen"]),
         "",
         "figures: " + ", ".join(summary["files"][k] for k in ("comparison", "learning_curve")),
         f"summary: {summary['files']['summary']}",

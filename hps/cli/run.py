@@ -3,15 +3,73 @@ figures, report.md), resuming from the items a killed run saved; prints the tabl
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from hps.cli.common import print_json
 from hps.config.files import check_output_dir
 from hps.report.tables import format_table
 
+EXPERIMENT_KINDS = {
+    "CollectivePolicyConfig": (
+        "hps.experiments.collective_policy",
+        "train a collective policy, compare it with Themis on held-out networks and the suite",
+    ),
+    "ExecutorCalibrationConfig": (
+        "hps.experiments.executor_calibration",
+        "cost model error on executed plans, roofline vs profiled layer times",
+    ),
+    "GeneralizationConfig": (
+        "hps.experiments.generalization",
+        "one placement policy on unseen workloads and catalogues vs per-instance search",
+    ),
+    "HeterpsZooConfig": (
+        "hps.experiments.heterps_zoo",
+        "the placement policy vs every search method over the zoo at several throughput floors",
+    ),
+    "PlacementPolicyConfig": (
+        "hps.experiments.placement_policy",
+        "placement checkpoints vs the optimum, the GA and the gradient search on held-out instances",
+    ),
+    "QuickstartConfig": (
+        "hps.experiments.quickstart",
+        "what `hps quickstart` runs: train, compare, plan and execute an unseen workload",
+    ),
+    "ScalingConfig": (
+        "hps.experiments.scaling",
+        "env steps/s and All-Reduces/s vs environments, layers and chunks (log-log)",
+    ),
+    "ThemisAllReduceConfig": (
+        "hps.experiments.themis_allreduce",
+        "All-Reduce utilization of every collective policy over the topology suite",
+    ),
+    "ThemisIterationConfig": (
+        "hps.experiments.themis_iteration",
+        "training-iteration speed-up of Themis + SCF over the baseline order",
+    ),
+}
+"""The experiment kinds `hps run` knows: config type -> (module, what it does), for --help
+without importing them (a test checks it against the registered kinds)."""
+
+
+def kinds_epilog() -> str:
+    width = max(map(len, EXPERIMENT_KINDS))
+    lines = [f"  {name:<{width}}  {text}" for name, (_, text) in EXPERIMENT_KINDS.items()]
+    return (
+        "experiment kinds (the config types config() may return; experiments/ has one file of each):\n"
+        + "\n".join(lines)
+        + "\n\nimport each from its module, e.g. from hps.experiments.scaling import ScalingConfig"
+    )
+
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("run", help="run an experiment file (resumes a killed run)")
+    parser = subparsers.add_parser(
+        "run",
+        help="run an experiment file (resumes a killed run)",
+        description=__doc__,
+        epilog=kinds_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("experiment", help="Python file defining config() (see experiments/)")
     parser.add_argument("--out", default="results", help="results folder; the run goes to OUT/NAME (default: results)")
     parser.add_argument("--fresh", action="store_true", help="recompute every item instead of resuming")

@@ -5,17 +5,14 @@ from __future__ import annotations
 import math
 import sys
 
-import jax
-from tqdm import tqdm
-
 from hps.cli.common import add_instance_args, print_json, resolve_instance
 from hps.errors import SearchSpaceTooLarge
-from hps.placement.model import REASONS, build_params
-from hps.placement.search import METHODS, run_search
-from hps.report.placement import format_report, schedule_report
 from hps.report.tables import format_table
 
 ALL = "all"
+METHOD_NAMES = ("single", "greedy", "random", "genetic", "gradient", "exhaustive")
+"""The keys of `hps.placement.search.METHODS`, in its order, named here so that building the
+parser (`hps --help`) does not import JAX."""
 
 
 def register(subparsers) -> None:
@@ -24,19 +21,22 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--method",
         default=ALL,
-        choices=(ALL, *METHODS),
+        choices=(ALL, *METHOD_NAMES),
         help="search method, or 'all' to compare every method (default)",
     )
     parser.add_argument(
         "--budget",
         type=int,
-        help="evaluations for random/genetic/gradient (so they compare at equal evaluations); evaluation cap for greedy; space limit for exhaustive",
+        help="evaluations for random/genetic/gradient (so they compare at equal evaluations); "
+        "evaluation cap for greedy; space limit for exhaustive",
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.set_defaults(run=run)
 
 
 def _summary(result, catalog) -> dict:
+    from hps.placement.model import REASONS
+
     return {
         "method": result.method,
         "schedule": [catalog.names[t] for t in result.schedule],
@@ -51,6 +51,11 @@ def _summary(result, catalog) -> dict:
 
 
 def _run_methods(methods, params, args, show_progress):
+    import jax
+    from tqdm import tqdm
+
+    from hps.placement.search import run_search
+
     results, skipped = [], {}
     bar = tqdm(methods, desc="search", disable=not show_progress, file=sys.stderr, leave=False)
     for method in bar:
@@ -65,6 +70,10 @@ def _run_methods(methods, params, args, show_progress):
 
 
 def run(args) -> int:
+    from hps.placement.model import build_params
+    from hps.placement.search import METHODS
+    from hps.report.placement import format_report, schedule_report
+
     workload, catalog, job = resolve_instance(args)
     params = build_params(workload, catalog, job)
     methods = list(METHODS) if args.method == ALL else [args.method]
@@ -77,7 +86,8 @@ def run(args) -> int:
         print_json(payload)
         return 0
     print(
-        f"{workload.name} on {catalog.name}: batch {job.batch:g}, floor {job.throughput:g} samples/s, {job.samples:g} samples"
+        f"{workload.name} on {catalog.name}: batch {job.batch:g}, floor {job.throughput:g} samples/s, "
+        f"{job.samples:g} samples"
     )
     rows = [
         [

@@ -1,8 +1,8 @@
 """`hps train [EXPERIMENT.py]`: train a policy in a run folder, resuming if it holds one.
 
 With no experiment, trains the default general placement policy (`default_placement_config`:
-risk-seeking REINFORCE, LSTM, 4,096 environments of the TRAIN split), or with `--kind collective` the default collective policy
-(REINFORCE over random networks). An experiment file is Python defining CONFIG, a
+risk-seeking REINFORCE, LSTM, 4,096 environments of the TRAIN split), or with `--kind collective`
+the default collective policy (REINFORCE over random networks). An experiment file is Python defining CONFIG, a
 `hps.placement.agent.train.TrainConfig` or `hps.collective.agent.train.CollectiveTrainConfig` (or a function
 config() returning one). Flags override its fields.
 """
@@ -14,13 +14,11 @@ import runpy
 import sys
 from pathlib import Path
 
-from tqdm import tqdm
-
 from hps.cli.common import print_json
 from hps.config.files import check_output_dir
+from hps.config.limits import UNBOUNDED_CHUNKS
 from hps.errors import ConfigError
 
-UNBOUNDED_CHUNKS = 1_000_000  # with --minutes and no --chunks, the clock ends training
 FLAGS = {"num_envs": "envs", "algorithm": "algorithm", "seed": "seed", "num_chunks": "chunks"}  # config field -> flag
 SHOWN = (
     "reward",
@@ -124,6 +122,8 @@ def run(args) -> int:
         initialize(args.coordinator, args.num_processes, args.process_id)
     elif args.num_processes != 1:
         raise ConfigError("--num-processes", "num_processes", "needs --coordinator HOST:PORT")
+    from tqdm import tqdm
+
     from hps.rl.distributed import is_primary
     from hps.rl.session import SessionPaths, train_session
 

@@ -10,7 +10,7 @@ from hps.collective.model.iteration import iteration_time
 from hps.collective.model.network import ideal_time, network_params
 from hps.collective.model.orders import policy_orders
 from hps.collective.model.simulator import simulate_allreduce, utilization
-from hps.collective.model.themis import MAX_CHUNKS
+from hps.config.limits import MAX_CHUNKS
 from hps.config.loaders import load_catalog, load_network
 from hps.config.paths import resolve_topology
 from hps.config.types import Network, ResourceType, Workload
@@ -26,7 +26,7 @@ SUITE_POLICIES = (
 )
 
 
-def single(network: Network, total_bytes: float, chunks: int, policy: str, scf: bool, orders=None):
+def single_allreduce(network: Network, total_bytes: float, chunks: int, policy: str, scf: bool, orders=None):
     """({"time", "ideal_time", "utilization", "busy", "orders"}, SimResult) of one All-Reduce.
 
     orders: (≥ chunks, 4) padded orders to use instead of the named policy's (e.g. a learned
@@ -58,7 +58,7 @@ def suite(paths, total_bytes: float, chunks: int) -> dict:
         network = load_network(path)
         row = {"network": network.name}
         for policy, scf in SUITE_POLICIES:
-            payload, _ = single(network, total_bytes, chunks, policy, scf)
+            payload, _ = single_allreduce(network, total_bytes, chunks, policy, scf)
             row[f"{policy}+{'scf' if scf else 'fifo'}"] = payload["utilization"]
         rows.append(row)
     columns = [f"{p}+{'scf' if s else 'fifo'}" for p, s in SUITE_POLICIES]

@@ -1,4 +1,4 @@
-"""Validating TOML loaders (and the workload writer) for the SPEC "File formats".
+"""Validating TOML loaders (and the workload writer) for catalogue, network and workload files.
 
 Files carry units in field names (``bandwidth_GiBps``, ``latency_ns``, ``memory_GiB``,
 ``peak_TFLOPs``); the typed objects carry bytes, seconds, FLOP and bytes/s (GiB = 2**30 bytes).
@@ -13,9 +13,11 @@ import tomllib
 from typing import Any
 
 from hps.config.files import atomic_write_text
+from hps.config.limits import MAX_CATALOG_TYPES, MAX_DIMS, MAX_WORKLOAD_LAYERS
 from hps.config.types import (
     ALGORITHMS,
     LAYER_KINDS,
+    LAYER_NUMBERS,
     RESOURCE_KINDS,
     Catalog,
     Dimension,
@@ -47,10 +49,6 @@ from hps.config.validation import (
 )
 from hps.errors import ConfigError
 
-MAX_DIMENSIONS = 4
-MAX_RESOURCES = 6
-MAX_LAYERS = 64
-
 DIMENSION_KEYS = ("size", "bandwidth_GiBps", "latency_ns", "algorithm")
 NETWORK_KEYS = ("name", "dimension")
 CATALOG_KEYS = ("name", "resource")
@@ -67,14 +65,6 @@ RESOURCE_KEYS = (
     "price_per_hour",
     "max_units",
     "dimension",
-)
-LAYER_NUMBERS = (
-    "flops",
-    "mem_bytes",
-    "io_bytes",
-    "act_bytes",
-    "dense_param_bytes",
-    "sparse_param_bytes",
 )
 LAYER_KEYS = ("name", "kind", *LAYER_NUMBERS, "measured_time_s")
 DEFAULTS_KEYS = ("batch", "throughput", "samples")
@@ -97,7 +87,7 @@ def parse_dimension(table: dict[str, Any], source: str, prefix: str) -> Dimensio
 
 def parse_dimensions(table: dict[str, Any], source: str, prefix: str) -> tuple[Dimension, ...]:
     """The 1 to 4 ``[[dimension]]`` tables of `table`, dimension 1 (innermost) first."""
-    items = get_table_array(table, "dimension", source, prefix, min_len=1, max_len=MAX_DIMENSIONS)
+    items = get_table_array(table, "dimension", source, prefix, min_len=1, max_len=MAX_DIMS)
     path = field_path(prefix, "dimension")
     return tuple(parse_dimension(d, source, field_path(path, i)) for i, d in enumerate(items))
 
@@ -151,7 +141,7 @@ def parse_catalog(data: dict[str, Any], source: str) -> Catalog:
     require_table(data, source, "")
     check_keys(data, CATALOG_KEYS, CATALOG_KEYS, source, "")
     name = get_string(data, "name", source, "")
-    items = get_table_array(data, "resource", source, "", min_len=1, max_len=MAX_RESOURCES)
+    items = get_table_array(data, "resource", source, "", min_len=1, max_len=MAX_CATALOG_TYPES)
     check_unique([_raw_name(r) for r in items], source, "resource", "resource")
     resources = tuple(parse_resource(r, source, f"resource[{i}]") for i, r in enumerate(items))
     return Catalog(name=name, resources=resources)
@@ -218,7 +208,7 @@ def parse_workload(data: dict[str, Any], source: str) -> Workload:
         raise ConfigError(source, "description", f"must be a string, got {describe(description)}")
     if data.get("layer", []) == []:
         raise ConfigError(source, "layer", "empty workload: at least one [[layer]] is required")
-    items = get_table_array(data, "layer", source, "", min_len=1, max_len=MAX_LAYERS)
+    items = get_table_array(data, "layer", source, "", min_len=1, max_len=MAX_WORKLOAD_LAYERS)
     check_unique([_raw_name(t) for t in items], source, "layer", "layer")
     layers = tuple(parse_layer(t, source, f"layer[{i}]") for i, t in enumerate(items))
     defaults = parse_defaults(data["defaults"], source) if "defaults" in data else None
@@ -226,7 +216,7 @@ def parse_workload(data: dict[str, Any], source: str) -> Workload:
 
 
 def load_workload(path: str | os.PathLike[str]) -> Workload:
-    """Read and validate a workload file (raw per-sample numbers, SPEC "File formats")."""
+    """Read and validate a workload file (raw per-sample numbers, as `hps workload export` writes)."""
     return parse_workload(read_toml(path), str(path))
 
 
@@ -252,7 +242,7 @@ def _toml_float(value: float) -> str:
 
 
 def workload_to_toml(workload: Workload) -> str:
-    """The workload in the SPEC workload format; ``load_workload`` reads it back equal."""
+    """The workload in hps's workload TOML format; ``load_workload`` reads it back equal."""
     lines = [f"name = {_toml_string(workload.name)}"]
     if workload.description:
         lines.append(f"description = {_toml_string(workload.description)}")

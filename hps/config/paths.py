@@ -2,12 +2,29 @@
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 
 from hps.errors import ConfigError
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-TOPOLOGIES = REPO_ROOT / "topologies"
+
+def _shipped_topologies() -> Path:
+    """The folder of shipped data: the package `hps.topologies` of an install (wheel or editable).
+
+    A source tree imported straight from its folder (PYTHONPATH, pytest's rootdir) has no such
+    package, or one an install of another checkout provides; it reads its own topologies/.
+    """
+    package = Path(__file__).resolve().parents[1]
+    try:
+        found = Path(str(resources.files("hps.topologies")))
+    except ModuleNotFoundError:
+        found = None
+    if found is not None and found.resolve().parent in (package, package.parent):
+        return found
+    return package.parent / "topologies"
+
+
+TOPOLOGIES = _shipped_topologies()
 
 
 def resolve_topology(spec: str, kind: str, flag: str) -> Path:

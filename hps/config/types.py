@@ -10,13 +10,19 @@ import math
 from dataclasses import dataclass, field
 
 ALGORITHMS = ("ring", "direct", "switch", "halving_doubling")
+ALGORITHM_CODE = {name: code for code, name in enumerate(ALGORITHMS)}  # the int code of each in jnp arrays
 RESOURCE_KINDS = ("cpu", "gpu", "other")
 LAYER_KINDS = ("dense", "sparse")
 COLLECTIVE_POLICIES = ("baseline", "themis")
+LAYER_NUMBERS = ("flops", "mem_bytes", "io_bytes", "act_bytes", "dense_param_bytes", "sparse_param_bytes")
+"""The per-sample numbers of a `Layer` (its fields, and its file's keys, besides name and kind)."""
 
 
 def steps_per_phase(algorithm: str, size: int) -> int:
-    """Steps of one Reduce-Scatter or All-Gather phase on a dimension of `size` NPUs."""
+    """Steps of one Reduce-Scatter or All-Gather phase on a dimension of `size` NPUs: ring P−1,
+    direct 1, switch 1, halving_doubling ⌈log2 P⌉; 0 when P = 1. The rule in plain Python over
+    algorithm names; `hps.collective.model.network.steps_per_phase_codes` is its jnp form over
+    ALGORITHM_CODE arrays (a test checks that the two agree)."""
     if size <= 1:
         return 0
     if algorithm == "ring":
@@ -24,8 +30,19 @@ def steps_per_phase(algorithm: str, size: int) -> int:
     if algorithm in ("direct", "switch"):
         return 1
     if algorithm == "halving_doubling":
-        return math.ceil(math.log2(size))
+        return (size - 1).bit_length()  # ⌈log2 P⌉, integer-exact
     raise ValueError(f"unknown algorithm {algorithm!r}")
+
+
+def stage_spans(schedule) -> list[tuple[int, int, int]]:
+    """(first layer, last layer, type) of each stage of a schedule (one resource type index per
+    layer): the maximal runs of one type."""
+    spans, first = [], 0
+    for layer in range(1, len(schedule) + 1):
+        if layer == len(schedule) or schedule[layer] != schedule[first]:
+            spans.append((first, layer - 1, schedule[first]))
+            first = layer
+    return spans
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from typing import Any
 from hps.errors import ConfigError
 
 GIB = 2**30  # bytes per GiB (ASTRA-sim's convention)
+MIB = 2**20  # bytes per MiB
 TERA = 1e12  # FLOP/s per TFLOP/s
 NANO = 1e-9  # seconds per ns
 
@@ -29,20 +30,15 @@ def field_path(prefix: str, key: str | int) -> str:
     return f"{prefix}.{key}" if prefix else key
 
 
+TOML_TYPES = ((bool, "boolean"), (int, "integer"), (float, "float"), (str, "string"), (list, "array"), (dict, "table"))
+"""(Python type, TOML name) of parsed values; bool before int, as a bool is an int."""
+
+
 def toml_type(value: Any) -> str:
     """The TOML name of a parsed value's type (``string``, ``integer``, ``boolean`` ...)."""
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "float"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "table"
+    for python_type, name in TOML_TYPES:
+        if isinstance(value, python_type):
+            return name
     return type(value).__name__  # datetime, date, time
 
 

@@ -1,2 +1,2 @@
-"""Executor (SPEC "Executor"): a plan runs as real JAX training — stage meshes, the planned
+"""Executor (docs/executor.md): a plan runs as real JAX training — stage meshes, the planned
 hierarchical All-Reduce of each stage's gradients, and measurements beside the model's prediction."""

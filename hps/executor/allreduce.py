@@ -1,4 +1,4 @@
-"""The planned hierarchical All-Reduce (SPEC "Executor", "Collective model"), run inside
+"""The planned hierarchical All-Reduce (docs/executor.md, docs/collective-model.md), run inside
 ``jax.shard_map``: the input splits into C chunks; each chunk Reduce-Scatters
 (``lax.psum_scatter``, tiled) over the mesh axes in its planned order, then All-Gathers
 (``lax.all_gather``, tiled) over them in reverse. The result equals ``lax.psum`` over the axes.
@@ -19,7 +19,7 @@ from jax import lax
 from jax.flatten_util import ravel_pytree
 
 from hps.collective.model.orders import policy_orders
-from hps.collective.model.themis import MAX_CHUNKS
+from hps.config.limits import MAX_CHUNKS
 from hps.config.types import Network
 from hps.errors import ConfigError
 from hps.executor.mesh import used_network

@@ -1,4 +1,4 @@
-"""Stage meshes (SPEC "Executor"): the k devices of a stage as a jax.sharding.Mesh with one axis
+"""Stage meshes (docs/executor.md): the k devices of a stage as a jax.sharding.Mesh with one axis
 per network dimension they use, so a collective order over network dimensions is an order over
 mesh axes.
 

@@ -1,4 +1,4 @@
-"""Execute a placement plan for real (SPEC "Executor"): build the stages, train, measure, compare.
+"""Execute a placement plan for real (docs/executor.md): build the stages, train, measure, compare.
 
 `execute_plan` takes a workload with a Flax model, a catalogue, a job and a schedule (type per
 layer), and returns the `hps execute` report: per stage the measured time (compute + transfer +
@@ -18,7 +18,7 @@ import jax
 import numpy as np
 import optax
 
-from hps.config.types import Catalog, Job, Workload
+from hps.config.types import Catalog, Job, Workload, stage_spans
 from hps.errors import ConfigError
 from hps.executor.allreduce import planned_orders
 from hps.executor.devices import assign_stage_devices, device_pools
@@ -50,16 +50,6 @@ class ExecuteOptions:
     seed: int = 0
     check: bool = False
     replicas: tuple[int, ...] | None = None
-
-
-def stage_spans(schedule: list[int]) -> list[tuple[int, int, int]]:
-    """(first layer, last layer, type) of each maximal run of one type."""
-    spans, first = [], 0
-    for layer in range(1, len(schedule) + 1):
-        if layer == len(schedule) or schedule[layer] != schedule[first]:
-            spans.append((first, layer - 1, schedule[first]))
-            first = layer
-    return spans
 
 
 def runnable_replicas(planned: int, pool: int, network) -> int:
@@ -119,7 +109,7 @@ def execute_plan(
     policy = options.policy or job.collective
 
     stages, synced = [], []
-    for index, ((first, last, t), devices, net) in enumerate(
+    for index, ((first, last, _), devices, net) in enumerate(
         zip(spans, assign_stage_devices(names, ks, pools), networks)
     ):
         mesh = make_stage_mesh(devices, net)

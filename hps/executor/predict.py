@@ -1,4 +1,4 @@
-"""The cost model's prediction for a plan as it is executed (SPEC "Placement cost model").
+"""The cost model's prediction for a plan as it is executed (docs/placement-model.md).
 
 The executor may run a stage with fewer replicas than the plan provisioned (a pool smaller than
 the plan), so the prediction is made for the replica counts that actually run, with the

@@ -1,5 +1,5 @@
 """`hps profile`: measure each layer's time per sample on each device kind, so the cost model
-can use measured numbers instead of the roofline (SPEC "Workload": measured per-type times).
+can use measured numbers instead of the roofline (a workload's measured per-type times).
 
 A layer is timed exactly as the executor runs it: a one-layer stage on the type's whole pool of n
 devices (a data-parallel mesh, so the devices contend for the host as a stage's replicas do),
@@ -7,7 +7,7 @@ its forward (with vjp residuals) and backward each blocked until ready, on the a
 preceding layers produce for a micro-batch of `batch` samples (batch / n per device). Time per
 sample = those seconds / (batch / n): the placement model's per-replica t(l, t), so
 compute = (B/k)·Σ t matches a stage of k = n replicas run with micro-batches of `batch`.
-Each time is the median of `repeats` runs (`layer_seconds`).
+Each time is the median of `repeats` runs (`measured_layer_seconds`).
 
 What a per-sample time cannot hold: the fixed cost of each call (dispatch, a dense gradient of an
 embedding table) is spread over the samples of the profiled micro-batch, so profile at the
@@ -61,13 +61,13 @@ def profile_layers(
                 progress(name, index)
             stage = build_stage(0, name, index, index, model, mesh, ("d0",), np.zeros((1, 1), np.int32), optimizer)
             piece = compile_pipeline([stage], optimizer)[0]
-            (seconds,) = layer_seconds(piece, [x], repeats, index == 0)
+            (seconds,) = measured_layer_seconds(piece, [x], repeats, index == 0)
             per_layer.append(seconds / per_device)
         times[name] = per_layer
     return times
 
 
-def layer_seconds(piece, batches: list, repeats: int, reads_input: bool) -> list[float]:
+def measured_layer_seconds(piece, batches: list, repeats: int, reads_input: bool) -> list[float]:
     """Seconds of one forward + backward of a one-layer stage on each activation in `batches`,
     timed as the executor's measurement pass times a stage (`hps.executor.measure`): each piece
     blocked until ready, the first layer's move of its input from the host included (the io

@@ -2,20 +2,31 @@
 resume, summarised as results.json, PNG figures and report.md (`hps run EXPERIMENT.py`).
 
 A new kind: a module here defining a frozen `ExperimentConfig` subclass and calling
-`register_kind(ConfigType, items=..., run_item=..., summarize=...)` (see hps.experiments.base),
+`register_experiment_kind(ConfigType, items=..., run_item=..., summarize=...)` (see hps.experiments.base),
 imported below so that `hps run` knows it.
 """
 
-from hps.experiments.base import ExperimentConfig, Summary, kind_of, register_kind
+from hps.experiments.base import ExperimentConfig, Summary, experiment_kind_of, register_experiment_kind
 from hps.experiments.loader import load_config
 from hps.experiments.runner import run_experiment
 
-__all__ = ["ExperimentConfig", "Summary", "kind_of", "load_config", "register_kind", "run_experiment"]
+__all__ = [
+    "ExperimentConfig",
+    "Summary",
+    "experiment_kind_of",
+    "load_config",
+    "register_experiment_kind",
+    "run_experiment",
+]
 
 # The kinds: importing each module registers it.
 from hps.experiments import (  # noqa: E402,F401
+    collective_policy,
+    executor_calibration,
     generalization,
     heterps_zoo,
+    placement_policy,
+    quickstart,
     scaling,
     themis_allreduce,
     themis_iteration,

@@ -1,6 +1,6 @@
 """What an experiment kind is: its typed config, its units of work, and its summary.
 
-A kind registers its config type with `register_kind(ConfigType, items=..., run_item=...,
+A kind registers its config type with `register_experiment_kind(ConfigType, items=..., run_item=...,
 summarize=...)`:
 
 - `items(config) -> list[(key, params)]`: the independent units of work (one network, one
@@ -55,29 +55,29 @@ class Summary:
 
 
 @dataclass(frozen=True)
-class Kind:
+class ExperimentKind:
     items: Callable[[Any], list[tuple[str, Any]]]
     run_item: Callable[[Any, Any], dict]
     summarize: Callable[[Any, dict[str, dict]], Summary]
 
 
-KINDS: dict[type, Kind] = {}
+EXPERIMENT_KINDS: dict[type, ExperimentKind] = {}
 
 
-def register_kind(config_type: type, *, items, run_item, summarize) -> None:
+def register_experiment_kind(config_type: type, *, items, run_item, summarize) -> None:
     """Make `hps run` accept configs of `config_type` (a frozen ExperimentConfig dataclass)."""
     if not (isinstance(config_type, type) and issubclass(config_type, ExperimentConfig)):
         raise TypeError(f"{config_type!r} is not an ExperimentConfig subclass")
-    KINDS[config_type] = Kind(items=items, run_item=run_item, summarize=summarize)
+    EXPERIMENT_KINDS[config_type] = ExperimentKind(items=items, run_item=run_item, summarize=summarize)
 
 
-def kind_of(config) -> Kind:
+def experiment_kind_of(config) -> ExperimentKind:
     """The registered kind of `config` (its exact type, else its nearest registered base)."""
     for cls in type(config).__mro__:
-        if cls in KINDS:
-            return KINDS[cls]
+        if cls in EXPERIMENT_KINDS:
+            return EXPERIMENT_KINDS[cls]
     raise TypeError(f"no experiment kind is registered for {type(config).__name__}")
 
 
-def kind_names() -> list[str]:
-    return sorted(cls.__name__ for cls in KINDS)
+def experiment_kind_names() -> list[str]:
+    return sorted(cls.__name__ for cls in EXPERIMENT_KINDS)

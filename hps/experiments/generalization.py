@@ -12,7 +12,7 @@ import numpy as np
 
 from hps.config.loaders import load_catalog
 from hps.config.paths import resolve_topology
-from hps.experiments.base import Summary, register_kind
+from hps.experiments.base import Summary, register_experiment_kind
 from hps.experiments.figures import save_grouped_bars
 from hps.experiments.placement import (
     PolicyComparisonConfig,
@@ -83,7 +83,7 @@ def summarize(config: GeneralizationConfig, results: dict[str, dict]) -> Summary
     training = pop_training(results)
     shown = ["policy", "policy_refined", *(["ppo", "ppo_refined"] if training["ppo"] else []), *METHODS]
     rows, ratio, seconds = [], {m: [] for m in shown}, {m: [] for m in shown}
-    for key, r in results.items():
+    for r in results.values():
         methods = r["methods"]
         for m in shown:
             if m in methods and methods[m]["ratio"] is not None:
@@ -161,4 +161,4 @@ def _ms(row) -> str:
     return "-" if not row else f"{row['seconds'] * 1e3:.1f}"
 
 
-register_kind(GeneralizationConfig, items=items, run_item=run_item, summarize=summarize)
+register_experiment_kind(GeneralizationConfig, items=items, run_item=run_item, summarize=summarize)

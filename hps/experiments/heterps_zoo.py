@@ -17,7 +17,7 @@ import numpy as np
 from hps.config.loaders import load_catalog
 from hps.config.paths import resolve_topology
 from hps.errors import ConfigError
-from hps.experiments.base import Summary, register_kind
+from hps.experiments.base import Summary, register_experiment_kind
 from hps.experiments.placement import (
     PolicyComparisonConfig,
     compare_on_instance,
@@ -164,7 +164,8 @@ def summarize(config: HeterpsZooConfig, results: dict[str, dict]) -> Summary:
         "|---|---|---|",
     ]
     lines += [
-        f"| {w} | {_fmt(v['gpu_only_cost_ratio'], '{:.2f}x')} | {_fmt(v['throughput_at_cpu_budget_ratio'], '{:.2f}x')} |"
+        f"| {w} | {_fmt(v['gpu_only_cost_ratio'], '{:.2f}x')} "
+        f"| {_fmt(v['throughput_at_cpu_budget_ratio'], '{:.2f}x')} |"
         for w, v in ratios.items()
     ]
     pv = document["policy_vs_optimum"]
@@ -221,4 +222,4 @@ def _fmt(value, pattern: str) -> str:
     return "-" if value is None else pattern.format(value)
 
 
-register_kind(HeterpsZooConfig, items=items, run_item=run_item, summarize=summarize)
+register_experiment_kind(HeterpsZooConfig, items=items, run_item=run_item, summarize=summarize)

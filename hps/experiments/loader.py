@@ -6,7 +6,7 @@ import runpy
 from pathlib import Path
 
 from hps.errors import ConfigError
-from hps.experiments.base import KINDS, kind_names
+from hps.experiments.base import EXPERIMENT_KINDS, experiment_kind_names
 
 
 def load_config(path):
@@ -21,15 +21,19 @@ def load_config(path):
         raise ConfigError(source, "", f"cannot run the experiment file: {type(error).__name__}: {error}") from error
     make = namespace.get("config")
     if not callable(make):
-        raise ConfigError(source, "config", f"must define config() returning one of {', '.join(kind_names())}")
+        raise ConfigError(
+            source, "config", f"must define config() returning one of {', '.join(experiment_kind_names())}"
+        )
     try:
         config = make()
     except ConfigError:
         raise
     except Exception as error:
         raise ConfigError(source, "config()", f"{type(error).__name__}: {error}") from error
-    if not isinstance(config, tuple(KINDS)):
+    if not isinstance(config, tuple(EXPERIMENT_KINDS)):
         raise ConfigError(
-            source, "config()", f"returned {type(config).__name__}; expected one of {', '.join(kind_names())}"
+            source,
+            "config()",
+            f"returned {type(config).__name__}; expected one of {', '.join(experiment_kind_names())}",
         )
     return config

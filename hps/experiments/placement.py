@@ -85,8 +85,8 @@ def ensure_trained(policy_dir: str, train_config, minutes: float) -> dict:
 def ensure_policy(policy_dir: str, train_minutes: float, seed: int = 0, algorithm: str = "reinforce") -> dict:
     """The default placement policy in policy_dir, trained there first if it holds none;
     algorithm "ppo": the same recipe trained by PPO (without imitation, which is REINFORCE's)."""
+    from hps.config.limits import UNBOUNDED_CHUNKS
     from hps.placement.agent.train import default_placement_config
-    from hps.rl.driver import UNBOUNDED_CHUNKS
 
     config = dataclasses.replace(default_placement_config(), num_chunks=UNBOUNDED_CHUNKS, seed=seed)
     if algorithm == "ppo":

@@ -8,6 +8,11 @@
    model's prediction, checked against single-device training.
 
 Library code: no printing; `progress(step name)` reports each step, and the CLI draws the table.
+`hps quickstart` runs the steps in one flow (`run_quickstart`: summary.json and comparison.png
+in the quickstart folder); the same steps are an experiment kind (`hps run
+experiments/quickstart.py`: one item per step and compared workload, resumable, the runner's
+results.json, comparison.png and report.md). Both train in out/policy, so each reuses the other's
+finished policy.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from hps.config.files import atomic_write_text
 from hps.config.loaders import load_catalog
 from hps.config.paths import resolve_topology
 from hps.config.types import Catalog
+from hps.errors import ConfigError
+from hps.experiments.base import ExperimentConfig, Summary, register_experiment_kind
 from hps.experiments.placement import compare_on_instance, deepest, default_job
 from hps.placement.search import METHODS
 from hps.report.figures import save_figure
@@ -36,14 +43,16 @@ from hps.workloads import build_workload
 STEPS = ("train", "compare", "plan and execute")
 
 
-@dataclass(frozen=True)
-class QuickstartConfig:
-    """out: run folder; workloads: compared on `catalog` at their default jobs; unseen: planned
-    from the reloaded checkpoint and executed (a workload with a Flax model); train_chunks of
-    10 updates of num_envs environments, stopped early after train_minutes, imitating
-    `demonstrations` teacher-labelled instances, at most num_envs (fewer than the default
-    recipe's, as labelling counts in the time); plans: samples per planning call."""
+@dataclass(frozen=True, kw_only=True)
+class QuickstartConfig(ExperimentConfig):
+    """out: the quickstart folder (the policy trains in out/policy); workloads: compared on
+    `catalog` at their default jobs; unseen: planned from the reloaded checkpoint and executed
+    (a workload with a Flax model); train_chunks of 10 updates of num_envs environments, stopped
+    early after train_minutes, imitating `demonstrations` teacher-labelled instances, at most
+    num_envs (fewer than the default recipe's, as labelling counts in the time); plans: samples
+    per planning call."""
 
+    name: str = "quickstart"
     out: str = "runs/quickstart"
     catalog: str = "cloud-2024"
     workloads: tuple[str, ...] = ("ctr-dnn", "wide-deep", "dlrm", "matchnet")
@@ -54,7 +63,23 @@ class QuickstartConfig:
     demonstrations: int = 1024
     plans: int = 64
     execute_steps: int = 5
-    seed: int = 0
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not (isinstance(self.out, str) and self.out):
+            raise ValueError(f"out: must be a folder, got {self.out!r}")
+        if not (
+            isinstance(self.workloads, tuple) and self.workloads and all(isinstance(w, str) for w in self.workloads)
+        ):
+            raise ValueError(f"workloads: must be a non-empty tuple of zoo names, got {self.workloads!r}")
+        if not (isinstance(self.num_envs, int) and self.num_envs >= 16 and self.num_envs % 16 == 0):
+            raise ValueError(f"num_envs: must be a multiple of 16, got {self.num_envs!r}")
+        for name, least in (("train_chunks", 1), ("demonstrations", 0), ("plans", 1), ("execute_steps", 1)):
+            value = getattr(self, name)
+            if not (isinstance(value, int) and not isinstance(value, bool) and value >= least):
+                raise ValueError(f"{name}: must be an integer >= {least}, got {value!r}")
+        if not (isinstance(self.train_minutes, (int, float)) and self.train_minutes > 0):
+            raise ValueError(f"train_minutes: must be > 0, got {self.train_minutes!r}")
 
 
 def train_policy(config: QuickstartConfig, on_chunk=None):
@@ -173,20 +198,38 @@ def run_quickstart(config: QuickstartConfig, progress=lambda step: None, on_chun
     unseen = plan_and_execute(config, catalog)
     seconds["plan_and_execute"] = time.perf_counter() - start - seconds["train"] - seconds["compare"]
     summary = {
-        "config": dataclasses.asdict(config),
-        "training": {"updates": records[-1]["step"] if records else 0, "last": records[-1] if records else None},
+        "config": _config_document(config),
+        "training": training_summary(records),
         "comparisons": comparisons,
         "unseen": unseen,
         "seconds": seconds,
         "files": {
             "summary": str(out / "summary.json"),
             "comparison": str(out / "comparison.png"),
-            "learning_curve": str(out / "policy" / "learning_curve.png"),
-            "checkpoint": str(out / "policy" / "checkpoints"),
+            **policy_files(config),
         },
     }
     _write_json(out / "summary.json", summary)
     return summary
+
+
+def training_summary(records: list[dict]) -> dict:
+    """{"updates", "last"}: the training run's update count and last metrics record."""
+    return {"updates": records[-1]["step"] if records else 0, "last": records[-1] if records else None}
+
+
+def policy_files(config: QuickstartConfig) -> dict:
+    """Where the training run keeps its learning curve and checkpoints."""
+    policy = Path(config.out) / "policy"
+    return {"learning_curve": str(policy / "learning_curve.png"), "checkpoint": str(policy / "checkpoints")}
+
+
+def _config_document(config: QuickstartConfig) -> dict:
+    """The config as summary.json records it (its fields, seed last; the experiment name left out)."""
+    document = dataclasses.asdict(config)
+    del document["name"]
+    document["seed"] = document.pop("seed")
+    return document
 
 
 def _write_json(path: Path, payload: dict) -> None:
@@ -204,3 +247,118 @@ def _json_ready(value):
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
+
+
+# ---------------------------------------------------------------- the summary's text
+
+
+COMPARISON_CAPTION = (
+    "cost / best plan found (exhaustive = the optimum; policy = best of 64 sampled plans + greedy; "
+    "policy_refined = that plan after stage moves, hps plan --refine):"
+)
+
+
+def _cost(value) -> str:
+    if value is None:
+        return "infeasible"
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
+def _ratio(value) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def comparison_table(comparisons: list[dict]) -> tuple[list[str], list[list[str]]]:
+    """(headers, rows): the best cost and each method's cost / best found, per workload; the
+    searches in METHODS order, then the policy (also where a JSON reading sorted the keys)."""
+    found = list(dict.fromkeys(m for c in comparisons for m in c["methods"] if not m.startswith("only:")))
+    known = [m for m in (*METHODS, "policy", "policy_refined") if m in found]
+    methods = known + [m for m in found if m not in known]
+    rows = [
+        [c["workload"], _cost(c["best_cost"]), *(_ratio(c["methods"].get(m, {}).get("ratio")) for m in methods)]
+        for c in comparisons
+    ]
+    return ["workload", "best $", *methods], rows
+
+
+def unseen_lines(unseen: dict) -> list[str]:
+    """The unseen workload's plan from the checkpoint, and its execution beside the prediction."""
+    execution, plan = unseen["execution"], unseen["plan"]
+    stages = ", ".join(f"{s['type']} x{s['replicas']}" for s in execution["stages"])
+    return [
+        f"unseen workload {unseen['workload']}: planned from the checkpoint in {unseen['plan_seconds'] * 1e3:.1f} ms "
+        f"-> {','.join(plan['schedule'])} ({'feasible' if plan['feasible'] else plan['reason']}, "
+        f"${_cost(plan['cost'])})",
+        f"executed on {len(unseen['devices'])} device(s), stages {stages}: measured "
+        f"{execution['measured_throughput']:,.0f} samples/s (predicted {execution['predicted_throughput']:,.0f}); "
+        f"same parameters as single-device training: {execution['equivalent']} "
+        f"(max relative difference {execution['max_param_rel_diff']:.1e})",
+    ]
+
+
+# ---------------------------------------------------------------- the experiment kind
+
+TRAIN, EXECUTE = "train", "plan-and-execute"
+
+
+def items(config: QuickstartConfig):
+    """The steps as items: train, compare each workload, plan and execute the unseen one."""
+    from hps.models.registry import model_workloads
+
+    load_catalog(resolve_topology(config.catalog, "catalogs", "catalog"))
+    for name in config.workloads:
+        build_workload(name)
+    if config.unseen not in model_workloads():
+        raise ConfigError(
+            "config()",
+            "unseen",
+            f"{config.unseen!r} has no Flax model; models exist for {', '.join(model_workloads())}",
+        )
+    compares = [(f"compare-{name}", ("compare", name)) for name in config.workloads]
+    return [(TRAIN, ("train",)), *compares, (EXECUTE, ("execute",))]
+
+
+def run_item(config: QuickstartConfig, params) -> dict:
+    from hps.placement.agent.checkpoint import load_policy
+
+    if params[0] == "train":
+        return _json_ready(training_summary(train_policy(config)))
+    catalog = load_catalog(resolve_topology(config.catalog, "catalogs", "catalog"))
+    if params[0] == "execute":
+        return _json_ready(plan_and_execute(config, catalog))
+    policy, weights, _ = load_policy(Path(config.out) / "policy")
+    compared = compare_zoo_workload(
+        policy,
+        weights,
+        catalog,
+        params[1],
+        plans=config.plans,
+        seed=config.seed,
+        pad_layers=deepest(config.workloads),
+    )
+    return _json_ready(compared)
+
+
+def summarize(config: QuickstartConfig, results: dict[str, dict]) -> Summary:
+    training, unseen = results[TRAIN], results[EXECUTE]
+    comparisons = [results[f"compare-{name}"] for name in config.workloads]
+    headers, rows = comparison_table(comparisons)
+    files = policy_files(config)
+    text = "\n\n".join(
+        [
+            f"Policy: {training['updates']} updates (checkpoint {files['checkpoint']}, learning curve "
+            f"{files['learning_curve']}). Table: {COMPARISON_CAPTION.removesuffix(':')}.",
+            *unseen_lines(unseen),
+        ]
+    )
+    return Summary(
+        results={"training": training, "comparisons": comparisons, "unseen": unseen, "files": files},
+        headers=headers,
+        rows=rows,
+        figures=[("comparison.png", lambda path: comparison_figure(comparisons, path))],
+        markdown=text,
+        title="Quickstart: train, compare, plan and execute",
+    )
+
+
+register_experiment_kind(QuickstartConfig, items=items, run_item=run_item, summarize=summarize)

@@ -23,7 +23,7 @@ from tqdm import tqdm
 
 from hps.config.files import atomic_write_text
 from hps.errors import ConfigError
-from hps.experiments.base import ITEM_KEY, kind_of
+from hps.experiments.base import ITEM_KEY, experiment_kind_of
 from hps.experiments.files import json_text, read_json, write_json_atomic
 from hps.experiments.report import report_markdown
 
@@ -70,7 +70,7 @@ def run_experiment(config, out_dir, *, fresh: bool = False, progress: bool = Tru
     "headers", "rows", "files": [paths written], "computed": [item keys run now], "seconds"}.
 
     fresh: discard saved items first. source: the experiment file, for report.md's command."""
-    kind = kind_of(config)
+    kind = experiment_kind_of(config)
     try:
         items = list(kind.items(config))  # validates the config before any file is written
     except ConfigError as error:

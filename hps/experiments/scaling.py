@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hps.experiments.base import ExperimentConfig, Summary, register_kind
+from hps.experiments.base import ExperimentConfig, Summary, register_experiment_kind
 from hps.experiments.figures import save_loglog_panels
 
 
@@ -87,7 +87,12 @@ def run_item(config: ScalingConfig, params) -> dict:
     if what == "env":
         rate = env_rate(**setting)
     else:
-        rate = train_rate(**setting, updates_per_chunk=config.updates_per_chunk)
+        import jax
+
+        # every accelerator, but one CPU device: `hps run` gives a CPU process 8 host devices for
+        # the executor's pools, and training over them would measure another setting
+        devices = jax.devices()[:1] if jax.default_backend() == "cpu" else None
+        rate = train_rate(**setting, updates_per_chunk=config.updates_per_chunk, devices=devices)
     return {
         "what": what,
         "envs": size,
@@ -114,7 +119,7 @@ def summarize(config: ScalingConfig, results: dict[str, dict]) -> Summary:
         return [p[0] for p in points], [p[1] for p in points]
 
     rows = []
-    for key, r in results.items():
+    for r in results.values():
         setting = (
             f"{r['chunks']} chunks, {r['networks']} networks x {r['dims']} dims"
             if r["what"] == "collective"
@@ -156,4 +161,4 @@ def summarize(config: ScalingConfig, results: dict[str, dict]) -> Summary:
     )
 
 
-register_kind(ScalingConfig, items=items, run_item=run_item, summarize=summarize)
+register_experiment_kind(ScalingConfig, items=items, run_item=run_item, summarize=summarize)

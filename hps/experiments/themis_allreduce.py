@@ -13,7 +13,7 @@ from hps.collective import studies
 from hps.collective.model.network import ideal_time, network_params
 from hps.config.loaders import load_network
 from hps.config.paths import TOPOLOGIES, resolve_topology
-from hps.experiments.base import ExperimentConfig, Summary, register_kind
+from hps.experiments.base import ExperimentConfig, Summary, register_experiment_kind
 from hps.experiments.figures import save_grouped_bars
 
 PAPER = {"mean_speedup": 1.72, "max_speedup": 2.70}
@@ -67,8 +67,8 @@ def items(config: ThemisAllReduceConfig):
 def train_policy(config: ThemisAllReduceConfig) -> dict:
     """The default collective policy (as `hps train --kind collective`) in config.checkpoint."""
     from hps.collective.agent.train import CollectiveTrainConfig
+    from hps.config.limits import UNBOUNDED_CHUNKS
     from hps.experiments.placement import ensure_trained
-    from hps.rl.driver import UNBOUNDED_CHUNKS
 
     train = CollectiveTrainConfig(num_chunks=UNBOUNDED_CHUNKS, seed=config.seed)
     return ensure_trained(config.checkpoint, train, config.train_minutes)
@@ -85,7 +85,7 @@ def run_item(config: ThemisAllReduceConfig, path) -> dict:
         from hps.collective.agent.checkpoint import checkpoint_orders
 
         orders = checkpoint_orders(config.checkpoint, network, config.size_bytes, config.chunks)
-        payload, _ = studies.single(network, config.size_bytes, config.chunks, "learned", True, orders=orders)
+        payload, _ = studies.single_allreduce(network, config.size_bytes, config.chunks, "learned", True, orders=orders)
         utilization["learned+scf"] = payload["utilization"]
         columns.append("learned+scf")
     return {
@@ -149,4 +149,4 @@ def summarize(config: ThemisAllReduceConfig, results: dict[str, dict]) -> Summar
     )
 
 
-register_kind(ThemisAllReduceConfig, items=items, run_item=run_item, summarize=summarize)
+register_experiment_kind(ThemisAllReduceConfig, items=items, run_item=run_item, summarize=summarize)

@@ -12,7 +12,7 @@ import numpy as np
 
 from hps.collective import studies
 from hps.config.loaders import load_network
-from hps.experiments.base import ExperimentConfig, Summary, register_kind
+from hps.experiments.base import ExperimentConfig, Summary, register_experiment_kind
 from hps.experiments.figures import save_grouped_bars
 from hps.experiments.themis_allreduce import network_paths
 from hps.workloads import resolve_workload
@@ -116,4 +116,4 @@ def summarize(config: ThemisIterationConfig, results: dict[str, dict]) -> Summar
     )
 
 
-register_kind(ThemisIterationConfig, items=items, run_item=run_item, summarize=summarize)
+register_experiment_kind(ThemisIterationConfig, items=items, run_item=run_item, summarize=summarize)

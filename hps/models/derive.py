@@ -9,21 +9,20 @@ How XLA's numbers differ from the analytic tables of `hps.workloads.layers`:
 - Dense layers: XLA counts each matmul as 2 m n k FLOP, forward and both backward products, as the
   analytic 3 x 2 d_in d_out does, plus what the analytic formula folds away: the bias add, ReLU,
   its backward mask and the bias-gradient sum, about 6 FLOP per output unit (2 without ReLU), so
-  about 1 / d_in above the analytic number. Measured (jax 0.10.2, CPU) at ctr-dnn-small: fc1
-  (77 -> 64) +1.3 %, fc2 (64 -> 32) +1.6 %, fc_out (32 -> 2) +1.0 %.
+  about 1 / d_in above the analytic number (the measured differences are in docs/results.md).
 - Embedding layers: XLA counts 3 lookups dim - slots dim + 9 lookups FLOP per sample (measured:
   pooling adds, the backward scatter-add, and per-element and per-id work of the gather and
   scatter, such as bounds handling and index arithmetic) where
   the analytic table counts 3 lookups dim (pooling, scatter, the optimizer's row update, which a
-  layer's vjp does not run): +29 % at ctr-dnn-small's dim 8, nearer 0 for wider rows; both follow
+  layer's vjp does not run): well above it for narrow rows, nearer for wider ones; both follow
   the lookups, not the table's rows. Bytes accessed are far above the analytic per-row traffic:
   `jax.vjp` returns the table's gradient as a dense rows x dim array (zero-filled, scatter-added),
-  so each batch touches the whole table several times (about 5 x its bytes).
+  so each batch touches the whole table several times.
 - The first layer's raw inputs get no gradient (a stage does not differentiate its data), so a
   dense first layer (the MLP's fc1) counts 2/3 of the analytic 3 x forward.
-- Other layers measured: transformer attention and FFN rows within 0.5 % of the analytic ones;
-  its input embedding 27 % below (the analytic 12 FLOP per element overcounts LayerNorm); a
-  d_out = 1 output layer 16 % below (XLA lowers the matrix-vector product differently).
+- Other layers: transformer attention and FFN rows close to the analytic ones; its input
+  embedding below them (the analytic 12 FLOP per element overcounts LayerNorm); a d_out = 1
+  output layer below them (XLA lowers the matrix-vector product differently).
 - Parameter-free layers (concat, interaction, loss): XLA counts what the compiled ops do (e.g.
   log-softmax's max, exp, log and their backward): the softmax loss 31 FLOP per sample against
   the analytic 30 (15 per logit); concatenation 0, as in the table.

@@ -12,11 +12,10 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from hps.config.limits import MASKED_LOGIT
 from hps.models.base import Activation, LayeredModel
 from hps.models.layers import SoftmaxLoss
 
-MASKED_LOGIT = -1e9
-"""Attention logit of a padding key: large, finite and negative (its softmax weight is 0)."""
 TYPE_VOCAB = 2
 """Segment ids: sentence A or B (as `hps.workloads.layers.token_embedding`'s type_vocab)."""
 

@@ -1,8 +1,8 @@
-"""Plain-Python reference of SPEC's collective model. Slow and obvious on purpose.
+"""Plain-Python reference of the collective model. Slow and obvious on purpose.
 
-Float64, one event at a time, written from SPEC "Collective model (event-driven)". Networks are
+Float64, one event at a time, written from docs/collective-model.md. Networks are
 lists of hps.config.types.Dimension; orders are lists of dimension indices (all of them).
-Times are compared exactly, as SPEC states the rules; a phase's data is chunk / (integer product
+Times are compared exactly, as the rules are stated; a phase's data is chunk / (integer product
 of sizes), so equal data compare equal here and in the jitted simulator alike.
 """
 
@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import math
 
+from hps.config.types import steps_per_phase
+
 THEMIS_GAP_FRACTION = 1 / 16
-LOAD_TIE_RTOL = 1e-4  # loads this close are the same load (SPEC's exact arithmetic, in floats)
+LOAD_TIE_RTOL = 1e-4  # loads this close are the same load (the greedy's exact arithmetic, in floats)
 
 
 def tied(a, b):
@@ -29,17 +31,6 @@ def least_loaded_first(active, load):
     return order
 
 
-def steps(algorithm, size):
-    """Steps of one phase: ring P−1, direct 1, switch 1, halving_doubling ⌈log2 P⌉."""
-    if size <= 1:
-        return 0
-    if algorithm == "ring":
-        return size - 1
-    if algorithm in ("direct", "switch"):
-        return 1
-    return (size - 1).bit_length()  # ⌈log2 P⌉, integer-exact
-
-
 def chunk_phases(dims, chunk_bytes, order):
     """[(slot, dim, duration s, data bytes)] of one chunk, in the order it runs them.
 
@@ -53,7 +44,7 @@ def chunk_phases(dims, chunk_bytes, order):
         p, dim = dims[d].size, dims[d]
         if p > 1:
             s = chunk_bytes / divisor
-            duration = steps(dim.algorithm, p) * dim.latency + s * (p - 1) / p / dim.bandwidth
+            duration = steps_per_phase(dim.algorithm, p) * dim.latency + s * (p - 1) / p / dim.bandwidth
             phases.append((j, d, duration, s))  # data: its input, the larger
             divisor *= p
     for j in reversed(range(n)):  # All-Gather: s·(P−1) / B, then s ← s·P
@@ -61,7 +52,7 @@ def chunk_phases(dims, chunk_bytes, order):
         p, dim = dims[d].size, dims[d]
         if p > 1:
             s = chunk_bytes / divisor
-            duration = steps(dim.algorithm, p) * dim.latency + s * (p - 1) / dim.bandwidth
+            duration = steps_per_phase(dim.algorithm, p) * dim.latency + s * (p - 1) / dim.bandwidth
             divisor //= p
             phases.append((2 * n - 1 - j, d, duration, chunk_bytes / divisor))  # data: its output
     return phases
@@ -106,7 +97,7 @@ def allreduce(dims, total_bytes, n_chunks, orders, scf):
 
 
 def themis_orders(dims, total_bytes, n_chunks):
-    """SPEC's Themis greedy: per chunk π over the dimensions of size > 1 (loads reset here)."""
+    """Themis's greedy: per chunk π over the dimensions of size > 1 (loads reset here)."""
     active = [d for d in range(len(dims)) if dims[d].size > 1]
     load = {d: 0.0 for d in active}
     chunk = total_bytes / n_chunks

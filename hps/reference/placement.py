@@ -1,4 +1,4 @@
-"""Plain-Python reference of SPEC's placement cost model. Slow and obvious on purpose.
+"""Plain-Python reference of the placement cost model (docs/placement-model.md). Slow and obvious on purpose.
 
 Works on the typed configs (hps.config.types) directly, in float64, one schedule at a time,
 one k at a time, and computes each stage's All-Reduce from the actual W by running the
@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 
-from hps.reference.collective import least_loaded_first, steps, tied
+from hps.config.types import stage_spans, steps_per_phase
+from hps.reference.collective import least_loaded_first, tied
 
 REASONS = ("feasible", "invalid_type", "memory", "throughput", "pooled_cap")
 
@@ -53,7 +54,7 @@ def allreduce(resource, dense_bytes, k, policy, chunks):
     sizes = used_sizes(dims, k)
     bws = [d.bandwidth for d in dims]
     load = themis_loads(sizes, bws, dense_bytes, chunks, policy == "themis")
-    latency = sum(2 * steps(d.algorithm, p) * d.latency for d, p in zip(dims, sizes))
+    latency = sum(2 * steps_per_phase(d.algorithm, p) * d.latency for d, p in zip(dims, sizes))
     return max(load.values(), default=0.0) + latency
 
 
@@ -64,15 +65,6 @@ def layer_time(layer, resource):
     compute = layer.flops / (resource.peak_flops * eff)
     memory = layer.mem_bytes / resource.mem_bw
     return max(compute, memory) + layer.io_bytes / resource.io_bw
-
-
-def stages_of(schedule):
-    stages, start = [], 0
-    for l in range(1, len(schedule) + 1):
-        if l == len(schedule) or schedule[l] != schedule[start]:
-            stages.append((start, l - 1, schedule[start]))
-            start = l
-    return stages
 
 
 def stage_at(layers, resource, first, last, k, job):
@@ -105,7 +97,7 @@ def evaluate(workload, catalog, job, schedule):
     """dict with feasible, reason, failed_layer, throughput, dollars_per_hour, cost, stages."""
     layers = workload.layers
     stages = []
-    for first, last, t in stages_of(schedule):
+    for first, last, t in stage_spans(schedule):
         resource = catalog.resources[t]
         k, time, reason = provision(layers, resource, first, last, job)
         stages.append(dict(type=t, first_layer=first, last_layer=last, replicas=k, time=time, reason=reason))

@@ -14,7 +14,7 @@ def format_execution(report: dict) -> str:
     then throughput and, when checked, equivalence with single-device training."""
     rows = []
     for s in report["stages"]:
-        measured, predicted = s["measured"], s["predicted"]
+        measured = s["measured"]
         rows.append(
             [
                 s["type"],

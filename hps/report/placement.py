@@ -1,4 +1,4 @@
-"""The `hps evaluate` JSON contract (SPEC "Command contracts") from the placement model's output."""
+"""The `hps evaluate` JSON report from the placement model's output."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def _finite_or_none(value: float):
 
 
 def schedule_report(workload: Workload, catalog: Catalog, job: Job, schedule: list[int]) -> dict:
-    """Evaluate one schedule (type index per layer) and return the SPEC `hps evaluate` keys.
+    """Evaluate one schedule (type index per layer) and return the `hps evaluate` JSON keys.
 
     reason: null when feasible, else the reason code name plus the failing stage's first layer
     (e.g. "memory at stage starting at layer 0 (embedding)"). cost is null when infeasible.

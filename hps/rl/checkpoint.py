@@ -1,9 +1,9 @@
-"""Training checkpoints with orbax's `CheckpointManager` (SPEC "Environments and agents").
+"""Training checkpoints with orbax's `CheckpointManager` (docs/environments.md, "Checkpoints").
 
 A checkpoint directory holds one numbered step folder per save (the number is the update count),
 each with two items: `state`, the whole TrainState (policy parameters, optimizer state, REINFORCE
 baseline, PRNG key, step), and `spec`, a JSON document: the policy kind (placement or
-collective, `hps.rl.kind`), the format version, the policy architecture and the training
+collective, `hps.rl.policy_kind`), the format version, the policy architecture and the training
 config. `hps plan` and `hps collective --policy learned` rebuild the policy from `spec` alone;
 `hps train` resumes from the latest step. Saves are synchronous and atomic (orbax writes to a
 temporary folder and renames it), so a run killed mid-save leaves the previous step intact.
@@ -20,14 +20,14 @@ import jax
 import orbax.checkpoint as ocp
 
 from hps.errors import ConfigError
-from hps.rl.kind import PolicyKind, kind_named, kind_of
+from hps.rl.policy_kind import PolicyKind, policy_kind_named, policy_kind_of
 
 FORMAT_VERSION = 1
 
 
 def spec_document(config) -> dict:
     """The JSON `spec` item saved beside the state."""
-    kind = kind_of(config)
+    kind = policy_kind_of(config)
     return {
         "kind": kind.name,
         "format_version": FORMAT_VERSION,
@@ -40,7 +40,7 @@ def check_document(document: Any, source: str) -> PolicyKind:
     """The kind of a spec document; ConfigError unless it is one of this format version."""
     if not isinstance(document, dict) or "kind" not in document:
         raise ConfigError(source, "spec.kind", "not an hps policy checkpoint")
-    kind = kind_named(document["kind"], source)
+    kind = policy_kind_named(document["kind"], source)
     if document.get("format_version") != FORMAT_VERSION:
         raise ConfigError(
             source, "spec.format_version", f"format {document.get('format_version')!r}, this hps reads {FORMAT_VERSION}"
@@ -124,7 +124,7 @@ def restore(manager: ocp.CheckpointManager, config, *, devices=None, step: int |
     step, document = read_spec(manager, step)
     source = f"{manager.directory}/{step}"
     saved = config_from_document(document, source)
-    kind = kind_of(config)
+    kind = policy_kind_of(config)
     if type(saved) is not type(config):
         raise ConfigError(
             source, "spec.kind", f"checkpoint holds a {document['kind']} policy, this run trains {kind.name}"
@@ -151,13 +151,19 @@ def load_policy(directory: str | os.PathLike, step: int | None = None, kind: str
     kind: the policy kind the caller needs (ConfigError when the checkpoint holds another)."""
     manager = open_manager(directory, read_only=True)
     step, document = read_spec(manager, step)
-    source = f"{directory}/{step}"
-    if kind is not None and document["kind"] != kind:
-        raise ConfigError(source, "spec.kind", f"holds a {document['kind']} policy; this needs a {kind} policy")
-    config = config_from_document(document, source)
+    config = config_from_document(document, f"{directory}/{step}", kind)
     state = restore(manager, config, devices=jax.devices()[:1], step=step)
     manager.close()
-    return kind_of(config).policy(config), state.params, dict(document, step=step)
+    return policy_kind_of(config).policy(config), state.params, dict(document, step=step)
+
+
+def load_training_config(path: str | os.PathLike, step: int | None = None, kind: str | None = None):
+    """The training config a checkpoint in `path` (a run folder or its checkpoints/) was saved
+    with, at `step` (default the latest); kind: the policy kind the caller needs, if any."""
+    manager = open_manager(checkpoint_folder(path), read_only=True)
+    step, document = read_spec(manager, step)
+    manager.close()
+    return config_from_document(document, f"{manager.directory}/{step}", kind)
 
 
 def checkpoint_folder(path: str | os.PathLike) -> Path:

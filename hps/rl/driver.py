@@ -37,7 +37,8 @@ UNIT_INTERVAL = ("baseline_decay", "gamma", "gae_lambda", "top_fraction")  # in 
 
 def check_train_numbers(config) -> None:
     """ConfigError naming the field of a training config (either trainer's) whose number no run
-    can use: counts below 1, non-positive rates, non-finite values, fractions outside [0, 1]."""
+    can use: counts below 1, non-positive rates, non-finite values, fractions outside [0, 1],
+    or num_envs that is not a multiple of samples_per_instance."""
     source = type(config).__name__
 
     def bad(name: str, problem: str):
@@ -55,10 +56,8 @@ def check_train_numbers(config) -> None:
             raise bad(name, "must be > 0" if name in POSITIVE else "must be >= 0")
         if name in UNIT_INTERVAL and not 0 <= value <= 1:
             raise bad(name, "must be in [0, 1]")
-
-
-UNBOUNDED_CHUNKS = 1_000_000
-"""num_chunks for a run that a wall-clock budget ends (`minutes`), not a chunk count."""
+    if config.num_envs % config.samples_per_instance:
+        raise bad("num_envs", f"must be a multiple of samples_per_instance ({config.samples_per_instance})")
 
 
 @struct.dataclass

@@ -8,17 +8,13 @@ a collective), so `vmap` over params runs thousands of different instances under
 Static sizes live on the env object. A subclass writes the dynamics only: `reset_env` (the
 initial state), `step_env` (one transition) and `observation`; `step` owns auto-reset: where
 an episode is done it selects the reset state (a `jnp.where` over the state pytree, never a
-Python branch) and observes that. Masked logits use MASKED_LOGIT, a large finite negative.
+Python branch) and observes that. Masked logits use hps.config.limits.MASKED_LOGIT.
 """
 
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-
-MASKED_LOGIT = -1e9
-"""Logit of an action outside the action mask: large and finite, so softmax and its gradient
-stay finite (−inf would give NaN through 0 · inf)."""
 
 
 def select_tree(done, if_done, otherwise):

@@ -49,9 +49,10 @@ def update_baseline(baseline, returns, first_update, decay: float):
 
 
 def masked_mean(x, mask):
-    """Mean of x over the entries where mask is set (0 when none)."""
-    mask = mask.astype(x.dtype)
-    return jnp.sum(x * mask) / jnp.maximum(jnp.sum(mask), 1.0)
+    """Mean of x over the leading axes that mask covers, of the entries where mask is set (0
+    when none): mask of x's shape gives a scalar, mask (N,) of rows x (N, H) gives (H,)."""
+    weights = mask.astype(x.dtype).reshape(mask.shape + (1,) * (x.ndim - mask.ndim))
+    return jnp.sum(x * weights, axis=tuple(range(mask.ndim))) / jnp.maximum(jnp.sum(weights), 1.0)
 
 
 def episode_loss(adv, episode_log_prob, episode_entropy, entropy_coef: float):

@@ -29,7 +29,7 @@ from hps.errors import ConfigError, TrainingDiverged
 from hps.rl import checkpoint
 from hps.rl.distributed import is_primary
 from hps.rl.driver import TrainState, run_chunks
-from hps.rl.kind import kind_of
+from hps.rl.policy_kind import policy_kind_of
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ def train_session(
     until config.num_chunks chunks are done or `minutes` have passed (checked between chunks).
     Returns (state, every metrics record of the run, earlier sessions' included).
     on_chunk(record) runs after each chunk."""
-    kind = kind_of(config)
+    kind = policy_kind_of(config)
     paths = SessionPaths(Path(out))
     try:
         paths.out.mkdir(parents=True, exist_ok=True)

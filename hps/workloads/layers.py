@@ -1,6 +1,6 @@
 """Pure builders of `Layer`s from architecture hyperparameters.
 
-Every number a builder returns is **per sample** (SPEC.md "Workload (layer table)"):
+Every number a builder returns is **per sample** (docs/placement-model.md, "Inputs and units"):
 
 - ``flops``: FLOP, forward + backward. A multiply-add is 2 FLOP; backward costs about twice the
   forward (gradients w.r.t. inputs and w.r.t. weights), so dense compute is 3x the forward FLOP.
@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
-from hps.config.types import Layer
+from hps.config.types import LAYER_NUMBERS, Layer
 
 FP32_BYTES = 4.0
 """Bytes of one fp32 parameter, activation or gradient element."""
@@ -34,11 +34,7 @@ FWD_BWD = 3.0
 
 
 def _layer(name: str, kind: str = "dense", **numbers: float) -> Layer:
-    values = {
-        k: float(numbers.get(k, 0.0))
-        for k in ("flops", "mem_bytes", "io_bytes", "act_bytes", "dense_param_bytes", "sparse_param_bytes")
-    }
-    return Layer(name=name, kind=kind, **values)
+    return Layer(name=name, kind=kind, **{k: float(numbers.get(k, 0.0)) for k in LAYER_NUMBERS})
 
 
 def embedding(
@@ -228,14 +224,11 @@ def with_carry(layer: Layer, elements: float) -> Layer:
     return dataclasses.replace(layer, act_bytes=layer.act_bytes + elements * FP32_BYTES)
 
 
-def merge(name: str, parts: Iterable[Layer]) -> Layer:
+def merge_layers(name: str, parts: Iterable[Layer]) -> Layer:
     """One layer made of `parts` run in sequence: sums of flops, bytes and parameters; act_bytes of
     the last part; kind sparse if any part is sparse."""
     parts = tuple(parts)
-    total = {
-        k: sum(getattr(p, k) for p in parts)
-        for k in ("flops", "mem_bytes", "io_bytes", "dense_param_bytes", "sparse_param_bytes")
-    }
+    total = {k: sum(getattr(p, k) for p in parts) for k in LAYER_NUMBERS if k != "act_bytes"}
     kind = "sparse" if any(p.kind == "sparse" for p in parts) else "dense"
     return _layer(name, kind, act_bytes=parts[-1].act_bytes, **total)
 
@@ -298,7 +291,7 @@ def bottleneck(name: str, h: int, w: int, c_in: int, mid: int, stride: int = 1, 
     if stride != 1 or c_in != c_out:
         parts.append(conv2d(f"{name}.downsample", h, w, c_in, c_out, 1, stride))
     parts.append(elementwise(f"{name}.add_relu", h2 * w2 * c_out, flops_per_element=2.0, inputs=2))
-    return merge(name, parts)
+    return merge_layers(name, parts)
 
 
 # --- transformer -------------------------------------------------------------------------------
@@ -403,4 +396,4 @@ def pretraining_heads(name: str, hidden: int, vocab: int, masked: int) -> Layer:
 def classification_head(name: str, hidden: int, classes: int) -> Layer:
     """Sequence classification head on the first ([CLS]) position: pooler H -> H (tanh) then a
     classifier H -> classes; the sum of the two `dense` parts (one row each)."""
-    return merge(name, [dense(f"{name}.pooler", hidden, hidden), dense(f"{name}.classifier", hidden, classes)])
+    return merge_layers(name, [dense(f"{name}.pooler", hidden, hidden), dense(f"{name}.classifier", hidden, classes)])

@@ -13,7 +13,7 @@ from hps.workloads.layers import (
     conv_out,
     dense,
     loss,
-    merge,
+    merge_layers,
     pool2d,
 )
 
@@ -34,7 +34,7 @@ def resnet50(
     Job: batch 1024, floor 5000 images/s, 90 ImageNet epochs (1.15e8 images).
     """
     h = conv_out(image_size, 7, 2)
-    stem = merge(
+    stem = merge_layers(
         "stem",
         [
             conv2d("stem.conv", image_size, image_size, channels, width, 7, 2),
@@ -50,7 +50,7 @@ def resnet50(
             stride = 2 if stage > 0 and i == 0 else 1
             layers.append(bottleneck(f"conv{stage + 2}_{i + 1}", h, h, c_in, mid, stride))
             h, c_in = conv_out(h, 3, stride), 4 * mid
-    head = merge("head", [pool2d("head.avgpool", h, h, c_in, h, h), dense("head.fc", c_in, classes)])
+    head = merge_layers("head", [pool2d("head.avgpool", h, h, c_in, h, h), dense("head.fc", c_in, classes)])
     layers += [head, loss("loss", classes)]
     return Workload(
         "resnet50",

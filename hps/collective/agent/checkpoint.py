@@ -17,14 +17,6 @@ def load_policy(path: str | os.PathLike, step: int | None = None):
     return checkpoint.load_policy(checkpoint.checkpoint_folder(path), step, kind=COLLECTIVE.name)
 
 
-def load_config(path: str | os.PathLike, step: int | None = None):
-    """The CollectiveTrainConfig a checkpoint in `path` was trained with."""
-    manager = checkpoint.open_manager(checkpoint.checkpoint_folder(path), read_only=True)
-    step, document = checkpoint.read_spec(manager, step)
-    manager.close()
-    return checkpoint.config_from_document(document, f"{manager.directory}/{step}", kind=COLLECTIVE.name)
-
-
 def checkpoint_orders(checkpoint, network, size_bytes: float, chunks: int):
     """(max_chunks, D) orders the collective policy saved in `checkpoint` (a run folder or its
     checkpoints/) picks for one All-Reduce of size_bytes in `chunks` chunks on `network`."""

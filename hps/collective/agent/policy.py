@@ -36,9 +36,10 @@ from hps.collective.env.features import (
     N_STEP_FEATURES,
     permutations,
 )
-from hps.placement.agent.policy import MASKED_LOGIT, masked_mean
+from hps.config.limits import MASKED_LOGIT
+from hps.rl.reinforce import masked_mean
 
-FORMAT_VERSION = 1
+SPEC_FORMAT_VERSION = 1  # of the policy spec (`to_dict`); checkpoints have their own (hps.rl.checkpoint)
 
 
 @dataclass(frozen=True)
@@ -50,14 +51,14 @@ class CollectivePolicySpec:
     themis_prior: float = 2.0
 
     def to_dict(self) -> dict:
-        return {"kind": "collective", "format_version": FORMAT_VERSION, **dataclasses.asdict(self)}
+        return {"kind": "collective", "format_version": SPEC_FORMAT_VERSION, **dataclasses.asdict(self)}
 
     @classmethod
     def from_dict(cls, data: dict) -> CollectivePolicySpec:
         data = dict(data)
-        kind, version = data.pop("kind", "collective"), data.pop("format_version", FORMAT_VERSION)
-        if kind != "collective" or version != FORMAT_VERSION:
-            raise ValueError(f"not a collective policy spec of format {FORMAT_VERSION}: {kind!r} v{version}")
+        kind, version = data.pop("kind", "collective"), data.pop("format_version", SPEC_FORMAT_VERSION)
+        if kind != "collective" or version != SPEC_FORMAT_VERSION:
+            raise ValueError(f"not a collective policy spec of format {SPEC_FORMAT_VERSION}: {kind!r} v{version}")
         return cls(**data)
 
 

@@ -1,4 +1,4 @@
-"""CollectiveEnv (SPEC "Environments and agents"), in the functional gymnax / Jumanji shape.
+"""CollectiveEnv (docs/environments.md), in the functional gymnax / Jumanji shape.
 
     obs, state = env.reset(key, instance)
     obs, state, reward, done, info = env.step(key, state, action, instance)
@@ -30,7 +30,8 @@ from flax import struct
 from hps.collective.env import features
 from hps.collective.env.generator import CollectiveInstance
 from hps.collective.model.simulator import simulate_allreduce
-from hps.collective.model.themis import MAX_CHUNKS, chunk_loads
+from hps.collective.model.themis import chunk_loads
+from hps.config.limits import MAX_CHUNKS
 from hps.rl.env import Environment
 
 

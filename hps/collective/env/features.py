@@ -17,7 +17,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from hps.collective.model.network import NetworkParams, steps_per_phase
+from hps.collective.model.network import NetworkParams, steps_per_phase_codes
 from hps.collective.model.orders import PERMUTATIONS
 from hps.collective.model.themis import chunk_loads, themis_order
 
@@ -60,7 +60,7 @@ def permutation_index(order):
 
 def themis_action(load, chunk_bytes, net: NetworkParams):
     """The canonical permutation index Themis's greedy picks for the next chunk given `load`
-    (D,) s — what SPEC's pseudo-code does with the same loads."""
+    (D,) s — what the greedy does with the same loads."""
     order = themis_order(load, chunk_bytes, net.size, net.bandwidth)
     return permutation_index(canonical_order(order, net.size > 1))
 
@@ -86,7 +86,7 @@ def _active_max(values, active):
 def chunk_latency(net: NetworkParams):
     """(D,) s: the latency one chunk's two phases spend on each dimension, 2·steps_d·a_d
     (the same whatever the order)."""
-    return 2.0 * steps_per_phase(net.algorithm, net.size) * net.latency
+    return 2.0 * steps_per_phase_codes(net.algorithm, net.size) * net.latency
 
 
 def busy(load, chunk, net: NetworkParams):
@@ -103,7 +103,7 @@ def dim_features(instance, load, chunk):
     active = net.size > 1
     size = net.size.astype(jnp.float32)
     bandwidth = jnp.where(active, net.bandwidth, 0.0)
-    steps = steps_per_phase(net.algorithm, net.size)
+    steps = steps_per_phase_codes(net.algorithm, net.size)
     _, c_ideal = chunk_times(instance)
     ideal = jnp.maximum(instance.ideal, _TINY)
     columns = [

@@ -24,16 +24,13 @@ import numpy as np
 from flax import struct
 
 from hps.collective.model.network import (
-    MAX_DIMS,
     NetworkParams,
     ideal_time,
     network_params,
 )
-from hps.collective.model.themis import MAX_CHUNKS
+from hps.config.limits import MAX_CHUNKS, MAX_DIMENSION_SIZE, MAX_DIMS
 from hps.config.types import ALGORITHMS, Network
-
-GiB = float(2**30)
-MiB = float(2**20)
+from hps.config.validation import GIB, MIB
 
 
 @dataclass(frozen=True)
@@ -49,8 +46,8 @@ class NetworkSplit:
     bandwidth_low_GiBps: float = 1.0
     bandwidth_high_GiBps: float = 1000.0
     latency_high_s: float = 10e-6
-    bytes_low: float = MiB
-    bytes_high: float = GiB
+    bytes_low: float = float(MIB)
+    bytes_high: float = float(GIB)
     min_chunks: int = 4
     max_chunks: int = 64
     salt: int = 0
@@ -58,8 +55,8 @@ class NetworkSplit:
     def __post_init__(self):
         if not 1 <= self.min_dims <= self.max_dims <= MAX_DIMS:
             raise ValueError(f"dims must satisfy 1 <= min <= max <= {MAX_DIMS}: {self}")
-        if not 2 <= self.min_size <= self.max_size <= 2**16:
-            raise ValueError(f"sizes must satisfy 2 <= min <= max <= 65536: {self}")
+        if not 2 <= self.min_size <= self.max_size <= MAX_DIMENSION_SIZE:
+            raise ValueError(f"sizes must satisfy 2 <= min <= max <= {MAX_DIMENSION_SIZE}: {self}")
         if not 0 < self.bandwidth_low_GiBps <= self.bandwidth_high_GiBps:
             raise ValueError(f"bandwidths must satisfy 0 < low <= high: {self}")
         if not (self.latency_high_s >= 0 and 0 < self.bytes_low <= self.bytes_high):
@@ -91,7 +88,7 @@ class NetworkBounds:
 
 
 TRAIN_NETWORKS = NetworkSplit("train", salt=0)
-HELDOUT_NETWORKS = NetworkSplit("heldout", min_dims=2, max_size=32, bytes_high=4 * GiB, salt=1)
+HELDOUT_NETWORKS = NetworkSplit("heldout", min_dims=2, max_size=32, bytes_high=4.0 * GIB, salt=1)
 
 
 @struct.dataclass
@@ -131,7 +128,7 @@ def random_network(u, split: NetworkSplit | NetworkBounds = TRAIN_NETWORKS) -> N
     n_dims = uniform_int(u[0, 0], split.min_dims, split.max_dims)
     real = jnp.arange(MAX_DIMS) < n_dims
     size = uniform_int(u[1], split.min_size, split.max_size)
-    bandwidth = log_scale(u[2], split.bandwidth_low_GiBps, split.bandwidth_high_GiBps) * GiB
+    bandwidth = log_scale(u[2], split.bandwidth_low_GiBps, split.bandwidth_high_GiBps) * GIB
     latency = u[3] * split.latency_high_s
     algorithm = uniform_int(u[4], 0, len(ALGORITHMS) - 1)
     return NetworkParams(

@@ -5,15 +5,14 @@ network (padded NetworkParams, T_ideal) ─▶ orders (chunk orders per policy) 
 """
 
 from hps.collective.model.network import (
-    MAX_DIMS,
     NetworkParams,
     ideal_time,
     network_batch,
     network_params,
-    steps_per_phase,
+    steps_per_phase_codes,
 )
 from hps.collective.model.orders import (
-    POLICIES,
+    ORDER_POLICIES,
     baseline_orders,
     best_fixed_orders,
     explicit_orders,
@@ -27,13 +26,11 @@ from hps.collective.model.simulator import (
     simulate_allreduce,
     utilization,
 )
-from hps.collective.model.themis import MAX_CHUNKS, collective_orders
+from hps.collective.model.themis import collective_orders
 
 __all__ = [
-    "MAX_CHUNKS",
-    "MAX_DIMS",
     "NetworkParams",
-    "POLICIES",
+    "ORDER_POLICIES",
     "SimResult",
     "baseline_orders",
     "best_fixed_orders",
@@ -46,7 +43,7 @@ __all__ = [
     "roundrobin_orders",
     "simulate",
     "simulate_allreduce",
-    "steps_per_phase",
+    "steps_per_phase_codes",
     "themis_orders",
     "utilization",
 ]

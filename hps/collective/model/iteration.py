@@ -1,4 +1,4 @@
-"""SPEC "Iteration level": per-layer gradient All-Reduces of data-parallel training share the
+"""Iteration level (docs/collective-model.md): per-layer gradient All-Reduces of data-parallel training share the
 network with each other and overlap the backward pass.
 
 Back-propagation reaches layers in reverse order; as it finishes a layer with dense parameters,

@@ -1,4 +1,4 @@
-"""Padded jnp parameters of one multi-dimensional network (SPEC "Network").
+"""Padded jnp parameters of one multi-dimensional network (docs/collective-model.md, "Network").
 
 Shapes: D = MAX_DIMS = 4 dimensions; padded dimensions have size 1, so they take no part in a
 collective. A batch of networks is the same pytree with a leading axis (``network_batch``), so
@@ -13,13 +13,12 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from hps.config.types import ALGORITHMS, Network
+from hps.config.limits import MAX_DIMENSION_SIZE, MAX_DIMS
+from hps.config.types import ALGORITHM_CODE, ALGORITHMS, Network
 
-MAX_DIMS = 4
-ALGORITHM_CODE = {name: code for code, name in enumerate(ALGORITHMS)}
 _RING = ALGORITHMS.index("ring")
 _HALVING_DOUBLING = ALGORITHMS.index("halving_doubling")
-_MAX_LOG2 = 16
+_MAX_LOG2 = MAX_DIMENSION_SIZE.bit_length() - 1  # ⌈log2 P⌉ counts the powers 2^0..2^15 below P
 
 
 @struct.dataclass
@@ -63,8 +62,9 @@ def network_batch(networks: Sequence[Network], max_dims: int = MAX_DIMS) -> Netw
     return NetworkParams(**{k: jnp.asarray(np.stack([a[k] for a in per_net])) for k in per_net[0]})
 
 
-def steps_per_phase(algorithm, size):
-    """Steps of one phase: ring P−1, direct 1, switch 1, halving_doubling ⌈log2 P⌉; 0 when P = 1.
+def steps_per_phase_codes(algorithm, size):
+    """`hps.config.types.steps_per_phase` in jnp, over algorithm codes (ALGORITHM_CODE) rather
+    than names: ring P−1, direct 1, switch 1, halving_doubling ⌈log2 P⌉; 0 when P = 1.
 
     algorithm, size: int arrays of one shape -> float32 of that shape (integer-exact).
     """

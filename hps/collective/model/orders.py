@@ -1,4 +1,4 @@
-"""Inter-dimension policies (SPEC "Collective model"): the order (C, D) in which each chunk of one
+"""Inter-dimension policies (docs/collective-model.md): the order (C, D) in which each chunk of one
 All-Reduce of S bytes Reduce-Scatters through the dimensions (All-Gather runs the reverse).
 
 The jnp policies (``baseline_orders``, ``themis_orders``, ``roundrobin_orders``,
@@ -17,17 +17,17 @@ import jax.numpy as jnp
 import numpy as np
 
 from hps.collective.model.network import (
-    MAX_DIMS,
     NetworkParams,
     ideal_time,
     network_params,
 )
 from hps.collective.model.simulator import simulate_allreduce
-from hps.collective.model.themis import MAX_CHUNKS, collective_orders
+from hps.collective.model.themis import collective_orders
+from hps.config.limits import MAX_CHUNKS, MAX_DIMS
 from hps.config.types import Network
 from hps.errors import ConfigError
 
-POLICIES = ("baseline", "themis", "roundrobin", "best-fixed", "explicit", "learned")
+ORDER_POLICIES = ("baseline", "themis", "roundrobin", "best-fixed", "explicit", "learned")  # chunk-order policies
 PERMUTATIONS = np.array(list(itertools.permutations(range(MAX_DIMS))), np.int32)  # (D!, D)
 
 
@@ -39,7 +39,7 @@ def baseline_orders(net: NetworkParams, max_chunks=MAX_CHUNKS):
 
 @partial(jax.jit, static_argnames="max_chunks")
 def themis_orders(net: NetworkParams, total_bytes, n_chunks, max_chunks=MAX_CHUNKS):
-    """SPEC's Themis greedy (hps.collective.model.themis), loads reset for this collective:
+    """Themis's greedy (hps.collective.model.themis), loads reset for this collective:
     (max_chunks, D) int32."""
     orders, _ = collective_orders(net.size, net.bandwidth, total_bytes, n_chunks, True)
     if max_chunks > orders.shape[0]:
@@ -147,4 +147,4 @@ def policy_orders(policy: str, net, total_bytes, n_chunks, *, orders=None, scf=T
             "'learned' orders come from a trained collective policy: give --checkpoint DIR "
             "(hps train --kind collective)",
         )
-    raise ConfigError("--policy", "policy", f"unknown policy {policy!r}; expected one of {POLICIES}")
+    raise ConfigError("--policy", "policy", f"unknown policy {policy!r}; expected one of {ORDER_POLICIES}")

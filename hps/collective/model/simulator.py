@@ -1,4 +1,4 @@
-"""Event-driven simulator of chunked hierarchical All-Reduce (SPEC "Collective model (event-driven)").
+"""Event-driven simulator of chunked hierarchical All-Reduce (docs/collective-model.md).
 
 Shapes: C chunks (padded, with a mask), D = 4 dimensions (padded with size 1), 2D phase slots
 per chunk: slot j < D is the Reduce-Scatter on orders[c, j], slot 2D−1−j the All-Gather on the
@@ -21,8 +21,9 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from hps.collective.model.network import NetworkParams, ideal_time, steps_per_phase
-from hps.collective.model.themis import MAX_CHUNKS, ag_seconds, rs_seconds
+from hps.collective.model.network import NetworkParams, ideal_time, steps_per_phase_codes
+from hps.collective.model.themis import ag_seconds, rs_seconds
+from hps.config.limits import MAX_CHUNKS
 
 
 @struct.dataclass
@@ -70,7 +71,7 @@ def phase_table(net: NetworkParams, chunk_bytes, orders, chunk_mask) -> PhaseTab
     p_int = net.size[orders]
     p = p_int.astype(jnp.float32)
     bandwidth, latency = net.bandwidth[orders], net.latency[orders]
-    fixed = steps_per_phase(net.algorithm[orders], p_int) * latency
+    fixed = steps_per_phase_codes(net.algorithm[orders], p_int) * latency
     before = _exclusive_cumprod(p_int).astype(jnp.float32)
     rs_in = chunk_bytes[:, None] / before
     ag_in = chunk_bytes[:, None] / (before * p)
@@ -146,7 +147,8 @@ def code_dim(code):
 
 def _row_min(values):
     """Minimum over the last axis. The reduce_precision (exact on float32, a no-op) stops XLA:CPU
-    from fusing the broadcast of the result into the reduction, which makes a kernel ~5x slower."""
+    from fusing the broadcast of the result into the reduction, which makes a kernel several times
+    slower (docs/results.md, "Implementation choices")."""
     return jax.lax.reduce_precision(jnp.min(values, axis=-1), exponent_bits=8, mantissa_bits=23)
 
 
@@ -219,12 +221,12 @@ def run_decisions(table: PhaseTable, release, scf):
 
     One decision per step of a fori_loop of a fixed C·2D steps (the most phases there can be;
     masked no-ops once every phase has started): the count stays unbatched under vmap, so no
-    per-member select of the carry is needed (a while_loop, batched, measured ~3.7x slower).
+    per-member select of the carry is needed (a batched while_loop is several times slower).
     Each step costs a few (C,) passes and reductions: the earliest ready time per dimension is
     kept incrementally instead of recomputed over (C, D), and only the deciding dimension's row
     is scanned. (Committing every dimension whose next decision provably cannot change in one
-    step is exact too, but needs (D, C) work per step for only ~1.3-1.9 decisions per step on
-    the benchmark's worst cases, and measured 3-4x slower on CPU.)
+    step is exact too, but needs (D, C) work per step for fewer than two decisions per step on
+    the benchmark's worst cases, and is slower on CPU; docs/results.md, "Implementation choices".)
     """
     n_chunks, n_slots = table.dim.shape
     n_dims, n_phases = n_slots // 2, n_chunks * n_slots

@@ -1,4 +1,4 @@
-"""Inter-dimension chunk orders, as SPEC "Collective model" states them, in fluid (load) form.
+"""Inter-dimension chunk orders (docs/collective-model.md, "Chunk orders"), in fluid (load) form.
 
 Everything here is a pure jnp function over fixed-shape arrays of D dimensions (padded with
 size-1 dimensions, which take no part), so it jits once and vmaps over networks.
@@ -9,7 +9,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-MAX_CHUNKS = 256
+from hps.config.limits import MAX_CHUNKS
+
 THEMIS_GAP_FRACTION = 1.0 / 16.0
 LOAD_TIE_RTOL = 1e-4
 
@@ -44,7 +45,7 @@ def loads_tied(a, b):
 
     Mathematically equal loads (identical dimensions, or "nice" bandwidth ratios) reach float
     sums in different orders and differ in their last bits; the tolerance makes the greedy act
-    on the exact loads, as SPEC's pseudo-code means, in float32 and float64 alike."""
+    on the exact loads, as the greedy is meant in exact arithmetic, in float32 and float64 alike."""
     return jnp.abs(a - b) <= LOAD_TIE_RTOL * jnp.maximum(jnp.abs(a), jnp.abs(b))
 
 

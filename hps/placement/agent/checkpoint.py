@@ -12,11 +12,3 @@ def load_policy(path: str | os.PathLike, step: int | None = None):
     """(policy functions, parameters, spec document with "step") of the placement policy saved
     in `path` (a run folder or its checkpoints/), at `step` (default the latest)."""
     return checkpoint.load_policy(checkpoint.checkpoint_folder(path), step, kind=PLACEMENT.name)
-
-
-def load_config(path: str | os.PathLike, step: int | None = None):
-    """The placement TrainConfig a checkpoint in `path` was trained with."""
-    manager = checkpoint.open_manager(checkpoint.checkpoint_folder(path), read_only=True)
-    step, document = checkpoint.read_spec(manager, step)
-    manager.close()
-    return checkpoint.config_from_document(document, f"{manager.directory}/{step}", kind=PLACEMENT.name)

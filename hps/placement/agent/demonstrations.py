@@ -2,8 +2,8 @@
 
 The teacher is the stage-move hill climb started from the best single-type plan
 (`hps.placement.search.refine.climb_from_single`), scored by the exact model. It is cheap (one segment
-table and a few rounds of at most 2·L·(T − 1) candidates per instance) and strong: on the 50
-held-out small instances it finds the exhaustive optimum on every one. A training run labels a
+table and a few rounds of at most 2·L·(T − 1) candidates per instance) and strong: on small
+instances it matches the exhaustive optimum (docs/results.md). A training run labels a
 fixed pool of instances once, before its first update (the labels are a pure function of the
 seed, so a resumed run labels the same pool), and each update adds the cross-entropy of the
 teacher's plans, teacher-forced, to the policy-gradient loss (`imitation_loss`): the policy
@@ -31,8 +31,8 @@ from hps.placement.search.scoring import RANK_FEASIBLE
 from hps.rl.reinforce import masked_mean
 
 LABEL_BLOCK = 32
-"""Instances the teacher labels per call: one compiled program (about 40 s to compile on 2 cores,
-then cached) serves every pool size, and memory stays bounded (~16 MB per segment table)."""
+"""Instances the teacher labels per call: one compiled program (compiled once, then cached) serves
+every pool size, and memory stays bounded (one segment table per instance of the block)."""
 
 
 @struct.dataclass
@@ -47,21 +47,22 @@ class Demonstrations:
 
 
 def teacher_plans(instances: PlacementInstance):
-    """(schedules (D, L_MAX) int32, feasible (D,) bool) of the teacher on a batch of D instances,
-    labelled LABEL_BLOCK at a time (the last block padded with copies of the first instance).
-    The blocks are sliced on the host: a device gather per leaf and block cost about 2 s per
-    1,024 instances."""
+    """(schedules (D, POLICY_LAYERS) int32, feasible (D,) bool) of the teacher on a batch of D
+    instances, labelled LABEL_BLOCK at a time (the last block padded with copies of the first instance).
+    The blocks are sliced on the host, which is cheaper than a device gather per leaf and block."""
     placements = jax.device_get(instances.placement)
     count = jax.tree.leaves(placements)[0].shape[0]
     padded = -(-count // LABEL_BLOCK) * LABEL_BLOCK
     index = np.concatenate([np.arange(count), np.zeros((padded - count,), np.int64)])
     placements = jax.tree.map(lambda x: np.asarray(x)[index], placements)
-    blocks = [
-        _label_block(jax.tree.map(lambda x: x[start : start + LABEL_BLOCK], placements))
-        for start in range(0, padded, LABEL_BLOCK)
-    ]
+    blocks = [_label_block(_rows(placements, start, start + LABEL_BLOCK)) for start in range(0, padded, LABEL_BLOCK)]
     schedules, feasible = (jnp.concatenate(parts)[:count] for parts in zip(*blocks))
     return schedules, feasible
+
+
+def _rows(tree, lo: int, hi: int):
+    """Rows lo:hi of every leaf of `tree`."""
+    return jax.tree.map(lambda x: x[lo:hi], tree)
 
 
 @jax.jit

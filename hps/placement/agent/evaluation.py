@@ -12,6 +12,7 @@ a training session runs for its learning curve.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from operator import itemgetter
 
 import jax
 import jax.numpy as jnp
@@ -191,7 +192,7 @@ def compare_with_optimum(
     )
     rows = {name: [] for name in names}
     for i in range(count):
-        instance = jax.tree.map(lambda x: x[i], pool)
+        instance = jax.tree.map(itemgetter(i), pool)
         placement = instance.placement
         optimum = exhaustive(placement)
         policy_figures = _policy_best(policy, params, instance, i, samples, split.max_layers, temperature)
@@ -266,7 +267,7 @@ def compare_on_large(
     names = ("policy", "policy_refined", "genetic", "genetic_equal", "single", "climb")
     costs = {name: [] for name in names}
     for i in range(count):
-        instance = jax.tree.map(lambda x: x[i], pool)
+        instance = jax.tree.map(itemgetter(i), pool)
         placement = instance.placement
         best, best_ok, _, _, refined, refined_ok, _ = _policy_best(
             policy, params, instance, i, samples, split.max_layers

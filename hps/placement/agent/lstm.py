@@ -4,7 +4,7 @@
 of a batch of episodes. Its backward pass is one reverse scan that emits the gate gradients of
 every step, after which the recurrent kernel's gradient is a single (H, S·N) × (S·N, 4H)
 matmul. Left to autodiff, XLA:CPU computes that weight gradient inside the loop, transposing
-each step's (N, 4H) gate gradients first; on 2 cores that was a quarter of a training update.
+each step's (N, 4H) gate gradients first, a large share of a training update on CPU.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ The policy samples `samples` schedules of the instance (and decodes one greedily
 model (`hps.placement.evaluate_schedules`) scores them all and the cheapest feasible one wins
 (the least infeasible when none is feasible). With `refine`, a hill climb of stage moves
 (`hps.placement.search.refine`) then polishes that plan. The instance is padded to the env's trained limits
-(L_MAX layers, T_MAX types, K_MAX units), so one compiled planner serves every workload and
-catalogue within them.
+(hps.config.limits: POLICY_LAYERS layers, POLICY_TYPES types, POLICY_UNITS units), so one
+compiled planner serves every workload and catalogue within them.
 """
 
 from __future__ import annotations
@@ -18,12 +18,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from hps.config.limits import POLICY_LAYERS, POLICY_TYPES, POLICY_UNITS
 from hps.config.types import Catalog, Job, Workload
 from hps.errors import ConfigError
 from hps.placement.agent.policy import PolicyFunctions
 from hps.placement.agent.rollout import rollout
 from hps.placement.env.env import PlacementEnv
-from hps.placement.env.generator import K_MAX, L_MAX, T_MAX, make_instance
+from hps.placement.env.generator import make_instance
 from hps.placement.model import build_params
 from hps.placement.model.cost import segment_table
 from hps.placement.search.refine import refine
@@ -51,13 +52,19 @@ class Plan:
 
 def check_limits(workload: Workload, catalog: Catalog) -> None:
     """ConfigError when the instance is larger than the policy was built for."""
-    if len(workload.layers) > L_MAX:
-        raise ConfigError(workload.name, "layer", f"{len(workload.layers)} layers; the policy plans at most {L_MAX}")
-    if len(catalog.resources) > T_MAX:
-        raise ConfigError(catalog.name, "resource", f"{len(catalog.resources)} types; the policy plans at most {T_MAX}")
+    if len(workload.layers) > POLICY_LAYERS:
+        raise ConfigError(
+            workload.name, "layer", f"{len(workload.layers)} layers; the policy plans at most {POLICY_LAYERS}"
+        )
+    if len(catalog.resources) > POLICY_TYPES:
+        raise ConfigError(
+            catalog.name, "resource", f"{len(catalog.resources)} types; the policy plans at most {POLICY_TYPES}"
+        )
     units = max(r.max_units for r in catalog.resources)
-    if units > K_MAX:
-        raise ConfigError(catalog.name, "max_units", f"{units} units; the policy plans at most {K_MAX} per stage")
+    if units > POLICY_UNITS:
+        raise ConfigError(
+            catalog.name, "max_units", f"{units} units; the policy plans at most {POLICY_UNITS} per stage"
+        )
 
 
 @partial(jax.jit, static_argnames=("policy", "samples", "num_layers"))
@@ -102,7 +109,9 @@ def plan(
     check_limits(workload, catalog)
     if samples < 1:
         raise ConfigError("--samples", "samples", f"must be ≥ 1, got {samples}")
-    padded = build_params(workload, catalog, job, max_layers=L_MAX, max_types=T_MAX, max_replicas=K_MAX)
+    padded = build_params(
+        workload, catalog, job, max_layers=POLICY_LAYERS, max_types=POLICY_TYPES, max_replicas=POLICY_UNITS
+    )
     exact = build_params(workload, catalog, job)
     instance = make_instance(padded)
     key = jax.random.PRNGKey(seed)

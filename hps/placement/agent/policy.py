@@ -11,8 +11,8 @@ layer's key for t, plus a static score of that key and a state-dependent bonus w
 the current stage; padded types get the large finite negative MASKED_LOGIT. A value head (for
 PPO) reads the same state. Teacher-forced replay (`evaluate_batch`) runs the decoder's LSTM over
 a whole batch at once with its own backward pass (`hps.placement.agent.lstm.lstm_sequence`). Types are
-inputs, never output slots, so the policy serves any catalogue of ≤ T_MAX types in any order,
-and permuting the catalogue permutes the probabilities with it.
+inputs, never output slots, so the policy serves any catalogue of ≤ POLICY_TYPES types in any
+order, and permuting the catalogue permutes the probabilities with it.
 
 Flax NNX builds the modules; `PolicyFunctions` splits them once (`nnx.split`) and exposes pure
 functions of a plain parameter dict (`nnx.to_pure_dict`), merged back inside each call, so
@@ -29,6 +29,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx, struct
 
+from hps.config.limits import MASKED_LOGIT, POLICY_LAYERS
 from hps.placement.agent.encoders import make_encoder
 from hps.placement.agent.lstm import lstm_sequence, lstm_update
 from hps.placement.env.features import (
@@ -37,10 +38,8 @@ from hps.placement.env.features import (
     N_PAIR_FEATURES,
     N_TYPE_FEATURES,
 )
-from hps.placement.env.generator import L_MAX
 from hps.rl.batching import over_envs
-
-MASKED_LOGIT = -1e9
+from hps.rl.reinforce import masked_mean
 
 
 @dataclass(frozen=True)
@@ -52,7 +51,7 @@ class PolicySpec:
     hidden: int = 64
     heads: int = 4
     blocks: int = 1
-    max_layers: int = L_MAX
+    max_layers: int = POLICY_LAYERS
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -73,12 +72,6 @@ class Context:
     keys: jnp.ndarray
     key_scores: jnp.ndarray
     action_mask: jnp.ndarray
-
-
-def masked_mean(x, mask):
-    """Mean of rows x (N, H) where mask (N,); zeros when no row is real."""
-    weights = mask.astype(x.dtype)[:, None]
-    return jnp.sum(x * weights, axis=0) / jnp.maximum(jnp.sum(weights), 1.0)
 
 
 class PlacementPolicy(nnx.Module):

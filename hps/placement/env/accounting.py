@@ -1,13 +1,13 @@
 """Incremental scoring of a schedule as it is built, one layer per step.
 
 Each step provisions one stage — the open stage, from its first layer through the layer just
-placed — with SPEC's `provision` (the same function `evaluate_direct` and `evaluate_schedules`
+placed — with the cost model's `provision` (the same function `evaluate_direct` and `evaluate_schedules`
 use), and keeps it pending. The next step commits the pending stage to running totals when the
 type changes (the stage is then complete), and the last layer commits its own. A whole schedule
 costs O(L·K) once instead of being re-scored at every step, and the totals at the last layer
 equal `evaluate_direct` on the full schedule (the env tests pin this).
 
-Reward of a finished schedule (SPEC "PlacementEnv"):
+Reward of a finished schedule (docs/environments.md):
   feasible:    −min(cost / cost_scale, RATIO_CAP)          (cost_scale = the reference cost)
   infeasible:  −(INFEASIBLE_BASE + min(penalty, PENALTY_CAP)), penalty > 0 the sum of
                ln(R / throughput) where below the floor R, the fraction of layers in stages that
@@ -53,7 +53,7 @@ class Totals:
 
 
 @struct.dataclass
-class Stage:
+class ProvisionedStage:
     """A provisioned stage: replicas (float), time (s per iteration at those replicas), reason
     (int32 code, FEASIBLE when provisionable)."""
 
@@ -62,7 +62,7 @@ class Stage:
     reason: jnp.ndarray
 
 
-def provision_stage(instance, first, last, type_index) -> Stage:
+def provision_stage(instance, first, last, type_index) -> ProvisionedStage:
     """Provision the stage of layers first..last (int32 scalars) on type `type_index`."""
     params = instance.placement
     idx = jnp.arange(params.max_layers)
@@ -78,17 +78,14 @@ def provision_stage(instance, first, last, type_index) -> Stage:
         jnp.sum(inside * params.dense_param_bytes),
         jnp.sum(inside * params.sparse_param_bytes),
         jnp.sum(inside * params.act_bytes),
-        params.nic_bw[type_index],
-        instance.alpha[type_index],
-        instance.beta[type_index],
-        params.memory[type_index],
-        params.max_units[type_index],
-        params.type_mask[type_index],
+        instance.alpha,
+        instance.beta,
+        type_index,
     )
-    return Stage(replicas.astype(jnp.float32), time, reason)
+    return ProvisionedStage(replicas.astype(jnp.float32), time, reason)
 
 
-def commit(totals: Totals, instance, stage: Stage, first, last, type_index, flag) -> Totals:
+def commit(totals: Totals, instance, stage: ProvisionedStage, first, last, type_index, flag) -> Totals:
     """The totals with `stage` (layers first..last on `type_index`) added where `flag`."""
     params = instance.placement
     replicas = jnp.where(flag, stage.replicas, 0.0)

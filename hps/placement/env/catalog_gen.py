@@ -1,7 +1,7 @@
 """Random resource catalogues perturbed around `cloud-2024` (pure, keyed jnp).
 
-Each of the T_MAX type slots copies one of cloud-2024's types (cpu, t4, v100, a100) — the first
-four slots a random permutation of them, the rest random repeats — then perturbs its figures by
+Each of the POLICY_TYPES type slots copies one of cloud-2024's types (cpu, t4, v100, a100) —
+the first four slots a random permutation of them, the rest random repeats — then perturbs its figures by
 log-uniform factors and finally shuffles the real slots, so type order carries no information.
 
 The network of a type is its base type's network with all bandwidths scaled by one factor and all
@@ -26,7 +26,7 @@ from hps.placement.model.allreduce import allreduce_table
 from hps.placement.model.params import build_params
 
 BASE_CATALOG = "cloud-2024"
-CHUNKS = 64  # SPEC default collective chunks; generated jobs use Themis with 64 chunks
+CHUNKS = 64  # the default collective chunks; generated jobs use Themis with 64 chunks
 PERTURB_LOW, PERTURB_HIGH = 0.5, 2.0  # log-uniform factor range of every perturbed figure
 MAX_EFFICIENCY = 0.95
 TYPE_FIELDS = (
@@ -63,7 +63,7 @@ def log_uniform(key, shape, low, high):
 
 
 def base_choice(key, n_types, max_types: int, n_base: int):
-    """(T_MAX,) int32 base type per slot: real slots first, in random order; the first
+    """(POLICY_TYPES,) int32 base type per slot: real slots first, in random order; the first
     min(n_types, n_base) real slots hold distinct bases."""
     k_perm, k_extra, k_shuffle = jax.random.split(key, 3)
     distinct = jax.random.permutation(k_perm, n_base)

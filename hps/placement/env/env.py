@@ -1,4 +1,4 @@
-"""PlacementEnv (SPEC "Environments and agents"), in the functional gymnax / Jumanji shape.
+"""PlacementEnv (docs/environments.md), in the functional gymnax / Jumanji shape.
 
     obs, state = env.reset(key, instance)
     obs, state, reward, done, info = env.step(key, state, action, instance)
@@ -18,16 +18,17 @@ from __future__ import annotations
 import jax.numpy as jnp
 from flax import struct
 
+from hps.config.limits import POLICY_LAYERS, POLICY_TYPES
 from hps.placement.env import features
 from hps.placement.env.accounting import (
     Outcome,
-    Stage,
+    ProvisionedStage,
     Totals,
     commit,
     outcome,
     provision_stage,
 )
-from hps.placement.env.generator import L_MAX, T_MAX, PlacementInstance
+from hps.placement.env.generator import PlacementInstance
 from hps.rl.env import Environment
 
 
@@ -40,7 +41,7 @@ class PlacementState:
     layer: jnp.ndarray
     actions: jnp.ndarray
     stage_first: jnp.ndarray
-    pending: Stage
+    pending: ProvisionedStage
     totals: Totals
 
 
@@ -64,7 +65,7 @@ class PlacementObs:
 class PlacementEnv(Environment):
     """The placement MDP over padded instances of max_layers × max_types (static sizes)."""
 
-    def __init__(self, max_layers: int = L_MAX, max_types: int = T_MAX):
+    def __init__(self, max_layers: int = POLICY_LAYERS, max_types: int = POLICY_TYPES):
         self.max_layers = max_layers
         self.max_types = max_types
 
@@ -77,7 +78,7 @@ class PlacementEnv(Environment):
             layer=jnp.int32(0),
             actions=jnp.full((self.max_layers,), -1, jnp.int32),
             stage_first=jnp.int32(0),
-            pending=Stage(jnp.float32(0.0), jnp.float32(1.0), jnp.int32(0)),
+            pending=ProvisionedStage(jnp.float32(0.0), jnp.float32(1.0), jnp.int32(0)),
             totals=Totals.empty(self.max_types),
         )
 

@@ -75,7 +75,7 @@ def _span_sums(values, first, last):
 def span_log_costs(instance, first, last, grid=None):
     """Stages of layers first..last (int arrays of one shape S), each run alone on every type:
     (log10 of its cost / cost_scale clipped to COST_RANGE, its top when it cannot be
-    provisioned; feasible; replicas), each (S…, T). SPEC's provisioning (`provision`), over
+    provisioned; feasible; replicas), each (S…, T). The cost model's provisioning (`provision`), over
     every replica count 1..K, or over `grid` (static, ascending) only: a slight over-count
     of the replicas at a fraction of the work, which is all a feature needs."""
     params = instance.placement
@@ -97,12 +97,8 @@ def span_log_costs(instance, first, last, grid=None):
         column(params.dense_param_bytes),
         column(params.sparse_param_bytes),
         column(params.act_bytes),
-        params.nic_bw,
         alpha,
         beta,
-        params.memory,
-        params.max_units,
-        params.type_mask,
     )
     replicas = params.unit_grid[index - 1]  # provision counts grid positions from 1
     feasible = (reason == FEASIBLE) & params.type_mask
@@ -158,7 +154,7 @@ def type_features(instance) -> jnp.ndarray:
 
 def pair_features(instance) -> jnp.ndarray:
     """(L, T, N_PAIR_FEATURES): scaled log10 seconds per sample on one unit of type t of layer l
-    (SPEC's t(l, t)) and of layers l..L−1 together, then `stage_costs`; zero where the layer or
+    (the cost model's t(l, t)) and of layers l..L−1 together, then `stage_costs`; zero where the layer or
     type is padding."""
     params = instance.placement
     mask = params.layer_mask[:, None] & params.type_mask[None, :]

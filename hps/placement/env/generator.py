@@ -19,14 +19,14 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from hps.config.limits import POLICY_LAYERS, POLICY_TYPES, POLICY_UNITS
 from hps.placement.env.catalog_gen import CHUNKS, log_uniform, random_catalog
 from hps.placement.env.workload_gen import random_workload
 from hps.placement.model.allreduce import allreduce_table
-from hps.placement.model.cost import THROUGHPUT, layer_time
+from hps.placement.model.cost import THROUGHPUT, layer_time, single_type_schedules
 from hps.placement.model.direct import evaluate_direct
 from hps.placement.model.params import PlacementParams
 
-L_MAX, T_MAX, K_MAX = 32, 6, 64
 BATCHES = (1024.0, 4096.0, 8192.0)
 SAMPLES_LOW, SAMPLES_HIGH = 1e8, 1e10
 UNREACHABLE_FLOOR = 1e30  # samples/s: provisioning then reports every stage at max_units
@@ -42,16 +42,16 @@ class InstanceSplit:
     min_layers: int = 4
     max_layers: int = 24
     min_types: int = 2
-    max_types: int = T_MAX
+    max_types: int = POLICY_TYPES
     floor_low: float = 0.02
     floor_high: float = 1.0
     salt: int = 0
 
     def __post_init__(self):
-        if not 4 <= self.min_layers <= self.max_layers <= L_MAX:
-            raise ValueError(f"layers must satisfy 4 <= min <= max <= {L_MAX}: {self}")
-        if not 1 <= self.min_types <= self.max_types <= T_MAX:
-            raise ValueError(f"types must satisfy 1 <= min <= max <= {T_MAX}: {self}")
+        if not 4 <= self.min_layers <= self.max_layers <= POLICY_LAYERS:
+            raise ValueError(f"layers must satisfy 4 <= min <= max <= {POLICY_LAYERS}: {self}")
+        if not 1 <= self.min_types <= self.max_types <= POLICY_TYPES:
+            raise ValueError(f"types must satisfy 1 <= min <= max <= {POLICY_TYPES}: {self}")
         if not 0 < self.floor_low <= self.floor_high:
             raise ValueError(f"floor fractions must satisfy 0 < low <= high: {self}")
 
@@ -80,7 +80,8 @@ HELDOUT_LARGE = InstanceSplit("heldout-large", 24, 32, salt=2)
 
 @struct.dataclass
 class PlacementInstance:
-    """One environment instance. placement: the padded PlacementParams (L_MAX, T_MAX, K_MAX).
+    """One environment instance. placement: the padded PlacementParams (L, T, K = POLICY_LAYERS,
+    POLICY_TYPES, POLICY_UNITS).
     alpha (T, K) s/byte and beta (T, K) s: its All-Reduce table. layer_time (L, T): seconds per
     sample of each layer on each type. reference_cost: $ of the best feasible single-type plan,
     +inf if none. cost_scale: $ the env divides costs by — reference_cost when finite, else the
@@ -92,11 +93,6 @@ class PlacementInstance:
     layer_time: jnp.ndarray
     reference_cost: jnp.ndarray
     cost_scale: jnp.ndarray
-
-
-def single_type_schedules(max_types: int, max_layers: int) -> jnp.ndarray:
-    """(T, L) int32: row t puts every layer on type t."""
-    return jnp.broadcast_to(jnp.arange(max_types, dtype=jnp.int32)[:, None], (max_types, max_layers))
 
 
 def full_allocation(params: PlacementParams, alpha, beta):
@@ -140,21 +136,21 @@ def _floor(key, params, alpha, beta, split: InstanceSplit):
 
 
 def generate_instance(key, split: InstanceSplit | SplitBounds = TRAIN) -> PlacementInstance:
-    """One random instance of `split` (shapes L_MAX × T_MAX × K_MAX); the split's numbers may
-    be traced (`InstanceSplit.bounds`)."""
+    """One random instance of `split` (shapes POLICY_LAYERS × POLICY_TYPES × POLICY_UNITS); the
+    split's numbers may be traced (`InstanceSplit.bounds`)."""
     key = jax.random.fold_in(key, split.salt)
     k_n, k_t, k_work, k_cat, k_batch, k_samples, k_floor = jax.random.split(key, 7)
     n_layers = jax.random.randint(k_n, (), split.min_layers, split.max_layers + 1)
     n_types = jax.random.randint(k_t, (), split.min_types, split.max_types + 1)
-    fields = random_workload(k_work, n_layers, L_MAX)
-    catalog = random_catalog(k_cat, n_types, T_MAX, K_MAX)
+    fields = random_workload(k_work, n_layers, POLICY_LAYERS)
+    catalog = random_catalog(k_cat, n_types, POLICY_TYPES, POLICY_UNITS)
     alpha, beta = catalog.pop("alpha"), catalog.pop("beta")
     params = PlacementParams(
         **fields,
         **catalog,
-        measured_time=jnp.zeros((L_MAX, T_MAX), jnp.float32),
-        measured_mask=jnp.zeros((L_MAX, T_MAX), bool),
-        unit_grid=jnp.arange(1, K_MAX + 1, dtype=jnp.float32),
+        measured_time=jnp.zeros((POLICY_LAYERS, POLICY_TYPES), jnp.float32),
+        measured_mask=jnp.zeros((POLICY_LAYERS, POLICY_TYPES), bool),
+        unit_grid=jnp.arange(1, POLICY_UNITS + 1, dtype=jnp.float32),
         batch=jnp.asarray(BATCHES, jnp.float32)[jax.random.randint(k_batch, (), 0, len(BATCHES))],
         throughput=jnp.float32(1.0),
         samples=log_uniform(k_samples, (), SAMPLES_LOW, SAMPLES_HIGH),

@@ -1,11 +1,11 @@
 """Random layer tables (pure, keyed jnp), numbers built the way `hps.workloads.layers` builds them.
 
-A workload has `n_layers` real layers padded to L_MAX: 1–3 sparse embedding layers at the front
-(tables of 16–512 GiB, a few KiB of raw ids per sample), then dense layers of one family drawn per
+A workload has `n_layers` real layers padded to POLICY_LAYERS: 1–3 sparse embedding layers at the
+front (tables of 16–512 GiB, a few KiB of raw ids per sample), then dense layers of one family drawn per
 workload — an MLP (`dense`), a transformer (`attention_block` / `ffn_block`) or a CNN (`conv2d`) —
 ending in a small classifier head. Hyperparameters are sampled per position and every formula is
-applied to all L_MAX positions at once; masks pick the family and the layer kind, so there is no
-Python loop over instances and the function vmaps. All numbers are per sample: FLOP (forward +
+applied to all POLICY_LAYERS positions at once; masks pick the family and the layer kind, so there
+is no Python loop over instances and the function vmaps. All numbers are per sample: FLOP (forward +
 backward) and bytes (see `hps.workloads.layers` for the formulas' derivation).
 """
 
@@ -14,10 +14,11 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from hps.config.types import LAYER_NUMBERS
+from hps.config.validation import GIB
 from hps.placement.env.catalog_gen import log_uniform
 from hps.workloads.layers import FP32_BYTES, FWD_BWD, ID_BYTES, LABEL_BYTES
 
-GIB = 2.0**30
 MAX_SPARSE = 3
 MAX_LOOKUPS = 1024.0  # ids per sample over all slots of one embedding layer: ≤ 8 KiB of raw ids
 FAMILIES = ("mlp", "transformer", "cnn")
@@ -149,7 +150,7 @@ def random_workload(key, n_layers, max_layers: int) -> dict[str, jnp.ndarray]:
     real = positions < n_layers
     sparse = positions < n_sparse
     out = {}
-    for name in ("flops", "mem_bytes", "io_bytes", "act_bytes", "dense_param_bytes", "sparse_param_bytes"):
+    for name in LAYER_NUMBERS:
         dense_value = jnp.zeros((max_layers,))
         for f, numbers in enumerate(options):
             dense_value = jnp.where(family == f, numbers.get(name, 0.0), dense_value)

@@ -1,4 +1,4 @@
-"""The stage synchronisation term allreduce_t(W, k) of SPEC's placement model.
+"""The stage synchronisation term allreduce_t(W, k) of the placement model (docs/placement-model.md).
 
 k replicas fill the type's network dimension 1 first; the fluid time of the job's collective
 policy is max_d load_d + Σ_d 2·steps_d·a_d. Orders do not depend on W, so
@@ -10,7 +10,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from hps.collective.model.network import steps_per_phase
+from hps.collective.model.network import steps_per_phase_codes
 from hps.collective.model.themis import collective_orders
 
 
@@ -31,7 +31,7 @@ def allreduce_coefficients(sizes, bandwidths, latencies, algorithms, replicas, c
     used = used_sizes(sizes, replicas)
     _, loads = collective_orders(used, bandwidths, jnp.float32(1.0), chunks, use_themis)
     alpha = jnp.max(loads)
-    beta = jnp.sum(2.0 * steps_per_phase(algorithms, used) * latencies)
+    beta = jnp.sum(2.0 * steps_per_phase_codes(algorithms, used) * latencies)
     return alpha, beta
 
 

@@ -1,4 +1,4 @@
-"""SPEC's placement cost model as pure jnp functions over padded arrays.
+"""The placement cost model (docs/placement-model.md) as pure jnp functions over padded arrays.
 
 Everything about a stage depends only on (first layer, last layer, type), so
 `segment_table(params)` provisions every segment once — the replica search is vectorised over
@@ -84,14 +84,19 @@ def stage_memory(dense_bytes, sparse_bytes, act_sum_bytes, replicas, per_replica
     return 4.0 * dense_bytes + sparse_bytes / replicas + per_replica_batch * act_sum_bytes
 
 
-def provision(params, time_sum, boundary, dense, sparse, act_sum, nic_bw, alpha, beta, memory_cap, max_units, type_ok):
-    """SPEC's provisioning, vectorised over k = 1..K: k = the smallest k ≤ max_units with
+def provision(params, time_sum, boundary, dense, sparse, act_sum, alpha, beta, types=slice(None)):
+    """Provisioning, vectorised over k = 1..K: k = the smallest k ≤ max_units with
     B/time(k) ≥ R and mem(k) ≤ memory; otherwise k = max_units and a reason code.
 
     Stage inputs broadcast to one shape S: time_sum (s/sample), boundary (a_in + a_out bytes),
-    dense / sparse / act_sum (bytes), nic_bw (bytes/s), memory_cap (bytes), max_units, type_ok;
-    alpha, beta are (S..., K) All-Reduce coefficients. Returns (replicas, time s, reason), each S.
+    dense / sparse / act_sum (bytes). types: each stage's resource type (int, shape S), or by
+    default every type (S = (..., T)); the type's NIC bandwidth, memory, max_units and mask come
+    from params, its All-Reduce coefficients from alpha, beta (T, K). Returns (replicas, time s,
+    reason), each S.
     """
+    nic_bw, memory_cap = params.nic_bw[types], params.memory[types]
+    max_units, type_ok = params.max_units[types], params.type_mask[types]
+    alpha, beta = alpha[types], beta[types]
     expand = lambda x: jnp.asarray(x)[..., None]  # noqa: E731
     k = params.unit_grid
     per_replica_batch = params.batch / k  # samples per replica per iteration
@@ -126,12 +131,8 @@ def segment_table(params: PlacementParams) -> SegmentTable:
         per_segment(params.dense_param_bytes),
         per_segment(params.sparse_param_bytes),
         per_segment(params.act_bytes),
-        params.nic_bw,
         alpha,
         beta,
-        params.memory,
-        params.max_units,
-        params.type_mask,
     )
     return SegmentTable(replicas=replicas, time=time, reason=reason)
 
@@ -218,6 +219,11 @@ def score_stages(params, types, first, ends, bad_type, replicas, time, stage_thr
         replicas=replicas.astype(jnp.int32),
         stage_time=jnp.where(ends, time, 0.0),
     )
+
+
+def single_type_schedules(max_types: int, max_layers: int) -> jnp.ndarray:
+    """(T, L) int32: row t puts every layer on type t (rows of padded types included)."""
+    return jnp.broadcast_to(jnp.arange(max_types, dtype=jnp.int32)[:, None], (max_types, max_layers))
 
 
 def evaluate_schedules(params: PlacementParams, schedules) -> ScheduleResult:

@@ -42,12 +42,9 @@ def stage_values(params: PlacementParams, alpha, beta, types, first):
         stage_sum(params.dense_param_bytes),
         stage_sum(params.sparse_param_bytes),
         stage_sum(params.act_bytes),
-        params.nic_bw[types],
-        alpha[types],
-        beta[types],
-        params.memory[types],
-        params.max_units[types],
-        params.type_mask[types],
+        alpha,
+        beta,
+        types,
     )
     price = params.price_per_hour[types]
     return replicas.astype(jnp.float32), time, params.batch / time, replicas * price, reason

@@ -12,11 +12,10 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from hps.config.types import ALGORITHMS, Catalog, Job, Workload
+from hps.collective.model.network import network_arrays
+from hps.config.limits import MAX_CHUNKS
+from hps.config.types import COLLECTIVE_POLICIES, LAYER_NUMBERS, Catalog, Job, Network, Workload
 from hps.errors import ConfigError
-
-MAX_DIMS = 4
-ALGORITHM_CODE = {name: code for code, name in enumerate(ALGORITHMS)}
 
 
 @struct.dataclass
@@ -88,12 +87,7 @@ def _layer_arrays(workload: Workload, catalog: Catalog, max_layers: int, max_typ
     return dict(
         layer_mask=_pad([True] * len(layers), max_layers, False, bool),
         layer_sparse=_pad([l.kind == "sparse" for l in layers], max_layers, False, bool),
-        flops=field("flops"),
-        mem_bytes=field("mem_bytes"),
-        io_bytes=field("io_bytes"),
-        act_bytes=field("act_bytes"),
-        dense_param_bytes=field("dense_param_bytes"),
-        sparse_param_bytes=field("sparse_param_bytes"),
+        **{name: field(name) for name in LAYER_NUMBERS},
         measured_time=measured,
         measured_mask=measured_mask,
     )
@@ -102,16 +96,9 @@ def _layer_arrays(workload: Workload, catalog: Catalog, max_layers: int, max_typ
 def _type_arrays(catalog: Catalog, max_types: int):
     res = catalog.resources
     field = lambda name: _pad([getattr(r, name) for r in res], max_types, 1.0)  # noqa: E731
-    size = np.ones((max_types, MAX_DIMS), np.int32)
-    bandwidth = np.ones((max_types, MAX_DIMS), np.float32)
-    latency = np.zeros((max_types, MAX_DIMS), np.float32)
-    algorithm = np.zeros((max_types, MAX_DIMS), np.int32)
-    for t, r in enumerate(res):
-        for d, dim in enumerate(r.network.dimensions):
-            size[t, d] = dim.size
-            bandwidth[t, d] = dim.bandwidth
-            latency[t, d] = dim.latency
-            algorithm[t, d] = ALGORITHM_CODE[dim.algorithm]
+    padding = network_arrays(Network("padding", ()))  # a padded type's network: every dimension padded
+    rows = [network_arrays(r.network) for r in res] + [padding] * (max_types - len(res))
+    net = {key: np.stack([row[key] for row in rows]) for key in padding}
     return dict(
         type_mask=_pad([True] * len(res), max_types, False, bool),
         peak_flops=field("peak_flops"),
@@ -123,10 +110,10 @@ def _type_arrays(catalog: Catalog, max_types: int):
         memory=field("memory"),
         price_per_hour=field("price_per_hour"),
         max_units=_pad([r.max_units for r in res], max_types, 0, np.int32),
-        net_size=size,
-        net_bandwidth=bandwidth,
-        net_latency=latency,
-        net_algorithm=algorithm,
+        net_size=net["size"],
+        net_bandwidth=net["bandwidth"],
+        net_latency=net["latency"],
+        net_algorithm=net["algorithm"],
     )
 
 
@@ -136,10 +123,10 @@ def validate_job(job: Job, source: str = "job") -> None:
         value = getattr(job, name)
         if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
             raise ConfigError(source, name, f"must be a positive number, got {value!r}")
-    if job.collective not in ("baseline", "themis"):
+    if job.collective not in COLLECTIVE_POLICIES:
         raise ConfigError(source, "collective", f"must be baseline or themis, got {job.collective!r}")
-    if not 1 <= job.chunks <= 256:
-        raise ConfigError(source, "chunks", f"must be in 1..256, got {job.chunks!r}")
+    if not 1 <= job.chunks <= MAX_CHUNKS:
+        raise ConfigError(source, "chunks", f"must be in 1..{MAX_CHUNKS}, got {job.chunks!r}")
 
 
 def build_params(

@@ -2,7 +2,7 @@
 
 The plan is held fixed: its stages, their replica counts k_j, and the All-Reduce chunk orders
 of each stage's (type, k) (the Themis orders are discrete choices). What remains is a smooth
-function of the figures (SPEC "Placement cost model"):
+function of the figures (docs/placement-model.md):
 
     t(l,t)   = max(flops / (peak_flops · efficiency[kind]), mem_bytes / mem_bw) + io_bytes / io_bw
     time_j   = (B/k)·Σ t(l,t) + (B/k)·2·(a_in + a_out)/nic_bw + [k > 1, W > 0]·(W·alpha + beta)
@@ -22,8 +22,9 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from hps.collective.model.network import steps_per_phase
-from hps.collective.model.themis import MAX_CHUNKS, chunk_loads, collective_orders
+from hps.collective.model.network import steps_per_phase_codes
+from hps.collective.model.themis import chunk_loads, collective_orders
+from hps.config.limits import MAX_CHUNKS
 from hps.config.types import Catalog
 from hps.errors import ConfigError
 from hps.placement.model.allreduce import used_sizes
@@ -93,7 +94,7 @@ def allreduce_fixed_orders(orders, used, bandwidth, latency, algorithm, chunks):
     per_chunk = jax.vmap(chunk_loads, in_axes=(0, None, None, None))(orders, 1.0 / chunks, used, bandwidth)
     live = (jnp.arange(MAX_CHUNKS) < chunks)[:, None]
     alpha = jnp.max(jnp.sum(jnp.where(live, per_chunk, 0.0), axis=0))
-    beta = jnp.sum(2.0 * steps_per_phase(algorithm, used) * latency)
+    beta = jnp.sum(2.0 * steps_per_phase_codes(algorithm, used) * latency)
     return alpha, beta
 
 

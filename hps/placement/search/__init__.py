@@ -1,4 +1,4 @@
-"""Placement search baselines (SPEC "Baselines every comparison includes"): single-type plans,
+"""Placement search baselines (docs/placement-model.md, "Searches over the model"): single-type plans,
 greedy per layer, random search, a genetic algorithm, exhaustive search as the optimum, and a
 gradient search (straight-through Gumbel-softmax over schedule logits).
 

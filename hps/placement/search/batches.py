@@ -18,16 +18,23 @@ from hps.placement.search.scoring import (
     score,
 )
 
-# make_batch(batch index) -> (schedules (B, L) int32, valid (B,) bool)
-MakeBatch = Callable[[jnp.ndarray], tuple[jnp.ndarray, jnp.ndarray]]
+# make_batch(batch, index) -> schedules (B, L) int32 of batch number `batch`, whose schedules
+# have the running numbers index (B,) int32 = batch · B + 0..B−1
+MakeBatch = Callable[[jnp.ndarray, jnp.ndarray], jnp.ndarray]
 
 
-def best_over_batches(table: SegmentTable, params: PlacementParams, make_batch: MakeBatch, n_batches) -> Scored:
-    """The best schedule over batches 0..n_batches−1 (traced count: one compile serves all)."""
+def best_over_batches(
+    table: SegmentTable, params: PlacementParams, make_batch: MakeBatch, batch_size: int, count
+) -> Scored:
+    """The best of schedules 0..count−1, made `batch_size` at a time (count traced: one compile
+    serves all); the rows of the last batch past `count` are not candidates."""
+    offsets = jnp.arange(batch_size, dtype=jnp.int32)
 
-    def body(index, best):
-        schedules, valid = make_batch(index)
-        scored = score(table, params, schedules, valid, penalty_needed=best.rank != RANK_FEASIBLE)
+    def body(batch, best):
+        index = batch * batch_size + offsets
+        valid = index < count
+        scored = score(table, params, make_batch(batch, index), valid, penalty_needed=best.rank != RANK_FEASIBLE)
         return merge(best, batch_best(scored))
 
+    n_batches = (count + batch_size - 1) // batch_size
     return jax.lax.fori_loop(0, n_batches, body, nothing(params.max_layers))

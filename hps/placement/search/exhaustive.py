@@ -13,7 +13,7 @@ from hps.placement.model.cost import SegmentTable
 from hps.placement.model.params import PlacementParams
 from hps.placement.search.batches import best_over_batches
 from hps.placement.search.result import SearchResult
-from hps.placement.search.scoring import prepare, prepare_table, real_sizes, to_result
+from hps.placement.search.scoring import compile_and_run, real_sizes
 
 DEFAULT_LIMIT = 2**24
 MAX_LIMIT = 2**30  # schedule indices are int32
@@ -37,13 +37,10 @@ def _enumerator(batch_size: int):
 
     @jax.jit
     def enumerate_all(table: SegmentTable, params: PlacementParams, n_layers, n_types, total):
-        offsets = jnp.arange(batch_size, dtype=jnp.int32)
+        def make_batch(batch, index):
+            return decode(index, n_layers, n_types, params.max_layers)
 
-        def make_batch(batch):
-            index = batch * batch_size + offsets
-            return decode(index, n_layers, n_types, params.max_layers), index < total
-
-        return best_over_batches(table, params, make_batch, (total + batch_size - 1) // batch_size)
+        return best_over_batches(table, params, make_batch, batch_size, total)
 
     return enumerate_all
 
@@ -79,9 +76,4 @@ def exhaustive(
         )
     size = min(batch_size, max(MIN_BATCH_SIZE, 1 << (total - 1).bit_length()))
     args = (jnp.int32(n_layers), jnp.int32(n_types), jnp.int32(total))
-    make_table = prepare_table(params, warmup=warmup)
-    search = prepare(_enumerator(size), params, *args, warmup=warmup)
-    if warmup:
-        started = time.perf_counter()
-    table = make_table(params) if table is None else table
-    return to_result("exhaustive", search(table, params, *args), n_layers, total, started)
+    return compile_and_run("exhaustive", _enumerator(size), params, args, table, warmup, n_layers, total, started)

@@ -24,14 +24,12 @@ from hps.placement.search.random import random_schedules, uniform_below
 from hps.placement.search.result import SearchResult
 from hps.placement.search.scoring import (
     batch_best,
+    compile_and_run,
     merge,
     nothing,
     order,
-    prepare,
-    prepare_table,
     real_sizes,
     score,
-    to_result,
 )
 
 POPULATION = 1024
@@ -158,9 +156,4 @@ def genetic(
     rates = (jnp.float32(mutation_rate), jnp.float32(segment_rate))
     args = (key, jnp.int32(n_layers), jnp.int32(n_types), *rates)
     evolve = _evolver(population, generations, tournament, elites, crossover)
-    make_table = prepare_table(params, warmup=warmup)
-    search = prepare(evolve, params, *args, warmup=warmup)
-    if warmup:
-        started = time.perf_counter()
-    table = make_table(params) if table is None else table
-    return to_result("genetic", search(table, params, *args), n_layers, population * generations, started)
+    return compile_and_run("genetic", evolve, params, args, table, warmup, n_layers, population * generations, started)

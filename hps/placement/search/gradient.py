@@ -41,6 +41,7 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
+from hps.config.limits import MASKED_LOGIT
 from hps.errors import ConfigError
 from hps.placement.model.cost import FEASIBLE, SegmentTable
 from hps.placement.model.params import PlacementParams
@@ -48,13 +49,11 @@ from hps.placement.search.result import SearchResult
 from hps.placement.search.scoring import (
     RANK_FEASIBLE,
     batch_best,
+    compile_and_run,
     merge,
     nothing,
-    prepare,
-    prepare_table,
     real_sizes,
     score,
-    to_result,
 )
 
 RESTARTS = 64
@@ -66,7 +65,6 @@ TEMPERATURE_END = 1.0
 PENALTY_WEIGHT = 3.0
 SLOWEST_NORM_POWER = 1.0
 INIT_BIAS = 2.0  # logit bonus of a leaning restart (first round: restart r < T on type r)
-MASKED_LOGIT = -1e9
 ROUND_STEPS = 64
 CENTRED_FRACTION = 0.5  # of the restarts of each new round, those leaning towards the best so far
 MAX_EXPONENT = 80.0  # (time / slowest)^p is capped at e^80, far below float32's limit
@@ -275,9 +273,6 @@ def gradient(
         jnp.int32(round_steps),
         jnp.int32(round(centred_fraction * restarts)),
     )
-    make_table = prepare_table(params, warmup=warmup)
-    search = prepare(_optimiser(restarts, steps), params, *args, warmup=warmup)
-    if warmup:
-        started = time.perf_counter()
-    table = make_table(params) if table is None else table
-    return to_result("gradient", search(table, params, *args), n_layers, restarts * steps, started)
+    return compile_and_run(
+        "gradient", _optimiser(restarts, steps), params, args, table, warmup, n_layers, restarts * steps, started
+    )

@@ -13,7 +13,7 @@ from hps.placement.model.cost import SegmentTable
 from hps.placement.model.params import PlacementParams
 from hps.placement.search.batches import best_over_batches
 from hps.placement.search.result import SearchResult
-from hps.placement.search.scoring import prepare, prepare_table, real_sizes, to_result
+from hps.placement.search.scoring import compile_and_run, real_sizes
 
 DEFAULT_BUDGET = 51_200  # = the genetic default, population × generations
 BATCH_SIZE = 2**12
@@ -36,13 +36,10 @@ def _sampler(batch_size: int):
 
     @jax.jit
     def sample(table: SegmentTable, params: PlacementParams, key, n_types, budget):
-        offsets = jnp.arange(batch_size, dtype=jnp.int32)
+        def make_batch(batch, index):
+            return random_schedules(jax.random.fold_in(key, batch), n_types, (batch_size, params.max_layers))
 
-        def make_batch(batch):
-            draws = random_schedules(jax.random.fold_in(key, batch), n_types, (batch_size, params.max_layers))
-            return draws, batch * batch_size + offsets < budget
-
-        return best_over_batches(table, params, make_batch, (budget + batch_size - 1) // batch_size)
+        return best_over_batches(table, params, make_batch, batch_size, budget)
 
     return sample
 
@@ -65,9 +62,4 @@ def random_search(
     n_layers, n_types = real_sizes(params)
     size = min(batch_size, max(256, 1 << (budget - 1).bit_length()))
     args = (key, jnp.int32(n_types), jnp.int32(budget))
-    make_table = prepare_table(params, warmup=warmup)
-    search = prepare(_sampler(size), params, *args, warmup=warmup)
-    if warmup:
-        started = time.perf_counter()
-    table = make_table(params) if table is None else table
-    return to_result("random", search(table, params, *args), n_layers, budget, started)
+    return compile_and_run("random", _sampler(size), params, args, table, warmup, n_layers, budget, started)

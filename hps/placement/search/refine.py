@@ -73,8 +73,8 @@ def refine(table: SegmentTable, params: PlacementParams, start: Scored, max_roun
 
 def climb_from_single(params: PlacementParams, max_rounds: int = MAX_ROUNDS):
     """(best plan, evaluations): the stage-move hill climb started from the best single-type
-    plan; builds the instance's segment table (the costly part: ~8 ms per padded 32×6 instance
-    on one CPU core). Vmappable: the teacher `hps.placement.agent.demonstrations` labels instances with."""
+    plan; builds the instance's segment table (the costly part, O(L²·T·K) work per instance).
+    Vmappable: the teacher `hps.placement.agent.demonstrations` labels instances with."""
     table = segment_table(params)
     start = batch_best(score_single_types(table, params))
     best, evaluations = refine(table, params, start, max_rounds)

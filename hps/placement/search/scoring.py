@@ -162,6 +162,20 @@ def prepare(fn, params: PlacementParams, *args, warmup: bool):
     return fn.lower(*shapes).compile()
 
 
+def compile_and_run(
+    method: str, fn, params: PlacementParams, args: tuple, table, warmup: bool, n_layers: int, evaluations, started
+) -> SearchResult:
+    """The SearchResult of `method` from the jitted search `fn(table, params, *args)` (then as
+    `to_result`). table: a precomputed segment table, or None to compute it here (on the clock).
+    With warmup, the table and `fn` are compiled ahead and the clock restarts after compiling."""
+    make_table = prepare_table(params, warmup=warmup)
+    search = prepare(fn, params, *args, warmup=warmup)
+    if warmup:
+        started = time.perf_counter()
+    table = make_table(params) if table is None else table
+    return to_result(method, search(table, params, *args), n_layers, evaluations, started)
+
+
 def to_result(method: str, best: Scored, n_layers: int, evaluations: int, started: float) -> SearchResult:
     """Block on the device result, stop the clock and convert to plain Python."""
     best = jax.block_until_ready(best)

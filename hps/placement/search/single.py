@@ -5,31 +5,22 @@ from __future__ import annotations
 import time
 
 import jax
-import jax.numpy as jnp
 
-from hps.placement.model.cost import SegmentTable
+from hps.placement.model.cost import SegmentTable, single_type_schedules
 from hps.placement.model.params import PlacementParams
 from hps.placement.search.result import SearchResult
 from hps.placement.search.scoring import (
     Scored,
     batch_best,
-    prepare,
-    prepare_table,
+    compile_and_run,
     real_sizes,
     score,
-    to_result,
 )
-
-
-def single_type_schedules(params: PlacementParams) -> jnp.ndarray:
-    """(T, L) int32: row t puts every layer on type t (rows of padded types included)."""
-    types = jnp.arange(params.max_types, dtype=jnp.int32)
-    return jnp.broadcast_to(types[:, None], (params.max_types, params.max_layers))
 
 
 def score_single_types(table: SegmentTable, params: PlacementParams) -> Scored:
     """Scores (T,) of the single-type plans; padded types are not candidates."""
-    return score(table, params, single_type_schedules(params), valid=params.type_mask)
+    return score(table, params, single_type_schedules(params.max_types, params.max_layers), valid=params.type_mask)
 
 
 @jax.jit
@@ -50,9 +41,4 @@ def single(
     del key, budget
     started = time.perf_counter()
     n_layers, n_types = real_sizes(params)
-    make_table = prepare_table(params, warmup=warmup)
-    search = prepare(_best_single, params, warmup=warmup)
-    if warmup:
-        started = time.perf_counter()
-    table = make_table(params) if table is None else table
-    return to_result("single", search(table, params), n_layers, n_types, started)
+    return compile_and_run("single", _best_single, params, (), table, warmup, n_layers, n_types, started)

@@ -4,7 +4,7 @@ placement and the collective policy alike.
 A `PolicyKind` knows its config type and how to turn it into JSON and back, how to build a
 fresh TrainState, the jitted train chunk, the policy functions, and a held-out evaluator
 (params -> {"eval_…": float}) for the learning curve. Each agent registers its kind when its
-training module is imported (`register_kind`), as experiment kinds do, so this module never
+training module is imported (`register_policy_kind`), as experiment kinds do, so this module never
 imports an agent.
 """
 
@@ -29,26 +29,26 @@ class PolicyKind:
     evaluator: Callable[[Any], Callable[[Any], dict]]  # config -> (params -> metrics)
 
 
-_KINDS: dict[str, PolicyKind] = {}
+_POLICY_KINDS: dict[str, PolicyKind] = {}
 
 
-def register_kind(kind: PolicyKind) -> PolicyKind:
+def register_policy_kind(kind: PolicyKind) -> PolicyKind:
     """Make `kind` known by its name and config type; returns it."""
-    _KINDS[kind.name] = kind
+    _POLICY_KINDS[kind.name] = kind
     return kind
 
 
-def kind_named(name: str, source: str = "checkpoint") -> PolicyKind:
+def policy_kind_named(name: str, source: str = "checkpoint") -> PolicyKind:
     """The registered kind called `name` (ConfigError naming `source` otherwise)."""
-    if name not in _KINDS:
-        known = ", ".join(sorted(_KINDS)) or "none loaded"
+    if name not in _POLICY_KINDS:
+        known = ", ".join(sorted(_POLICY_KINDS)) or "none loaded"
         raise ConfigError(source, "spec.kind", f"unknown policy kind {name!r}; hps knows {known}")
-    return _KINDS[name]
+    return _POLICY_KINDS[name]
 
 
-def kind_of(config) -> PolicyKind:
+def policy_kind_of(config) -> PolicyKind:
     """The kind whose config type `config` is (ConfigError otherwise)."""
-    for kind in _KINDS.values():
+    for kind in _POLICY_KINDS.values():
         if isinstance(config, kind.config_type):
             return kind
     raise ConfigError(

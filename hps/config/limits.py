@@ -1,0 +1,55 @@
+"""Every size limit of hps, defined once, and two sentinel numbers (an unbounded chunk count,
+the logit of an impossible action).
+
+Two kinds of size limit, which differ on purpose:
+
+- What a configuration may hold (``MAX_*``): the loaders (or, for chunks, the job and
+  ``--chunks`` checks) reject more with a ConfigError. Network dimensions and All-Reduce chunks
+  are also the padded shapes of every collective array, so their accepted maximum and their
+  padded size are one number. MAX_DIMENSION_SIZE alone is no check: it bounds where the
+  collective model's step count is exact.
+- The learned placement policy's padded shapes (``POLICY_*``): the placement env, its
+  instance generator and the policy work on arrays of exactly these sizes, so one compiled
+  policy serves every instance up to them; the planner refuses a larger problem. A workload
+  may have more layers than the policy plans (64 against 32): the searches, padded per
+  instance, plan every workload the loaders accept.
+
+This module imports nothing, so every layer of hps may import it.
+"""
+
+from __future__ import annotations
+
+MAX_DIMS = 4
+"""Network dimensions: a network file or resource type has 1 to 4 ``[[dimension]]`` tables, and
+every network array is padded to 4 (padded dimensions have size 1 and take no part)."""
+
+MAX_DIMENSION_SIZE = 2**16
+"""NPUs of one network dimension up to which the jnp step count of halving-doubling (⌈log2 P⌉,
+`steps_per_phase_codes`) is exact; the collective instance generator draws sizes up to it."""
+
+MAX_CHUNKS = 256
+"""All-Reduce chunks: a job or ``--chunks`` asks for 1 to 256, and every chunk-order array has
+256 rows (rows past the chunk count are unused and add no load)."""
+
+MAX_WORKLOAD_LAYERS = 64
+"""Layers a workload file may hold (``[[layer]]`` tables)."""
+
+MAX_CATALOG_TYPES = 6
+"""Resource types a catalogue file may hold (``[[resource]]`` tables)."""
+
+POLICY_LAYERS = 32
+"""Layers of the learned placement policy's padded instance: the most it plans."""
+
+POLICY_TYPES = 6
+"""Resource types of the learned placement policy's padded instance: the most it plans."""
+
+POLICY_UNITS = 64
+"""Units per stage of the learned placement policy's padded instance (its replica grid 1..64)."""
+
+UNBOUNDED_CHUNKS = 1_000_000
+"""num_chunks of a training run that a wall-clock budget ends (``--minutes``), not a chunk count."""
+
+MASKED_LOGIT = -1e9
+"""The logit of a masked choice (an action outside the action mask, an attention key that is
+padding): so negative that its softmax weight is 0, yet finite, so that softmax, its gradient
+and the entropy stay finite (−inf would give NaN through 0 · inf)."""
