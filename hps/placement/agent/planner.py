@@ -1,11 +1,12 @@
 """Planning with a trained placement policy (`hps plan`).
 
 The policy samples `samples` schedules of the instance (and decodes one greedily); the exact cost
-model (`hps.placement.evaluate_schedules`) scores them all and the cheapest feasible one wins
+model (`hps.placement.model.evaluate_schedules`) scores them all and the cheapest feasible one wins
 (the least infeasible when none is feasible). With `refine`, a hill climb of stage moves
 (`hps.placement.search.refine`) then polishes that plan. The instance is padded to the env's trained limits
 (hps.config.limits: POLICY_LAYERS layers, POLICY_TYPES types, POLICY_UNITS units), so one
-compiled planner serves every workload and catalogue within them.
+compiled planner serves every catalogue within them and every workload with the same number of
+layers (the decision count is static: it fixes the sampling keys, so plans stay reproducible).
 """
 
 from __future__ import annotations
