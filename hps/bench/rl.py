@@ -16,6 +16,7 @@ call is the one other work disturbed least); the mean is no more than that.
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
@@ -52,10 +53,26 @@ def env_only(env: PlacementEnv, instances, key, num_steps: int):
 GENERATE_BLOCK = 256  # instances per generator call: one compile serves every env count
 
 
-def bench_setup(config: TrainConfig | None, num_envs: int, layers: int, types: int, updates_per_chunk: int):
+@dataclass(frozen=True)
+class Setting:
+    """What every figure runs on: num_envs environments of instances with exactly `layers`
+    layers and `types` types; the fastest of `repeats` calls (more until min_seconds passed)."""
+
+    num_envs: int = 4096
+    layers: int = 16
+    types: int = 4
+    repeats: int = 3
+    min_seconds: float = 0.0
+
+
+DEFAULT = Setting()
+
+
+def bench_setup(config: TrainConfig | None, setting: Setting, updates_per_chunk: int):
     """(config for the setting, instances (num_envs,) with exactly `layers` layers and `types`
     types), generated in blocks of GENERATE_BLOCK so that a sweep over env counts compiles the
     generator once."""
+    num_envs, layers, types = setting.num_envs, setting.layers, setting.types
     split = InstanceSplit("bench", layers, layers, types, types, salt=99)
     config = config or default_placement_config()
     config = dataclasses.replace(
@@ -71,57 +88,41 @@ def bench_setup(config: TrainConfig | None, num_envs: int, layers: int, types: i
     return config, jax.block_until_ready(instances)
 
 
-def env_rate(
-    num_envs: int = 4096, layers: int = 16, types: int = 4, repeats: int = 3, min_seconds: float = 0.0
-) -> dict:
+def _rate(name: str, setting: Setting, steps_per_call: int, fn, *args) -> dict:
+    """{f"{name}_steps_per_s", f"{name}_compile_s"}: env steps per second of fn(*args), each call
+    doing steps_per_call of them, from the fastest of the setting's calls."""
+    compile_s, seconds = timed_calls(fn, *args, repeats=setting.repeats, min_seconds=setting.min_seconds, fastest=True)
+    return {f"{name}_steps_per_s": steps_per_call / seconds, f"{name}_compile_s": compile_s}
+
+
+def env_rate(setting: Setting = DEFAULT) -> dict:
     """{"env_steps_per_s", "env_compile_s"}: the environment alone, uniform random actions."""
-    _, instances = bench_setup(None, num_envs, layers, types, 1)
-    env_fn = jax.jit(lambda inst, key: env_only(PlacementEnv(), inst, key, layers))
-    key = jax.random.PRNGKey(2)
-    compile_s, seconds = timed_calls(env_fn, instances, key, repeats=repeats, min_seconds=min_seconds, fastest=True)
-    return {"env_steps_per_s": num_envs * layers / seconds, "env_compile_s": compile_s}
+    _, instances = bench_setup(None, setting, 1)
+    env_fn = jax.jit(lambda inst, key: env_only(PlacementEnv(), inst, key, setting.layers))
+    steps = setting.num_envs * setting.layers
+    return _rate("env", setting, steps, env_fn, instances, jax.random.PRNGKey(2))
 
 
-def rollout_rate(
-    config: TrainConfig | None = None,
-    *,
-    num_envs: int = 4096,
-    layers: int = 16,
-    types: int = 4,
-    repeats: int = 3,
-    min_seconds: float = 0.0,
-    samples: int | None = None,
-) -> dict:
+def rollout_rate(config: TrainConfig | None = None, setting: Setting = DEFAULT, *, samples: int | None = None) -> dict:
     """{"rollout_steps_per_s", "rollout_compile_s"}: rollouts with the policy acting, no gradients.
     samples: envs per instance (default: the config's samples_per_instance, as training draws
     them); num_envs / samples distinct instances are encoded."""
-    config, instances = bench_setup(config, num_envs, layers, types, 1)
+    config, instances = bench_setup(config, setting, 1)
     samples = samples or config.samples_per_instance
-    instances = jax.tree.map(lambda x: x[: num_envs // samples], instances)
+    instances = jax.tree.map(lambda x: x[: setting.num_envs // samples], instances)
     env, policy = PlacementEnv(), PolicyFunctions(config.policy)
     params = policy.init(jax.random.PRNGKey(1))
+    layers = setting.layers
     roll_fn = jax.jit(lambda p, inst, key: rollout(policy, p, env, inst, key, layers, samples=samples).episode_reward)
-    key = jax.random.PRNGKey(3)
-    compile_s, seconds = timed_calls(
-        roll_fn, params, instances, key, repeats=repeats, min_seconds=min_seconds, fastest=True
-    )
-    return {"rollout_steps_per_s": num_envs * layers / seconds, "rollout_compile_s": compile_s}
+    return _rate("rollout", setting, setting.num_envs * layers, roll_fn, params, instances, jax.random.PRNGKey(3))
 
 
 def train_rate(
-    config: TrainConfig | None = None,
-    *,
-    num_envs: int = 4096,
-    layers: int = 16,
-    types: int = 4,
-    repeats: int = 3,
-    min_seconds: float = 0.0,
-    updates_per_chunk: int = 5,
-    devices=None,
+    config: TrainConfig | None = None, setting: Setting = DEFAULT, *, updates_per_chunk: int = 5, devices=None
 ) -> dict:
     """{"train_steps_per_s", "train_compile_s"}: whole `train_chunk` calls (the fastest of
     `repeats`), counting the env steps of their rollouts."""
-    config, _ = bench_setup(config, num_envs, layers, types, updates_per_chunk)
+    config, _ = bench_setup(config, setting, updates_per_chunk)
     train_chunk = make_train(config, devices=devices)
     state = init_train_state(config, devices=devices)
 
@@ -130,28 +131,19 @@ def train_rate(
         state, metrics = train_chunk(state)
         return state, metrics
 
-    compile_s, seconds = timed_calls(one_chunk, repeats=repeats, min_seconds=min_seconds, fastest=True)
-    return {"train_steps_per_s": num_envs * layers * updates_per_chunk / seconds, "train_compile_s": compile_s}
+    return _rate("train", setting, setting.num_envs * setting.layers * updates_per_chunk, one_chunk)
 
 
 def measure(
-    config: TrainConfig | None = None,
-    *,
-    num_envs: int = 4096,
-    layers: int = 16,
-    types: int = 4,
-    repeats: int = 3,
-    updates_per_chunk: int = 5,
-    devices=None,
+    config: TrainConfig | None = None, setting: Setting = DEFAULT, *, updates_per_chunk: int = 5, devices=None
 ) -> dict:
     """{"env_steps_per_s", "rollout_steps_per_s" (instances shared as training shares them),
     "rollout_distinct_steps_per_s" (one instance per env), "train_steps_per_s", "compile_s", …}."""
-    setting = dict(num_envs=num_envs, layers=layers, types=types, repeats=repeats)
     config = config or default_placement_config()
-    env = env_rate(**setting)
-    roll = rollout_rate(config, **setting)
-    distinct = rollout_rate(config, **setting, samples=1)
-    train = train_rate(config, **setting, updates_per_chunk=updates_per_chunk, devices=devices)
+    env = env_rate(setting)
+    roll = rollout_rate(config, setting)
+    distinct = rollout_rate(config, setting, samples=1)
+    train = train_rate(config, setting, updates_per_chunk=updates_per_chunk, devices=devices)
     return {
         "env_steps_per_s": env["env_steps_per_s"],
         "rollout_steps_per_s": roll["rollout_steps_per_s"],
@@ -162,10 +154,10 @@ def measure(
         + distinct["rollout_compile_s"]
         + train["train_compile_s"],
         "train_compile_s": train["train_compile_s"],
-        "num_envs": num_envs,
+        "num_envs": setting.num_envs,
         "samples_per_instance": config.samples_per_instance,
-        "layers": layers,
-        "types": types,
+        "layers": setting.layers,
+        "types": setting.types,
         "algorithm": config.algorithm,
         "encoder": config.policy.encoder,
         "hidden": config.policy.hidden,

@@ -81,18 +81,18 @@ def run_item(config: ScalingConfig, params) -> dict:
             "per_s": rate["collectives_per_s"],
             "compile_s": rate["compile_s"],
         }
-    from hps.bench.rl import env_rate, train_rate
+    from hps.bench.rl import Setting, env_rate, train_rate
 
-    setting = dict(num_envs=size, layers=other, types=config.types, repeats=1, min_seconds=config.min_seconds)
+    setting = Setting(num_envs=size, layers=other, types=config.types, repeats=1, min_seconds=config.min_seconds)
     if what == "env":
-        rate = env_rate(**setting)
+        rate = env_rate(setting)
     else:
         import jax
 
         # every accelerator, but one CPU device: `hps run` gives a CPU process 8 host devices for
         # the executor's pools, and training over them would measure another setting
         devices = jax.devices()[:1] if jax.default_backend() == "cpu" else None
-        rate = train_rate(**setting, updates_per_chunk=config.updates_per_chunk, devices=devices)
+        rate = train_rate(None, setting, updates_per_chunk=config.updates_per_chunk, devices=devices)
     return {
         "what": what,
         "envs": size,

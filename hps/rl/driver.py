@@ -10,6 +10,7 @@ checkpoints, evaluation plug in there). Nothing here prints.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import jax
@@ -60,6 +61,31 @@ def check_train_numbers(config) -> None:
         raise bad("num_envs", f"must be a multiple of samples_per_instance ({config.samples_per_instance})")
 
 
+@dataclass(frozen=True)
+class BaseTrainConfig:
+    """The fields every trainer's config has (hashable; each agent's config extends it and
+    redeclares the fields whose default differs): num_envs envs per update, samples_per_instance
+    consecutive of them sharing an instance; updates_per_chunk updates per jitted chunk,
+    num_chunks chunks; Adam at learning_rate after clipping gradients to global norm
+    max_grad_norm (`make_optimizer`); REINFORCE's entropy_coef, baseline_decay of the
+    moving-average baseline and normalize_advantages (`hps.rl.reinforce`); the seed. Checked by
+    `check_train_numbers`."""
+
+    num_envs: int = 4096
+    samples_per_instance: int = 1
+    updates_per_chunk: int = 10
+    num_chunks: int = 10
+    learning_rate: float = 1e-3
+    max_grad_norm: float = 1.0
+    entropy_coef: float = 0.01
+    baseline_decay: float = 0.9
+    normalize_advantages: bool = True
+    seed: int = 0
+
+    def __post_init__(self):
+        check_train_numbers(self)
+
+
 @struct.dataclass
 class TrainState:
     """params: policy parameters (plain dict). opt_state: optax state. baseline: REINFORCE's
@@ -73,8 +99,8 @@ class TrainState:
 
 
 def make_optimizer(config) -> optax.GradientTransformation:
-    """Gradient clipping to config.max_grad_norm, then Adam at config.learning_rate (any trainer's
-    config with those two fields)."""
+    """Gradient clipping to config.max_grad_norm, then Adam at config.learning_rate (a
+    BaseTrainConfig)."""
     return optax.chain(optax.clip_by_global_norm(config.max_grad_norm), optax.adam(config.learning_rate))
 
 

@@ -42,8 +42,8 @@ from hps.collective.env.generator import (
 from hps.errors import ConfigError
 from hps.rl import reinforce
 from hps.rl.driver import (
+    BaseTrainConfig,
     TrainState,
-    check_train_numbers,
     fresh_state,
     make_optimizer,
     optimizer_step,
@@ -55,28 +55,23 @@ from hps.rl.sharding import check_divisible, env_mesh, replicated, shard_envs
 
 
 @dataclass(frozen=True)
-class CollectiveTrainConfig:
-    """Everything a training run depends on (hashable; JSON-able via `to_dict`). max_chunks and
-    scf configure the env (the padded chunk count and the intra-dimension discipline of the
-    reward's simulation); the split's max_chunks must not exceed it."""
+class CollectiveTrainConfig(BaseTrainConfig):
+    """Everything a training run depends on (hashable; JSON-able via `to_dict`): the fields of
+    `hps.rl.driver.BaseTrainConfig`, with fewer envs, 8 samples per instance and less entropy
+    bonus by default, and these. max_chunks and scf configure the env (the padded chunk count
+    and the intra-dimension discipline of the reward's simulation); the split's max_chunks must
+    not exceed it."""
 
-    policy: CollectivePolicySpec = field(default_factory=CollectivePolicySpec)
-    split: NetworkSplit = TRAIN_NETWORKS
     num_envs: int = 512
     samples_per_instance: int = 8
-    updates_per_chunk: int = 10
-    num_chunks: int = 10
-    learning_rate: float = 1e-3
-    max_grad_norm: float = 1.0
     entropy_coef: float = 0.003
-    baseline_decay: float = 0.9
-    normalize_advantages: bool = True
+    policy: CollectivePolicySpec = field(default_factory=CollectivePolicySpec)
+    split: NetworkSplit = TRAIN_NETWORKS
     max_chunks: int = 64
     scf: bool = True
-    seed: int = 0
 
     def __post_init__(self):
-        check_train_numbers(self)
+        super().__post_init__()
         if self.split.max_chunks > self.max_chunks:
             raise ConfigError(
                 "CollectiveTrainConfig",

@@ -26,8 +26,8 @@ from hps.placement.env.env import PlacementEnv
 from hps.placement.env.generator import TRAIN, InstanceSplit, generate_instances
 from hps.rl import ppo, reinforce
 from hps.rl.driver import (
+    BaseTrainConfig,
     TrainState,
-    check_train_numbers,
     fresh_state,
     make_optimizer,
     optimizer_step,
@@ -47,8 +47,9 @@ TRAIN_ALGORITHMS = ("reinforce", "ppo")
 
 
 @dataclass(frozen=True)
-class TrainConfig:
-    """Everything a training run depends on (hashable; JSON-able via `dataclasses.asdict`).
+class TrainConfig(BaseTrainConfig):
+    """Everything a training run depends on (hashable; JSON-able via `dataclasses.asdict`); the
+    fields both trainers have come from `hps.rl.driver.BaseTrainConfig`.
 
     pool_size: instances generated per chunk; each update draws num_envs / samples_per_instance
     of them at random (samples_per_instance consecutive envs share an instance). 0: every update
@@ -68,16 +69,7 @@ class TrainConfig:
     algorithm: str = "reinforce"
     policy: PolicySpec = field(default_factory=PolicySpec)
     split: InstanceSplit = TRAIN
-    num_envs: int = 4096
     pool_size: int = 0
-    updates_per_chunk: int = 10
-    num_chunks: int = 10
-    learning_rate: float = 1e-3
-    max_grad_norm: float = 1.0
-    entropy_coef: float = 0.01
-    baseline_decay: float = 0.9
-    normalize_advantages: bool = True
-    samples_per_instance: int = 1
     top_fraction: float = 1.0
     gamma: float = 1.0
     gae_lambda: float = 0.95
@@ -88,10 +80,9 @@ class TrainConfig:
     demonstrations: int = 0
     demo_batch: int = 256
     imitation_coef: float = 1.0
-    seed: int = 0
 
     def __post_init__(self):
-        check_train_numbers(self)
+        super().__post_init__()
         if self.algorithm not in TRAIN_ALGORITHMS:
             raise ConfigError(
                 "TrainConfig", "algorithm", f"must be one of {', '.join(TRAIN_ALGORITHMS)}, got {self.algorithm!r}"
