@@ -7,14 +7,7 @@ plans the policy samples (default 64) before the exact model keeps the best, gre
 
 from __future__ import annotations
 
-from hps.cli.common import (
-    add_instance_args,
-    instance_document,
-    output_path,
-    print_json,
-    resolve_instance,
-    write_json,
-)
+from hps.cli.common import add_instance_args, instance_document, output_path, print_json, resolve_instance, write_json
 from hps.errors import ConfigError
 
 

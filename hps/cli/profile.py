@@ -5,13 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from hps.cli.common import (
-    add_instance_args,
-    output_path,
-    parse_set,
-    print_json,
-    resolve_instance,
-)
+from hps.cli.common import add_instance_args, output_path, parse_set, print_json, resolve_instance
 from hps.cli.execute import add_device_args
 from hps.config.loaders import write_workload
 from hps.errors import ConfigError

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from hps.errors import ConfigError
 from hps.experiments.base import ExperimentConfig, Summary, register_experiment_kind
-from hps.experiments.figures import save_grouped_bars
+from hps.experiments.figures import grouped_bars
 from hps.experiments.report import markdown_table
 from hps.experiments.themis_allreduce import network_paths
 
@@ -200,18 +200,21 @@ def summarize(config: CollectivePolicyConfig, results: dict[str, dict]) -> Summa
         table = [[r["name"], *(f"{r[p]:.3f}" for p in POLICIES)] for r in s["rows"]]
         parts.append(f"### {label}\n\n" + markdown_table(["instance", *POLICIES], table))
 
-    def draw(path):
-        series = {p: [e["mean"][p] for e in evaluations] for p in POLICIES}
-        groups = ["held-out", *(c.removeprefix("suite ") for c in columns[1:])]
-        save_grouped_bars(
-            path, groups, series, ylabel="mean utilization T_ideal / T", hline=1.0, title="collective policies (SCF)"
-        )
-
+    series = {p: [e["mean"][p] for e in evaluations] for p in POLICIES}
+    groups = ["held-out", *(c.removeprefix("suite ") for c in columns[1:])]
+    figure = grouped_bars(
+        "collective_policy.png",
+        groups,
+        series,
+        ylabel="mean utilization T_ideal / T",
+        hline=1.0,
+        title="collective policies (SCF)",
+    )
     return Summary(
         results=document,
         headers=["policy", *columns],
         rows=rows,
-        figures=[("collective_policy.png", draw)],
+        figures=[figure],
         markdown="\n\n".join(parts),
         title="Collective policy vs Themis on held-out networks and the topology suite",
     )

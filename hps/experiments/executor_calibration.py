@@ -22,7 +22,7 @@ from hps.config.paths import resolve_topology
 from hps.config.types import Job
 from hps.errors import ConfigError
 from hps.experiments.base import ExperimentConfig, Summary, register_experiment_kind
-from hps.experiments.figures import save_grouped_bars
+from hps.experiments.figures import grouped_bars
 from hps.workloads import resolve_workload
 
 TABLES = ("roofline", "profiled")
@@ -183,22 +183,14 @@ def summarize(config: ExecutorCalibrationConfig, results: dict[str, dict]) -> Su
         + "\n".join(f"- B={key}: " + ", ".join(_percent(e) for e in errors) for key, errors in mean_abs.items())
     )
 
-    def draw(path):
-        groups = [key.replace("/", " ") for key in mean_abs]
-        series = {name: [errors[i] or 0.0 for errors in mean_abs.values()] for i, name in enumerate(stages)}
-        save_grouped_bars(
-            path,
-            [f"B={g}" for g in groups],
-            series,
-            ylabel="mean |measured / predicted - 1|",
-            title="cost model error per stage, roofline vs profiled table",
-        )
-
+    groups = [f"B={key.replace('/', ' ')}" for key in mean_abs]
+    series = {name: [errors[i] or 0.0 for errors in mean_abs.values()] for i, name in enumerate(stages)}
+    ylabel, title = "mean |measured / predicted - 1|", "cost model error per stage, roofline vs profiled table"
     return Summary(
         results=document,
         headers=headers,
         rows=table,
-        figures=[("calibration.png", draw)],
+        figures=[grouped_bars("calibration.png", groups, series, ylabel=ylabel, title=title)],
         markdown=text,
         title="Executor calibration: prediction error before and after profiling",
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hps.experiments.base import Figure
 from hps.report.figures import plt, save_figure
 
 
@@ -28,6 +29,12 @@ def save_grouped_bars(
     ax.legend(fontsize=8, ncol=min(n, 4))
     fig.tight_layout()
     save_figure(fig, path)
+
+
+def grouped_bars(filename: str, groups: list[str], series: dict[str, list[float]], **options) -> Figure:
+    """A `Summary.figures` entry: `save_grouped_bars` of `groups` and `series` (options: ylabel,
+    title, hline) into `filename`."""
+    return filename, lambda path: save_grouped_bars(path, groups, series, **options)
 
 
 def save_loglog_panels(path, panels: list[tuple[str, str, str, dict[str, tuple[list, list]]]], *, title: str) -> None:

@@ -12,25 +12,16 @@ import numpy as np
 
 from hps.config.loaders import load_catalog
 from hps.config.paths import resolve_topology
+from hps.experiments import placement
 from hps.experiments.base import Summary, register_experiment_kind
-from hps.experiments.figures import save_grouped_bars
-from hps.experiments.placement import (
-    PolicyComparisonConfig,
-    compare_on_instance,
-    deepest,
-    default_job,
-    load_policies,
-    pop_training,
-    run_training_item,
-    training_items,
-)
+from hps.experiments.figures import grouped_bars
 from hps.workloads import build_workload
 
 METHODS = ("greedy", "genetic", "gradient", "exhaustive")
 
 
 @dataclass(frozen=True, kw_only=True)
-class GeneralizationConfig(PolicyComparisonConfig):
+class GeneralizationConfig(placement.PolicyComparisonConfig):
     """workloads × catalogs (zoo names × shipped names or files), each at the workload's default
     job; the policies as `PolicyComparisonConfig` says."""
 
@@ -55,24 +46,24 @@ def items(config: GeneralizationConfig):
     for catalog in config.catalogs:
         resolve_topology(catalog, "catalogs", "catalogs")
     pairs = [(f"{w}_on_{c}", (w, c)) for c in config.catalogs for w in config.workloads]
-    return [*training_items(config), *pairs]
+    return [*placement.training_items(config), *pairs]
 
 
 def run_item(config: GeneralizationConfig, params) -> dict:
     if isinstance(params, str):
-        return run_training_item(config, params)
+        return placement.run_training_item(config, params)
     name, catalog_name = params
     catalog = load_catalog(resolve_topology(catalog_name, "catalogs", "catalogs"))
     workload = build_workload(name)
-    compared = compare_on_instance(
-        load_policies(config),
+    compared = placement.compare_on_instance(
+        placement.load_policies(config),
         workload,
         catalog,
-        default_job(workload),
+        placement.default_job(workload),
         plans=config.plans,
         seed=config.seed,
         methods=METHODS,
-        pad_layers=deepest(config.workloads),
+        pad_layers=placement.deepest(config.workloads),
     )
     for key in [k for k in compared["methods"] if k.startswith("only:")]:
         del compared["methods"][key]
@@ -80,7 +71,7 @@ def run_item(config: GeneralizationConfig, params) -> dict:
 
 
 def summarize(config: GeneralizationConfig, results: dict[str, dict]) -> Summary:
-    training = pop_training(results)
+    training = placement.pop_training(results)
     shown = ["policy", "policy_refined", *(["ppo", "ppo_refined"] if training["ppo"] else []), *METHODS]
     rows, ratio, seconds = [], {m: [] for m in shown}, {m: [] for m in shown}
     for r in results.values():
@@ -130,24 +121,19 @@ def summarize(config: GeneralizationConfig, results: dict[str, dict]) -> Summary
         f"{median_seconds['genetic'] * 1e3:.0f} ms for the genetic algorithm (51,200 evaluations)."
     )
 
-    def draw(path):
-        groups = [f"{r['workload']}\n{r['catalog']}" for r in results.values()]
-        series = {m: [r["methods"].get(m, {}).get("ratio") or 0.0 for r in results.values()] for m in shown}
-        save_grouped_bars(
-            path,
-            groups,
-            series,
-            ylabel="cost / best plan found",
-            hline=1.0,
-            title="one reused policy vs per-instance search (0 = infeasible or not run)",
-        )
-
-    headers = ["workload", "catalog", "layers", "optimum", *shown, "policy ms", "genetic ms"]
+    figure = grouped_bars(
+        "generalization.png",
+        [f"{r['workload']}\n{r['catalog']}" for r in results.values()],
+        {m: [r["methods"].get(m, {}).get("ratio") or 0.0 for r in results.values()] for m in shown},
+        ylabel="cost / best plan found",
+        hline=1.0,
+        title="one reused policy vs per-instance search (0 = infeasible or not run)",
+    )
     return Summary(
         results=document,
-        headers=headers,
+        headers=["workload", "catalog", "layers", "optimum", *shown, "policy ms", "genetic ms"],
         rows=rows,
-        figures=[("generalization.png", draw)],
+        figures=[figure],
         markdown=text,
         title="Generalization of one placement policy",
     )

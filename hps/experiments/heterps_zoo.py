@@ -17,17 +17,8 @@ import numpy as np
 from hps.config.loaders import load_catalog
 from hps.config.paths import resolve_topology
 from hps.errors import ConfigError
+from hps.experiments import placement
 from hps.experiments.base import Summary, register_experiment_kind
-from hps.experiments.placement import (
-    PolicyComparisonConfig,
-    compare_on_instance,
-    deepest,
-    default_job,
-    load_policies,
-    pop_training,
-    run_training_item,
-    training_items,
-)
 from hps.report.figures import plt, save_figure
 from hps.workloads import build_workload
 
@@ -46,7 +37,7 @@ SHOWN = (
 
 
 @dataclass(frozen=True, kw_only=True)
-class HeterpsZooConfig(PolicyComparisonConfig):
+class HeterpsZooConfig(placement.PolicyComparisonConfig):
     """workloads: zoo names; catalog: shipped name or file; floor_scales: multiples of each
     workload's default floor; the policies as `PolicyComparisonConfig` says."""
 
@@ -61,26 +52,26 @@ def items(config: HeterpsZooConfig):
         build_workload(name)  # ConfigError on an unknown name, before any file is written
     if not config.floor_scales or min(config.floor_scales) <= 0:
         raise ConfigError("config()", "floor_scales", "must be positive numbers")
-    units = training_items(config)
+    units = placement.training_items(config)
     units += [(f"{w}_x{s:g}", (w, s)) for w in config.workloads for s in sorted(config.floor_scales)]
     return units
 
 
 def run_item(config: HeterpsZooConfig, params) -> dict:
     if isinstance(params, str):
-        return run_training_item(config, params)
+        return placement.run_training_item(config, params)
     name, scale = params
     catalog = load_catalog(resolve_topology(config.catalog, "catalogs", "catalog"))
     workload = build_workload(name)
-    job = default_job(workload, scale)
-    compared = compare_on_instance(
-        load_policies(config),
+    job = placement.default_job(workload, scale)
+    compared = placement.compare_on_instance(
+        placement.load_policies(config),
         workload,
         catalog,
         job,
         plans=config.plans,
         seed=config.seed,
-        pad_layers=deepest(config.workloads),
+        pad_layers=placement.deepest(config.workloads),
     )
     return {
         "workload": name,
@@ -118,7 +109,7 @@ def headline_ratios(rows: list[dict]) -> dict:
 
 
 def summarize(config: HeterpsZooConfig, results: dict[str, dict]) -> Summary:
-    training = pop_training(results)
+    training = placement.pop_training(results)
     by_workload = {w: [r for r in results.values() if r["workload"] == w] for w in config.workloads}
     for rows in by_workload.values():
         rows.sort(key=lambda r: r["floor"])

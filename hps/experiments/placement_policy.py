@@ -21,7 +21,7 @@ from pathlib import Path
 
 from hps.errors import ConfigError
 from hps.experiments.base import ExperimentConfig, Summary, register_experiment_kind
-from hps.experiments.figures import save_grouped_bars
+from hps.experiments.figures import grouped_bars
 from hps.experiments.placement import DEFAULT_POLICY_DIR, TRAIN_ITEM, ensure_policy
 
 
@@ -168,26 +168,23 @@ def summarize(config: PlacementPolicyConfig, results: dict[str, dict]) -> Summar
         f"{config.samples} sampled plans + greedy per instance.\n\n" + "\n".join(lines)
     )
 
-    def draw(path):
-        groups = [label for label, *_ in ROWS]
-        series = {}
-        for folder, entry in evaluated.items():
-            series[f"{names[folder]} small / optimum"] = [
-                (entry["small"].get(r) or 0.0) if r else 0.0 for _, r, _, _ in ROWS
+    series = {}
+    for folder, entry in evaluated.items():
+        series[f"{names[folder]} small / optimum"] = [
+            (entry["small"].get(r) or 0.0) if r else 0.0 for _, r, _, _ in ROWS
+        ]
+        if config.large:
+            series[f"{names[folder]} large / single"] = [
+                (entry["large"].get(f"{m}_vs_single") or 0.0) if m else 0.0 for *_, m in ROWS
             ]
-            if config.large:
-                series[f"{names[folder]} large / single"] = [
-                    (entry["large"].get(f"{m}_vs_single") or 0.0) if m else 0.0 for *_, m in ROWS
-                ]
-        save_grouped_bars(
-            path, groups, series, ylabel="mean cost ratio", hline=1.0, title="placement policy on held-out instances"
-        )
-
+    groups = [label for label, *_ in ROWS]
+    title = "placement policy on held-out instances"
+    figure = grouped_bars("policy_evaluation.png", groups, series, ylabel="mean cost ratio", hline=1.0, title=title)
     return Summary(
         results=document,
         headers=headers,
         rows=rows,
-        figures=[("policy_evaluation.png", draw)],
+        figures=[figure],
         markdown=text,
         title="Placement policy on held-out instances",
     )

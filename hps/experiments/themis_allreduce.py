@@ -14,7 +14,7 @@ from hps.collective.model.network import ideal_time, network_params
 from hps.config.loaders import load_network
 from hps.config.paths import TOPOLOGIES, resolve_topology
 from hps.experiments.base import ExperimentConfig, Summary, register_experiment_kind
-from hps.experiments.figures import save_grouped_bars
+from hps.experiments.figures import grouped_bars
 
 PAPER = {"mean_speedup": 1.72, "max_speedup": 2.70}
 BASELINE, THEMIS = "baseline+fifo", "themis+scf"
@@ -128,22 +128,19 @@ def summarize(config: ThemisAllReduceConfig, results: dict[str, dict]) -> Summar
         f"All-Reduce of {config.size_bytes:,.0f} bytes in {config.chunks} chunks."
     )
 
-    def draw(path):
-        series = {c: [r["utilization"][c] for r in results.values()] for c in columns}
-        save_grouped_bars(
-            path,
-            list(results),
-            series,
-            ylabel="utilization T_ideal / T",
-            hline=1.0,
-            title=f"All-Reduce utilization per policy ({config.size_bytes / 2**30:g} GiB, {config.chunks} chunks)",
-        )
-
+    figure = grouped_bars(
+        "utilization.png",
+        list(results),
+        {c: [r["utilization"][c] for r in results.values()] for c in columns},
+        ylabel="utilization T_ideal / T",
+        hline=1.0,
+        title=f"All-Reduce utilization per policy ({config.size_bytes / 2**30:g} GiB, {config.chunks} chunks)",
+    )
     return Summary(
         results=document,
         headers=["network", *columns, "themis_speedup"],
         rows=rows,
-        figures=[("utilization.png", draw)],
+        figures=[figure],
         markdown=headline,
         title="Themis All-Reduce: bandwidth utilization over the topology suite",
     )

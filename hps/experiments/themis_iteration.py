@@ -13,7 +13,7 @@ import numpy as np
 from hps.collective import studies
 from hps.config.loaders import load_network
 from hps.experiments.base import ExperimentConfig, Summary, register_experiment_kind
-from hps.experiments.figures import save_grouped_bars
+from hps.experiments.figures import grouped_bars
 from hps.experiments.themis_allreduce import network_paths
 from hps.workloads import resolve_workload
 
@@ -95,22 +95,16 @@ def summarize(config: ThemisIterationConfig, results: dict[str, dict]) -> Summar
         "per gradient All-Reduce, embedding gradients not all-reduced (DLRM's dense part)."
     )
 
-    def draw(path):
-        series = {f"{w} ({batch[w]:g}/NPU)": [speedup[w][n] for n in networks] for w in workloads}
-        save_grouped_bars(
-            path,
-            networks,
-            series,
-            ylabel="iteration speed-up over baseline",
-            hline=1.0,
-            title=f"{config.policy} + SCF vs baseline + FIFO, data-parallel iteration",
-        )
-
+    series = {f"{w} ({batch[w]:g}/NPU)": [speedup[w][n] for n in networks] for w in workloads}
+    ylabel, title = (
+        "iteration speed-up over baseline",
+        f"{config.policy} + SCF vs baseline + FIFO, data-parallel iteration",
+    )
     return Summary(
         results=document,
         headers=["workload (batch/NPU)", *networks, "mean"],
         rows=rows,
-        figures=[("speedup.png", draw)],
+        figures=[grouped_bars("speedup.png", networks, series, ylabel=ylabel, hline=1.0, title=title)],
         markdown=headline,
         title="Themis iteration speed-up: data-parallel training over the topology suite",
     )

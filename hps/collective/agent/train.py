@@ -40,16 +40,8 @@ from hps.collective.env.generator import (
     stratified_chunks,
 )
 from hps.errors import ConfigError
-from hps.rl import reinforce
-from hps.rl.driver import (
-    BaseTrainConfig,
-    TrainState,
-    fresh_state,
-    make_optimizer,
-    optimizer_step,
-    run_chunks,
-    scan_chunk,
-)
+from hps.rl import driver, reinforce
+from hps.rl.driver import BaseTrainConfig, TrainState
 from hps.rl.policy_kind import PolicyKind, register_policy_kind
 from hps.rl.sharding import check_divisible, env_mesh, replicated, shard_envs
 
@@ -121,7 +113,7 @@ def collective_loss(params, policy, trajectory, adv, entropy_coef: float, capaci
 
 def init_collective_state(config: CollectiveTrainConfig, *, devices=None) -> TrainState:
     """Fresh state from config.seed, replicated over the device mesh."""
-    return fresh_state(config, CollectivePolicyFunctions(config.policy), devices=devices)
+    return driver.fresh_state(config, CollectivePolicyFunctions(config.policy), devices=devices)
 
 
 def make_collective_train(config: CollectiveTrainConfig, *, devices=None, compiler_options=None):
@@ -133,7 +125,7 @@ def make_collective_train(config: CollectiveTrainConfig, *, devices=None, compil
     check_divisible(config.num_envs, mesh, "num_envs")
     policy = CollectivePolicyFunctions(config.policy)
     env = config.env()
-    tx = make_optimizer(config)
+    tx = driver.make_optimizer(config)
     k = config.samples_per_instance
     draws = config.num_envs // k
     num_steps = config.split.max_chunks
@@ -151,7 +143,7 @@ def make_collective_train(config: CollectiveTrainConfig, *, devices=None, compil
         if config.normalize_advantages:
             adv = adv / (jnp.std(adv) + 1e-6)
         (loss, aux), grads = grad_fn(state.params, policy, trajectory, adv, config.entropy_coef, capacity)
-        params, opt_state, grad_norm = optimizer_step(tx, state.params, state.opt_state, grads)
+        params, opt_state, grad_norm = driver.optimizer_step(tx, state.params, state.opt_state, grads)
         baseline = reinforce.update_baseline(state.baseline, returns, first, config.baseline_decay)
         metrics = {
             "reward": jnp.mean(trajectory.reward),
@@ -166,7 +158,7 @@ def make_collective_train(config: CollectiveTrainConfig, *, devices=None, compil
         return state, metrics
 
     def train_chunk(state: TrainState):
-        return scan_chunk(one_update, state, None, config.updates_per_chunk)
+        return driver.scan_chunk(one_update, state, None, config.updates_per_chunk)
 
     return jax.jit(train_chunk, out_shardings=replicated(mesh), compiler_options=compiler_options)
 
@@ -178,7 +170,9 @@ def run_collective_training(
     `hps.rl.driver.run_chunks` (resume, on_chunk, stop, history)."""
     train_chunk = make_collective_train(config, devices=devices, compiler_options=compiler_options)
     state = init_collective_state(config, devices=devices) if state is None else state
-    return run_chunks(train_chunk, state, config.updates_per_chunk, config.num_chunks, on_chunk=on_chunk, stop=stop)
+    return driver.run_chunks(
+        train_chunk, state, config.updates_per_chunk, config.num_chunks, on_chunk=on_chunk, stop=stop
+    )
 
 
 def heldout_metrics(config: CollectiveTrainConfig, count: int = 128):

@@ -24,16 +24,8 @@ from hps.placement.agent.policy import PolicyFunctions, PolicySpec
 from hps.placement.agent.rollout import replay, rollout
 from hps.placement.env.env import PlacementEnv
 from hps.placement.env.generator import TRAIN, InstanceSplit, generate_instances
-from hps.rl import ppo, reinforce
-from hps.rl.driver import (
-    BaseTrainConfig,
-    TrainState,
-    fresh_state,
-    make_optimizer,
-    optimizer_step,
-    run_chunks,
-    scan_chunk,
-)
+from hps.rl import driver, ppo, reinforce
+from hps.rl.driver import BaseTrainConfig, TrainState
 from hps.rl.policy_kind import PolicyKind, register_policy_kind
 from hps.rl.sharding import (
     check_divisible,
@@ -139,7 +131,7 @@ def default_placement_config() -> TrainConfig:
 
 def init_train_state(config: TrainConfig, *, devices=None) -> TrainState:
     """Fresh state of the placement policy from config.seed, replicated over the device mesh."""
-    return fresh_state(config, PolicyFunctions(config.policy), devices=devices)
+    return driver.fresh_state(config, PolicyFunctions(config.policy), devices=devices)
 
 
 def _episode_metrics(trajectory) -> dict:
@@ -162,7 +154,7 @@ def make_train(config: TrainConfig, *, devices=None, instances=None):
     check_divisible(config.num_envs, mesh, "num_envs")
     policy = PolicyFunctions(config.policy)
     env = PlacementEnv()
-    tx = make_optimizer(config)
+    tx = driver.make_optimizer(config)
     if instances is None:
         num_steps = config.split.max_layers
         check_divisible(config.instances_per_chunk, mesh, "pool size")
@@ -205,7 +197,7 @@ def make_train(config: TrainConfig, *, devices=None, instances=None):
             demo_batch = shard_envs(jax.tree.map(lambda x: x[index], demos), mesh)
         grad_fn = jax.value_and_grad(reinforce_loss, has_aux=True)
         (loss, aux), grads = grad_fn(state.params, trajectory, adv, demo_batch)
-        params, opt_state, grad_norm = optimizer_step(tx, state.params, state.opt_state, grads)
+        params, opt_state, grad_norm = driver.optimizer_step(tx, state.params, state.opt_state, grads)
         baseline = reinforce.update_baseline(state.baseline, returns, first, config.baseline_decay)
         metrics = {"loss": loss, "grad_norm": grad_norm, "baseline": baseline, **aux}
         return state.replace(params=params, opt_state=opt_state, baseline=baseline), metrics
@@ -222,7 +214,7 @@ def make_train(config: TrainConfig, *, devices=None, instances=None):
             (loss, aux), grads = grad_fn(
                 params, replay_policy, *part, config.clip_eps, config.value_coef, config.entropy_coef
             )
-            params, opt_state, grad_norm = optimizer_step(tx, params, opt_state, grads)
+            params, opt_state, grad_norm = driver.optimizer_step(tx, params, opt_state, grads)
             return (params, opt_state), {"loss": loss, "grad_norm": grad_norm, **aux}
 
         def epoch(carry, epoch_key):
@@ -262,7 +254,7 @@ def make_train(config: TrainConfig, *, devices=None, instances=None):
             pool = shard_envs(generate_instances(pool_key, config.instances_per_chunk, config.split), mesh)
         else:
             pool = instances
-        return scan_chunk(one_update, state, pool, config.updates_per_chunk)
+        return driver.scan_chunk(one_update, state, pool, config.updates_per_chunk)
 
     return jax.jit(train_chunk, out_shardings=replicated(mesh))
 
@@ -271,7 +263,9 @@ def run_training(config: TrainConfig, *, on_chunk=None, devices=None, instances=
     """Train up to config.num_chunks chunks from `state` (default fresh); see `run_chunks`."""
     train_chunk = make_train(config, devices=devices, instances=instances)
     state = init_train_state(config, devices=devices) if state is None else state
-    return run_chunks(train_chunk, state, config.updates_per_chunk, config.num_chunks, on_chunk=on_chunk, stop=stop)
+    return driver.run_chunks(
+        train_chunk, state, config.updates_per_chunk, config.num_chunks, on_chunk=on_chunk, stop=stop
+    )
 
 
 def config_from_dict(data: dict) -> TrainConfig:
