@@ -64,14 +64,6 @@ def test_session_equals_plain_training_and_saves_every_chunk(uninterrupted):
 
 
 @pytest.mark.slow
-def test_the_training_config_loads_back_from_the_run_folder(uninterrupted):
-    out, _ = uninterrupted
-    assert checkpoint.load_training_config(out) == TINY
-    with pytest.raises(ConfigError, match="this needs a collective policy"):
-        checkpoint.load_training_config(out, kind="collective")
-
-
-@pytest.mark.slow
 def test_sigkilled_run_resumes_to_the_uninterrupted_parameters(tmp_path, experiment, uninterrupted):
     out = tmp_path / "run"
     script = [sys.executable, "-c", KILLED_RUN, str(experiment), str(out), str(KILL_AFTER_CHUNK)]

@@ -11,7 +11,7 @@ import math
 import pytest
 
 from hps.cli.main import main
-from hps.cli.run import EXPERIMENT_KINDS
+from hps.cli.run import KIND_DESCRIPTIONS
 from hps.errors import ConfigError
 from hps.experiments import placement_policy, run_experiment
 from hps.experiments.base import EXPERIMENT_KINDS as REGISTERED
@@ -24,12 +24,12 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 def test_the_help_table_names_every_registered_kind_and_its_module(capsys):
     assert {cls.__name__: cls.__module__ for cls in REGISTERED} == {
-        name: module for name, (module, _) in EXPERIMENT_KINDS.items()
+        name: module for name, (module, _) in KIND_DESCRIPTIONS.items()
     }
     with pytest.raises(SystemExit):
         main(["run", "--help"])
     text = capsys.readouterr().out
-    for name, (_, description) in EXPERIMENT_KINDS.items():
+    for name, (_, description) in KIND_DESCRIPTIONS.items():
         assert name in text and description in text
 
 

@@ -10,7 +10,7 @@ from hps.cli.common import print_json
 from hps.config.files import check_output_dir
 from hps.report.tables import format_table
 
-EXPERIMENT_KINDS = {
+KIND_DESCRIPTIONS = {
     "CollectivePolicyConfig": (
         "hps.experiments.collective_policy",
         "train a collective policy, compare it with Themis on held-out networks and the suite",
@@ -53,8 +53,8 @@ without importing them (a test checks it against the registered kinds)."""
 
 
 def kinds_epilog() -> str:
-    width = max(map(len, EXPERIMENT_KINDS))
-    lines = [f"  {name:<{width}}  {text}" for name, (_, text) in EXPERIMENT_KINDS.items()]
+    width = max(map(len, KIND_DESCRIPTIONS))
+    lines = [f"  {name:<{width}}  {text}" for name, (_, text) in KIND_DESCRIPTIONS.items()]
     return (
         "experiment kinds (the config types config() may return; experiments/ has one file of each):\n"
         + "\n".join(lines)

@@ -36,6 +36,14 @@ class ExperimentConfig:
         if not isinstance(self.seed, int) or isinstance(self.seed, bool):
             raise ValueError(f"seed: must be an integer, got {self.seed!r}")
 
+    def check_integers(self, **least: int) -> None:
+        """ValueError naming the first field (given as name=lowest value) that is not an integer
+        at least that low (bools are not integers here)."""
+        for name, lowest in least.items():
+            value = getattr(self, name)
+            if not (isinstance(value, int) and not isinstance(value, bool) and value >= lowest):
+                raise ValueError(f"{name}: must be an integer >= {lowest}, got {value!r}")
+
 
 Figure = tuple[str, Callable[[Any], None]]
 """(file name ending in .png, draw(path) that draws and saves it with report.figures.save_figure)."""

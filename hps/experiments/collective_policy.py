@@ -114,7 +114,7 @@ def train_policy(config: CollectivePolicyConfig) -> dict:
     import jax
 
     from hps.collective.agent.train import checkpoint_spec, init_collective_state, make_collective_train
-    from hps.rl import checkpoint
+    from hps.rl import checkpoint, driver
 
     train = train_config(config)
     devices = jax.devices()[:1]
@@ -123,11 +123,9 @@ def train_policy(config: CollectivePolicyConfig) -> dict:
     train_chunk = make_collective_train(train, devices=devices).lower(state).compile()
     compile_s = time.perf_counter() - started
     started = time.perf_counter()
-    utilization = []
-    for _ in range(train.num_chunks):
-        state, metrics = train_chunk(state)
-        utilization.append(float(metrics["utilization"]))
+    state, history = driver.run_chunks(train_chunk, state, train.updates_per_chunk, train.num_chunks)
     train_s = time.perf_counter() - started
+    utilization = [metrics["utilization"] for metrics in history]
     manager = checkpoint.open_manager(Path(config.policy_dir) / "checkpoints")
     try:
         if manager.latest_step() is None:  # else it holds this very policy (items() checked its spec)

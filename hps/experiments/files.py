@@ -4,9 +4,26 @@ back leniently (a missing or unreadable item is recomputed)."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
+import numpy as np
+
 from hps.config.files import atomic_write_text
+
+
+def json_ready(value):
+    """`value` with NaN / inf as None and numpy scalars as Python numbers, recursively (dicts,
+    lists, tuples), so that strict JSON (allow_nan=False) can hold it."""
+    if isinstance(value, dict):
+        return {k: json_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_ready(v) for v in value]
+    if isinstance(value, (np.floating, np.integer)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 def json_text(document) -> str:

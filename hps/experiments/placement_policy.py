@@ -15,13 +15,13 @@ default recipe in `checkpoint` when that folder holds none, as the other placeme
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
 from hps.errors import ConfigError
 from hps.experiments.base import ExperimentConfig, Summary, register_experiment_kind
 from hps.experiments.figures import grouped_bars
+from hps.experiments.files import json_ready
 from hps.experiments.placement import DEFAULT_POLICY_DIR, TRAIN_ITEM, ensure_policy
 
 
@@ -49,10 +49,7 @@ class PlacementPolicyConfig(ExperimentConfig):
             raise ValueError(f"also: must be a tuple of folders, got {self.also!r}")
         if len({self.checkpoint, *self.also}) != 1 + len(self.also):
             raise ValueError("also: a checkpoint is named twice")
-        for name, least in (("small", 1), ("large", 0), ("samples", 1)):
-            value = getattr(self, name)
-            if not (isinstance(value, int) and not isinstance(value, bool) and value >= least):
-                raise ValueError(f"{name}: must be an integer >= {least}, got {value!r}")
+        self.check_integers(small=1, large=0, samples=1)
         if not (isinstance(self.train_minutes, (int, float)) and self.train_minutes >= 0):
             raise ValueError(f"train_minutes: must be >= 0, got {self.train_minutes!r}")
 
@@ -102,7 +99,7 @@ def run_item(config: PlacementPolicyConfig, params) -> dict:
         "checkpoint_step": spec["step"],
         "algorithm": spec["train"].get("algorithm", "?"),
         "split": split,
-        "figures": {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in figures.items()},
+        "figures": json_ready(figures),
     }
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +33,7 @@ from hps.config.paths import resolve_topology
 from hps.config.types import Catalog
 from hps.errors import ConfigError
 from hps.experiments.base import ExperimentConfig, Summary, register_experiment_kind
+from hps.experiments.files import json_ready
 from hps.experiments.placement import compare_on_instance, deepest, default_job
 from hps.placement.search import METHODS
 from hps.report.figures import save_figure
@@ -74,10 +74,7 @@ class QuickstartConfig(ExperimentConfig):
             raise ValueError(f"workloads: must be a non-empty tuple of zoo names, got {self.workloads!r}")
         if not (isinstance(self.num_envs, int) and self.num_envs >= 16 and self.num_envs % 16 == 0):
             raise ValueError(f"num_envs: must be a multiple of 16, got {self.num_envs!r}")
-        for name, least in (("train_chunks", 1), ("demonstrations", 0), ("plans", 1), ("execute_steps", 1)):
-            value = getattr(self, name)
-            if not (isinstance(value, int) and not isinstance(value, bool) and value >= least):
-                raise ValueError(f"{name}: must be an integer >= {least}, got {value!r}")
+        self.check_integers(train_chunks=1, demonstrations=0, plans=1, execute_steps=1)
         if not (isinstance(self.train_minutes, (int, float)) and self.train_minutes > 0):
             raise ValueError(f"train_minutes: must be > 0, got {self.train_minutes!r}")
 
@@ -233,20 +230,7 @@ def _config_document(config: QuickstartConfig) -> dict:
 
 
 def _write_json(path: Path, payload: dict) -> None:
-    atomic_write_text(path, json.dumps(_json_ready(payload), indent=2, allow_nan=False) + "\n")
-
-
-def _json_ready(value):
-    """NaN / inf -> None, numpy scalars -> Python, recursively."""
-    if isinstance(value, dict):
-        return {k: _json_ready(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_ready(v) for v in value]
-    if isinstance(value, (np.floating, np.integer)):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+    atomic_write_text(path, json.dumps(json_ready(payload), indent=2, allow_nan=False) + "\n")
 
 
 # ---------------------------------------------------------------- the summary's text
@@ -322,10 +306,10 @@ def run_item(config: QuickstartConfig, params) -> dict:
     from hps.placement.agent.checkpoint import load_policy
 
     if params[0] == "train":
-        return _json_ready(training_summary(train_policy(config)))
+        return json_ready(training_summary(train_policy(config)))
     catalog = load_catalog(resolve_topology(config.catalog, "catalogs", "catalog"))
     if params[0] == "execute":
-        return _json_ready(plan_and_execute(config, catalog))
+        return json_ready(plan_and_execute(config, catalog))
     policy, weights, _ = load_policy(Path(config.out) / "policy")
     compared = compare_zoo_workload(
         policy,
@@ -336,7 +320,7 @@ def run_item(config: QuickstartConfig, params) -> dict:
         seed=config.seed,
         pad_layers=deepest(config.workloads),
     )
-    return _json_ready(compared)
+    return json_ready(compared)
 
 
 def summarize(config: QuickstartConfig, results: dict[str, dict]) -> Summary:

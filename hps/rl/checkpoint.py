@@ -157,15 +157,6 @@ def load_policy(directory: str | os.PathLike, step: int | None = None, kind: str
     return policy_kind_of(config).policy(config), state.params, dict(document, step=step)
 
 
-def load_training_config(path: str | os.PathLike, step: int | None = None, kind: str | None = None):
-    """The training config a checkpoint in `path` (a run folder or its checkpoints/) was saved
-    with, at `step` (default the latest); kind: the policy kind the caller needs, if any."""
-    manager = open_manager(checkpoint_folder(path), read_only=True)
-    step, document = read_spec(manager, step)
-    manager.close()
-    return config_from_document(document, f"{manager.directory}/{step}", kind)
-
-
 def checkpoint_folder(path: str | os.PathLike) -> Path:
     """The checkpoint directory of `path`: a run folder (hps train --out) or its checkpoints/."""
     folder = Path(path)
