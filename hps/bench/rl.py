@@ -68,23 +68,28 @@ class Setting:
 DEFAULT = Setting()
 
 
-def bench_setup(config: TrainConfig | None, setting: Setting, updates_per_chunk: int):
-    """(config for the setting, instances (num_envs,) with exactly `layers` layers and `types`
-    types), generated in blocks of GENERATE_BLOCK so that a sweep over env counts compiles the
-    generator once."""
-    num_envs, layers, types = setting.num_envs, setting.layers, setting.types
-    split = InstanceSplit("bench", layers, layers, types, types, salt=99)
+def bench_config(config: TrainConfig | None, setting: Setting, updates_per_chunk: int) -> TrainConfig:
+    """`config` (default: the default recipe) on the setting's instances: num_envs envs of
+    exactly `layers` layers and `types` types, with no more demonstrations than one update uses
+    (the same update, less labelling)."""
+    split = InstanceSplit("bench", setting.layers, setting.layers, setting.types, setting.types, salt=99)
     config = config or default_placement_config()
-    config = dataclasses.replace(
+    return dataclasses.replace(
         config,
         split=split,
-        num_envs=num_envs,
+        num_envs=setting.num_envs,
         updates_per_chunk=updates_per_chunk,
         demonstrations=min(config.demonstrations, config.demo_batch),
-    )  # same update, less labelling
-    keys = jax.random.split(jax.random.PRNGKey(0), -(-num_envs // GENERATE_BLOCK))
-    blocks = [generate_instances(key, GENERATE_BLOCK, split) for key in keys]
-    instances = jax.tree.map(lambda *parts: jnp.concatenate(parts)[:num_envs], *blocks)
+    )
+
+
+def bench_setup(config: TrainConfig | None, setting: Setting, updates_per_chunk: int):
+    """(bench_config, instances (num_envs,) of its split), generated in blocks of GENERATE_BLOCK
+    so that a sweep over env counts compiles the generator once."""
+    config = bench_config(config, setting, updates_per_chunk)
+    keys = jax.random.split(jax.random.PRNGKey(0), -(-setting.num_envs // GENERATE_BLOCK))
+    blocks = [generate_instances(key, GENERATE_BLOCK, config.split) for key in keys]
+    instances = jax.tree.map(lambda *parts: jnp.concatenate(parts)[: setting.num_envs], *blocks)
     return config, jax.block_until_ready(instances)
 
 
@@ -122,7 +127,7 @@ def train_rate(
 ) -> dict:
     """{"train_steps_per_s", "train_compile_s"}: whole `train_chunk` calls (the fastest of
     `repeats`), counting the env steps of their rollouts."""
-    config, _ = bench_setup(config, setting, updates_per_chunk)
+    config = bench_config(config, setting, updates_per_chunk)  # training generates its own instances
     train_chunk = make_train(config, devices=devices)
     state = init_train_state(config, devices=devices)
 
