@@ -14,6 +14,9 @@ ALGORITHM_CODE = {name: code for code, name in enumerate(ALGORITHMS)}  # the int
 RESOURCE_KINDS = ("cpu", "gpu", "other")
 LAYER_KINDS = ("dense", "sparse")
 COLLECTIVE_POLICIES = ("baseline", "themis")
+STATE_SHARDINGS = ("none", "auto")
+"""How a stage may hold its parameter and optimizer state: "none" replicates it on every replica;
+"auto" also considers sharding it across the stage's replicas (ZeRO-3/FSDP style)."""
 LAYER_NUMBERS = ("flops", "mem_bytes", "io_bytes", "act_bytes", "dense_param_bytes", "sparse_param_bytes")
 """The per-sample numbers of a `Layer` (its fields, and its file's keys, besides name and kind)."""
 
@@ -122,11 +125,14 @@ class Layer:
 @dataclass(frozen=True)
 class JobDefaults:
     """A workload's default job: batch (samples/iteration), throughput floor (samples/s),
-    samples to train."""
+    samples to train, micro-batches per iteration (a positive integer, or inf: steady-state
+    pipelining) and the state sharding allowed (one of STATE_SHARDINGS)."""
 
     batch: float
     throughput: float
     samples: float
+    micro_batches: float = math.inf
+    state_sharding: str = "none"
 
 
 @dataclass(frozen=True)
@@ -142,10 +148,13 @@ class Workload:
 @dataclass(frozen=True)
 class Job:
     """Training job: global batch B (samples/iteration), floor R (samples/s), N samples,
-    the collective policy and its chunk count."""
+    the collective policy and its chunk count, micro-batches M per iteration (a positive integer,
+    or inf: no pipeline bubble) and the state sharding allowed (one of STATE_SHARDINGS)."""
 
     batch: float
     throughput: float
     samples: float
     collective: str = "themis"
     chunks: int = 64
+    micro_batches: float = math.inf
+    state_sharding: str = "none"
