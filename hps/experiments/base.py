@@ -14,18 +14,60 @@ summarize=...)`:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar
 
 ITEM_KEY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+=-]*")
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+TUPLE_ELEMENTS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "tuple[int, ...]": (lambda v: _is_int(v) and v >= 1, "positive integers"),
+    "tuple[float, ...]": (lambda v: _is_number(v) and v > 0, "positive numbers"),
+    "tuple[str, ...]": (lambda v: isinstance(v, str) and len(v) > 0, "non-empty strings"),
+}
+"""Each tuple annotation `check_field` knows: (the test of one element, what they must be)."""
+
+
+def check_field(name: str, value: Any, annotation: str, lowest: float | None) -> None:
+    """ValueError naming field `name` when `value` does not fit its annotation (as written in
+    the class: "int", "float", "str", "str | None" or a tuple of TUPLE_ELEMENTS;
+    other annotations are the config's own to check). `lowest`, when given, is the least value
+    of a number or the least length of a string or tuple; by default an int is >= 1, a float
+    > 0, a string and a tuple non-empty."""
+    if annotation == "int" and not (_is_int(value) and value >= (1 if lowest is None else lowest)):
+        raise ValueError(f"{name}: must be an integer >= {1 if lowest is None else lowest}, got {value!r}")
+    if annotation == "float" and not (_is_number(value) and (value > 0 if lowest is None else value >= lowest)):
+        raise ValueError(f"{name}: must be a number {'> 0' if lowest is None else f'>= {lowest}'}, got {value!r}")
+    if annotation in ("str", "str | None") and not (value is None and annotation != "str"):
+        if not (isinstance(value, str) and len(value) >= (1 if lowest is None else lowest)):
+            raise ValueError(f"{name}: must be a non-empty string, got {value!r}")
+    element = TUPLE_ELEMENTS.get(annotation)
+    if element is not None:
+        valid = isinstance(value, tuple) and all(element[0](v) for v in value)
+        if not (valid and len(value) >= (1 if lowest is None else lowest)):
+            raise ValueError(f"{name}: must be a tuple of {element[1]}, got {value!r}")
+
+
 @dataclass(frozen=True, kw_only=True)
 class ExperimentConfig:
     """Fields every experiment has. `name` is the run folder under --out; `seed` seeds every
-    random choice of the experiment, so the same config and seed give the same results.json."""
+    random choice of the experiment, so the same config and seed give the same results.json.
+
+    Every field of a subclass is checked against its annotation by `check_field`, with the
+    bounds of AT_LEAST (field name -> least value or length) where the default does not hold;
+    a subclass checks what no annotation says in `check`."""
+
+    AT_LEAST: ClassVar[Mapping[str, float]] = {}
 
     name: str
     seed: int = 0
@@ -33,16 +75,15 @@ class ExperimentConfig:
     def __post_init__(self):
         if not isinstance(self.name, str) or not NAME.fullmatch(self.name):
             raise ValueError(f"name: must be a folder name (letters, digits, '._-'), got {self.name!r}")
-        if not isinstance(self.seed, int) or isinstance(self.seed, bool):
+        if not _is_int(self.seed):
             raise ValueError(f"seed: must be an integer, got {self.seed!r}")
+        for spec in fields(self):
+            if spec.name not in ("name", "seed"):
+                check_field(spec.name, getattr(self, spec.name), spec.type, self.AT_LEAST.get(spec.name))
+        self.check()
 
-    def check_integers(self, **least: int) -> None:
-        """ValueError naming the first field (given as name=lowest value) that is not an integer
-        at least that low (bools are not integers here)."""
-        for name, lowest in least.items():
-            value = getattr(self, name)
-            if not (isinstance(value, int) and not isinstance(value, bool) and value >= lowest):
-                raise ValueError(f"{name}: must be an integer >= {lowest}, got {value!r}")
+    def check(self) -> None:
+        """Raise ValueError naming the field when what the annotations cannot say is wrong."""
 
 
 Figure = tuple[str, Callable[[Any], None]]

@@ -46,19 +46,14 @@ class CollectivePolicyConfig(ExperimentConfig):
     networks: tuple[str, ...] = ()
     policy_dir: str = "runs/collective-policy-study"
 
-    def __post_init__(self):
-        super().__post_init__()
-        for name in ("chunks", "envs", "hidden", "heldout"):
-            value = getattr(self, name)
-            if not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
-                raise ValueError(f"{name}: must be a positive integer, got {value!r}")
+    AT_LEAST = {"networks": 0}
+
+    def check(self) -> None:
         for i, setting in enumerate(self.suite):
             ok = isinstance(setting, tuple) and len(setting) == 2 and isinstance(setting[0], (int, float))
             ok = ok and setting[0] > 0 and isinstance(setting[1], tuple) and len(setting[1]) > 0
             if not (ok and all(isinstance(c, int) and 1 <= c <= 64 for c in setting[1])):
                 raise ValueError(f"suite[{i}]: must be (bytes > 0, (chunk counts in 1..64, ...)), got {setting!r}")
-        if not (isinstance(self.policy_dir, str) and self.policy_dir):
-            raise ValueError(f"policy_dir: must be a folder, got {self.policy_dir!r}")
 
 
 def train_config(config: CollectivePolicyConfig):

@@ -47,19 +47,9 @@ class ExecutorCalibrationConfig(ExperimentConfig):
     chunks: int = 4
     catalog: str = "cloud-2024"
 
-    def __post_init__(self):
-        super().__post_init__()
-        if not (isinstance(self.batches, tuple) and self.batches):
-            raise ValueError(f"batches: must be a non-empty tuple of integers, got {self.batches!r}")
-        for name, values in (("batches", self.batches), ("replicas", self.replicas)):
-            if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in values):
-                raise ValueError(f"{name}: must be positive integers, got {values!r}")
+    def check(self) -> None:
         if len(set(self.batches)) != len(self.batches):
             raise ValueError(f"batches: a batch repeats in {self.batches!r}")
-        for name in ("runs", "repeats", "chunks"):
-            value = getattr(self, name)
-            if not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
-                raise ValueError(f"{name}: must be a positive integer, got {value!r}")
 
 
 def _instance(config: ExecutorCalibrationConfig):

@@ -41,6 +41,8 @@ class PolicyComparisonConfig(ExperimentConfig):
     ppo_minutes: float = 5.0
     plans: int = 64
 
+    AT_LEAST = {"ppo_dir": 0, "train_minutes": 0.0, "ppo_minutes": 0.0}
+
 
 def training_items(config: PolicyComparisonConfig) -> list[tuple[str, str]]:
     """The experiment's first items: train (or find) each policy."""

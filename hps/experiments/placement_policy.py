@@ -27,31 +27,27 @@ from hps.experiments.placement import DEFAULT_POLICY_DIR, TRAIN_ITEM, ensure_pol
 
 @dataclass(frozen=True, kw_only=True)
 class PlacementPolicyConfig(ExperimentConfig):
-    """checkpoint: the policy's run folder (`hps train --out`) or its checkpoints/; also: more
-    checkpoints evaluated alike, keyed by their folder; small / large: held-out instances of each
-    split (large = 0 leaves the large split out); samples: sampled plans per instance (+ greedy);
-    train_minutes > 0: train the default recipe in `checkpoint` first when it holds none.
-    `seed` seeds that training only: the held-out instances are fixed."""
+    """A trained placement policy against the optimum and every search method, on held-out
+    instances. `seed` seeds the optional first training only: the held-out instances are fixed."""
 
     name: str = "placement_policy"
     checkpoint: str = DEFAULT_POLICY_DIR
+    """The policy's run folder (`hps train --out`) or its checkpoints/."""
     also: tuple[str, ...] = ()
+    """More checkpoints, evaluated alike and keyed by their folder."""
     small: int = 50
     large: int = 20
+    """Held-out instances of the small and the large split (large = 0 leaves that split out)."""
     samples: int = 64
+    """Sampled plans per instance, besides the greedy one."""
     train_minutes: float = 0.0
+    """When > 0 and `checkpoint` holds no policy, train the default recipe there first."""
 
-    def __post_init__(self):
-        super().__post_init__()
-        if not (isinstance(self.checkpoint, str) and self.checkpoint):
-            raise ValueError(f"checkpoint: must be a folder, got {self.checkpoint!r}")
-        if not (isinstance(self.also, tuple) and all(isinstance(f, str) and f for f in self.also)):
-            raise ValueError(f"also: must be a tuple of folders, got {self.also!r}")
+    AT_LEAST = {"also": 0, "large": 0, "train_minutes": 0.0}
+
+    def check(self) -> None:
         if len({self.checkpoint, *self.also}) != 1 + len(self.also):
             raise ValueError("also: a checkpoint is named twice")
-        self.check_integers(small=1, large=0, samples=1)
-        if not (isinstance(self.train_minutes, (int, float)) and self.train_minutes >= 0):
-            raise ValueError(f"train_minutes: must be >= 0, got {self.train_minutes!r}")
 
 
 def _check_folder(folder: str, field: str) -> None:

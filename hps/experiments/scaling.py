@@ -23,33 +23,29 @@ from hps.experiments.figures import save_loglog_panels
 
 @dataclass(frozen=True, kw_only=True)
 class ScalingConfig(ExperimentConfig):
-    """Grids (each a tuple of sizes) and the fixed sizes the other axis is swept at; `types`
-    resource types per placement instance; `min_seconds` of timed calls per point (after the
-    compiling call). `seed` is unused: the benchmarks draw fixed instances."""
+    """Rates against problem size: each grid is a tuple of sizes, swept with the other axis held
+    at its base size. `seed` is unused: the benchmarks draw fixed instances."""
 
     name: str = "scaling"
     envs: tuple[int, ...] = (256, 1024, 4096)
     layers: tuple[int, ...] = (4, 8, 16, 32)
     base_envs: int = 1024
     base_layers: int = 16
+    """The sizes each of the two grids above is swept at."""
     train_envs: tuple[int, ...] = (256, 1024)
     train_layers: int = 8
     updates_per_chunk: int = 5
+    """Training rate: envs per update, layers per instance and updates per timed chunk."""
     chunks: tuple[int, ...] = (4, 16, 64, 256)
     networks: int = 256
     network_dims: int = 3
+    """Collective simulator: chunk-count grid, networks simulated at once and their dimensions."""
     types: int = 4
+    """Resource types per placement instance."""
     min_seconds: float = 0.5
+    """Timed calls per point last at least this long (after the compiling call)."""
 
-    def __post_init__(self):
-        super().__post_init__()
-        for name in ("envs", "layers", "train_envs", "chunks"):
-            values = getattr(self, name)
-            if not (isinstance(values, tuple) and all(isinstance(v, int) and v > 0 for v in values)):
-                raise ValueError(f"{name}: must be a tuple of positive integers, got {values!r}")
-        for name in ("base_envs", "base_layers", "train_layers", "updates_per_chunk", "networks", "types"):
-            if not (isinstance(getattr(self, name), int) and getattr(self, name) > 0):
-                raise ValueError(f"{name}: must be a positive integer, got {getattr(self, name)!r}")
+    def check(self) -> None:
         if not all(4 <= n <= 32 for n in (*self.layers, self.base_layers, self.train_layers)):
             raise ValueError("layers: placement instances have 4 to 32 layers")
         if not 1 <= self.types <= 8 or not 1 <= self.network_dims <= 4 or max(self.chunks, default=1) > 256:

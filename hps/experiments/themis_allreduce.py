@@ -35,11 +35,10 @@ class ThemisAllReduceConfig(ExperimentConfig):
     checkpoint: str | None = None
     train_minutes: float = 0.0
 
-    def __post_init__(self):
-        super().__post_init__()
-        if not (isinstance(self.size_bytes, (int, float)) and self.size_bytes > 0):
-            raise ValueError(f"size_bytes: must be > 0, got {self.size_bytes!r}")
-        if not (isinstance(self.chunks, int) and 1 <= self.chunks <= 256):
+    AT_LEAST = {"networks": 0, "train_minutes": 0.0}
+
+    def check(self) -> None:
+        if self.chunks > 256:
             raise ValueError(f"chunks: must be an integer in 1..256, got {self.chunks!r}")
 
 

@@ -35,12 +35,13 @@ class ThemisIterationConfig(ExperimentConfig):
     chunks: int = 16
     policy: str = "themis"
 
-    def __post_init__(self):
-        super().__post_init__()
+    AT_LEAST = {"networks": 0}
+
+    def check(self) -> None:
         for i, pair in enumerate(self.workloads):
             if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[1], (int, float)) and pair[1] > 0):
                 raise ValueError(f"workloads[{i}]: must be (workload, samples per NPU > 0), got {pair!r}")
-        if not (isinstance(self.chunks, int) and 1 <= self.chunks <= 256):
+        if self.chunks > 256:
             raise ValueError(f"chunks: must be an integer in 1..256, got {self.chunks!r}")
         if self.policy not in ("themis", "roundrobin", "best-fixed"):
             raise ValueError(f"policy: must be themis, roundrobin or best-fixed, got {self.policy!r}")
