@@ -50,17 +50,22 @@ def stage_spans(schedule) -> list[tuple[int, int, int]]:
 
 @dataclass(frozen=True)
 class Dimension:
-    """One network dimension. bandwidth: bytes/s per NPU; latency: seconds per step."""
+    """One network dimension."""
 
     size: int
+    """NPUs along this dimension."""
     bandwidth: float
+    """Bytes/s per NPU."""
     latency: float
+    """Seconds per step."""
     algorithm: str
+    """One of ALGORITHMS."""
 
 
 @dataclass(frozen=True)
 class Network:
-    """A multi-dimensional network; dimensions[0] is dimension 1 (innermost)."""
+    """A multi-dimensional network of NPUs: dimensions[0] is dimension 1, the innermost (the
+    fastest and smallest, e.g. a package or an NVLink domain)."""
 
     name: str
     dimensions: tuple[Dimension, ...]
@@ -72,21 +77,31 @@ class Network:
 
 @dataclass(frozen=True)
 class ResourceType:
-    """A catalogue entry. peak_flops: FLOP/s; *_bw: bytes/s per unit; memory: bytes per unit;
-    price_per_hour: dollars per unit-hour."""
+    """A catalogue entry: one resource type, rented by the unit (one GPU or accelerator chip, or
+    one CPU node)."""
 
     name: str
     kind: str
+    """One of RESOURCE_KINDS."""
     peak_flops: float
+    """FLOP/s of one unit."""
     efficiency_dense: float
     efficiency_sparse: float
+    """The fraction of peak_flops a dense and a sparse layer reach."""
     mem_bw: float
+    """Memory bandwidth of one unit, bytes/s."""
     io_bw: float
+    """Input data read by one unit, bytes/s."""
     nic_bw: float
+    """Activations and gradients between pipeline stages, bytes/s per unit."""
     memory: float
+    """Bytes per unit."""
     price_per_hour: float
+    """Dollars per unit-hour."""
     max_units: int
+    """Units available, at most network.total_size."""
     network: Network
+    """The network that joins the units of this type."""
 
 
 @dataclass(frozen=True)

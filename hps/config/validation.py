@@ -212,3 +212,16 @@ def check_unique(names: Sequence[str], source: str, array_path: str, what: str) 
                 f"duplicate {what} name {name!r} (also {field_path(array_path, seen[name])})",
             )
         seen[name] = i
+
+
+def check_range(
+    owner: object, what: str, low: float, high: float, *, least: float = -math.inf, above: float | None = None,
+    most: float = math.inf,
+) -> None:  # fmt: skip
+    """ValueError naming `what` (and showing `owner`) unless least <= low <= high <= most, and
+    above < low when `above` is given: the check of a (min, max) pair of generator bounds."""
+    ok = least <= low <= high <= most and (above is None or above < low)
+    if not ok:
+        lower = f"{above} < min" if above is not None else f"{least} <= min"
+        upper = f" <= {most}" if most != math.inf else ""
+        raise ValueError(f"{what} must satisfy {lower} <= max{upper}: {owner}")

@@ -116,12 +116,12 @@ def evaluate(workload, catalog, job, schedule):
                 break
     feasible = reason == "feasible"
     cost = dollars * (job.samples / throughput) / 3600 if feasible else math.inf
-    return dict(
-        feasible=feasible,
-        reason=reason,
-        failed_layer=failed,
-        throughput=throughput,
-        dollars_per_hour=dollars,
-        cost=cost,
-        stages=stages,
-    )
+    return {
+        "feasible": feasible,
+        "reason": reason,
+        "failed_layer": failed,
+        "throughput": throughput,
+        "dollars_per_hour": dollars,
+        "cost": cost,
+        "stages": stages,
+    }

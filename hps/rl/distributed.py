@@ -29,9 +29,9 @@ def initialize(coordinator: str, num_processes: int, process_id: int) -> None:
         raise ConfigError("--process-id", "process_id", f"must be in [0, {num_processes}), got {process_id}")
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
     jax.distributed.initialize(
-        coordinator_address=coordinator,
-        num_processes=num_processes,
-        process_id=process_id,
+        coordinator,  # coordinator_address, num_processes, process_id
+        num_processes,
+        process_id,
         initialization_timeout=TIMEOUT_S,
         heartbeat_timeout_seconds=TIMEOUT_S,
         shutdown_timeout_seconds=TIMEOUT_S,

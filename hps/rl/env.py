@@ -17,6 +17,13 @@ import jax
 import jax.numpy as jnp
 
 
+def traced_bounds(split, bounds_type):
+    """The numbers of an instance split (a frozen dataclass naming the range of instances a
+    generator draws) as the jnp scalars of `bounds_type` (a struct dataclass holding a subset
+    of its field names), so that one compiled generator serves every split."""
+    return bounds_type(**{name: jnp.asarray(getattr(split, name)) for name in bounds_type.__dataclass_fields__})
+
+
 def select_tree(done, if_done, otherwise):
     """The pytree `if_done` where `done` (a scalar bool), else `otherwise`, leaf by leaf."""
     return jax.tree.map(lambda a, b: jnp.where(done, a, b), if_done, otherwise)

@@ -30,7 +30,8 @@ from hps.collective.model.network import (
 )
 from hps.config.limits import MAX_CHUNKS, MAX_DIMENSION_SIZE, MAX_DIMS
 from hps.config.types import ALGORITHMS, Network
-from hps.config.validation import GIB, MIB
+from hps.config.validation import GIB, MIB, check_range
+from hps.rl.env import traced_bounds
 
 
 @dataclass(frozen=True)
@@ -53,20 +54,12 @@ class NetworkSplit:
     salt: int = 0
 
     def __post_init__(self):
-        if not 1 <= self.min_dims <= self.max_dims <= MAX_DIMS:
-            raise ValueError(f"dims must satisfy 1 <= min <= max <= {MAX_DIMS}: {self}")
-        if not 2 <= self.min_size <= self.max_size <= MAX_DIMENSION_SIZE:
-            raise ValueError(f"sizes must satisfy 2 <= min <= max <= {MAX_DIMENSION_SIZE}: {self}")
-        if not 0 < self.bandwidth_low_GiBps <= self.bandwidth_high_GiBps:
-            raise ValueError(f"bandwidths must satisfy 0 < low <= high: {self}")
-        if not (self.latency_high_s >= 0 and 0 < self.bytes_low <= self.bytes_high):
-            raise ValueError(f"latency must be >= 0 and bytes 0 < low <= high: {self}")
-        if not 1 <= self.min_chunks <= self.max_chunks <= MAX_CHUNKS:
-            raise ValueError(f"chunks must satisfy 1 <= min <= max <= {MAX_CHUNKS}: {self}")
-
-    def bounds(self) -> NetworkBounds:
-        """The numbers as jnp scalars, so one compiled generator serves every split."""
-        return NetworkBounds(**{name: jnp.asarray(getattr(self, name)) for name in NetworkBounds.__dataclass_fields__})
+        check_range(self, "dims", self.min_dims, self.max_dims, least=1, most=MAX_DIMS)
+        check_range(self, "sizes", self.min_size, self.max_size, least=2, most=MAX_DIMENSION_SIZE)
+        check_range(self, "bandwidths", self.bandwidth_low_GiBps, self.bandwidth_high_GiBps, above=0)
+        check_range(self, "latency", 0, self.latency_high_s, least=0)
+        check_range(self, "bytes", self.bytes_low, self.bytes_high, above=0)
+        check_range(self, "chunks", self.min_chunks, self.max_chunks, least=1, most=MAX_CHUNKS)
 
 
 @struct.dataclass
@@ -172,8 +165,8 @@ def generate_collectives(
     stratified: chunk counts are `stratified_chunks(count, split)` in random order (each
     instance's count still follows the split's distribution). Compiles once per count."""
     if not stratified:
-        return _generate(key, split.bounds(), count)
-    return _generate_with_chunks(key, split.bounds(), jnp.asarray(stratified_chunks(count, split)))
+        return _generate(key, traced_bounds(split, NetworkBounds), count)
+    return _generate_with_chunks(key, traced_bounds(split, NetworkBounds), jnp.asarray(stratified_chunks(count, split)))
 
 
 @partial(jax.jit, static_argnames=("count",))

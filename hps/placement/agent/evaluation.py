@@ -158,18 +158,10 @@ def _mean_ratio(costs, optimum, found):
     return float(np.mean(ratios)) if ratios.size else float("nan"), ratios
 
 
-def compare_with_optimum(
-    policy,
-    params,
-    *,
-    count: int = 50,
-    samples: int = 64,
-    split: InstanceSplit = HELDOUT_SMALL,
-    seed: int = EVAL_KEY,
-    temperature: float = 1.0,
-) -> Comparison:
-    """Evaluate the policy against exhaustive search and the GA on `count` instances of `split`."""
-    pool = generate_instances(jax.random.PRNGKey(seed), count, split)
+def compare_with_optimum(policy, params, *, count: int = 50, samples: int = 64, split=HELDOUT_SMALL) -> Comparison:
+    """Evaluate the policy (`samples` sampled plans + its greedy one, at temperature 1) against
+    exhaustive search and the GA on `count` instances of `split`, drawn from EVAL_KEY."""
+    pool = generate_instances(jax.random.PRNGKey(EVAL_KEY), count, split)
     names = (
         "optimum",
         "has",
@@ -195,7 +187,7 @@ def compare_with_optimum(
         instance = jax.tree.map(itemgetter(i), pool)
         placement = instance.placement
         optimum = exhaustive(placement)
-        policy_figures = _policy_best(policy, params, instance, i, samples, split.max_layers, temperature)
+        policy_figures = _policy_best(policy, params, instance, i, samples, split.max_layers)
         key = jax.random.PRNGKey(i)
         ga = genetic_at(placement, key, samples + 1)
         descent = gradient(placement, key=key, budget=samples + 1)
@@ -255,7 +247,6 @@ def compare_on_large(
     count: int = 20,
     samples: int = 64,
     split: InstanceSplit = HELDOUT_LARGE,
-    seed: int = EVAL_KEY,
     genetic_budget: int | None = None,
 ) -> dict:
     """Held-out 24–32-layer instances (too large to enumerate): the policy's best of samples + 1
@@ -263,7 +254,7 @@ def compare_on_large(
     at the policy's samples + 1), the policy's best refined by stage moves (which scores more
     plans), the training teacher alone ("climb") and the best single-type plan. Returns mean cost / best
     single-type cost for each, over instances where both are feasible, and feasible counts."""
-    pool = generate_instances(jax.random.PRNGKey(seed), count, split)
+    pool = generate_instances(jax.random.PRNGKey(EVAL_KEY), count, split)
     names = ("policy", "policy_refined", "genetic", "genetic_equal", "single", "climb")
     costs = {name: [] for name in names}
     for i in range(count):

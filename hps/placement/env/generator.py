@@ -20,12 +20,14 @@ import jax.numpy as jnp
 from flax import struct
 
 from hps.config.limits import POLICY_LAYERS, POLICY_TYPES, POLICY_UNITS
+from hps.config.validation import check_range
 from hps.placement.env.catalog_gen import CHUNKS, log_uniform, random_catalog
 from hps.placement.env.workload_gen import random_workload
 from hps.placement.model.allreduce import allreduce_table
 from hps.placement.model.cost import THROUGHPUT, layer_time, single_type_schedules
 from hps.placement.model.direct import evaluate_direct
 from hps.placement.model.params import PlacementParams
+from hps.rl.env import traced_bounds
 
 BATCHES = (1024.0, 4096.0, 8192.0)
 SAMPLES_LOW, SAMPLES_HIGH = 1e8, 1e10
@@ -34,30 +36,26 @@ UNREACHABLE_FLOOR = 1e30  # samples/s: provisioning then reports every stage at 
 
 @dataclass(frozen=True)
 class InstanceSplit:
-    """A distribution of instances: layer and type counts (inclusive ranges), the floor as a
-    log-uniform fraction [floor_low, floor_high] of the best single-type throughput at full
-    allocation, and a salt folded into every key so splits never share instances."""
+    """A distribution of placement instances (ranges inclusive)."""
 
     name: str
     min_layers: int = 4
     max_layers: int = 24
+    """Layers of a workload."""
     min_types: int = 2
     max_types: int = POLICY_TYPES
+    """Resource types of a catalogue."""
     floor_low: float = 0.02
     floor_high: float = 1.0
+    """The throughput floor: a log-uniform fraction in [floor_low, floor_high] of the best
+    single-type throughput at full allocation."""
     salt: int = 0
+    """Folded into every key, so two splits never share an instance."""
 
     def __post_init__(self):
-        if not 4 <= self.min_layers <= self.max_layers <= POLICY_LAYERS:
-            raise ValueError(f"layers must satisfy 4 <= min <= max <= {POLICY_LAYERS}: {self}")
-        if not 1 <= self.min_types <= self.max_types <= POLICY_TYPES:
-            raise ValueError(f"types must satisfy 1 <= min <= max <= {POLICY_TYPES}: {self}")
-        if not 0 < self.floor_low <= self.floor_high:
-            raise ValueError(f"floor fractions must satisfy 0 < low <= high: {self}")
-
-    def bounds(self) -> SplitBounds:
-        """The numbers as jnp scalars, so one compiled generator serves every split."""
-        return SplitBounds(**{name: jnp.asarray(getattr(self, name)) for name in SplitBounds.__dataclass_fields__})
+        check_range(self, "layers", self.min_layers, self.max_layers, least=4, most=POLICY_LAYERS)
+        check_range(self, "types", self.min_types, self.max_types, least=1, most=POLICY_TYPES)
+        check_range(self, "floor fractions", self.floor_low, self.floor_high, above=0)
 
 
 @struct.dataclass
@@ -164,7 +162,7 @@ def generate_instance(key, split: InstanceSplit | SplitBounds = TRAIN) -> Placem
 def generate_instances(key, count: int, split: InstanceSplit = TRAIN) -> PlacementInstance:
     """`count` instances of `split` in one vmapped call: every leaf gets a leading (count,)
     axis. Compiles once per count (the split's numbers are traced)."""
-    return _generate(key, split.bounds(), count)
+    return _generate(key, traced_bounds(split, SplitBounds), count)
 
 
 @partial(jax.jit, static_argnames=("count",))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import time
 
 import jax
 import jax.numpy as jnp
@@ -13,7 +12,7 @@ from hps.placement.model.cost import SegmentTable
 from hps.placement.model.params import PlacementParams
 from hps.placement.search.batches import best_over_batches
 from hps.placement.search.result import SearchResult
-from hps.placement.search.scoring import compile_and_run, real_sizes
+from hps.placement.search.scoring import SearchCall, compile_and_run, real_sizes, search_method
 
 DEFAULT_LIMIT = 2**24
 MAX_LIMIT = 2**30  # schedule indices are int32
@@ -51,22 +50,14 @@ def search_space(params: PlacementParams) -> int:
     return n_types**n_layers
 
 
+@search_method
 def exhaustive(
-    params: PlacementParams,
-    *,
-    key=None,
-    budget=None,
-    limit: int = DEFAULT_LIMIT,
-    batch_size: int = BATCH_SIZE,
-    table: SegmentTable | None = None,
-    warmup: bool = False,
+    params: PlacementParams, call: SearchCall, *, limit=DEFAULT_LIMIT, batch_size=BATCH_SIZE
 ) -> SearchResult:
     """The true optimum over all T^L schedules; evaluations = T^L. Raises SearchSpaceTooLarge
     when T^L > limit (budget, when given, is taken as the limit; either is capped at 2^30, as
     schedule indices are int32). key is unused."""
-    del key
-    started = time.perf_counter()
-    limit = min(int(limit if budget is None else budget), MAX_LIMIT)
+    limit = min(int(limit if call.budget is None else call.budget), MAX_LIMIT)
     n_layers, n_types = real_sizes(params)
     total = n_types**n_layers
     if total > limit:
@@ -76,4 +67,4 @@ def exhaustive(
         )
     size = min(batch_size, max(MIN_BATCH_SIZE, 1 << (total - 1).bit_length()))
     args = (jnp.int32(n_layers), jnp.int32(n_types), jnp.int32(total))
-    return compile_and_run("exhaustive", _enumerator(size), params, args, table, warmup, n_layers, total, started)
+    return compile_and_run("exhaustive", _enumerator(size), params, args, call, n_layers, total)

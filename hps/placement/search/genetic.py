@@ -12,7 +12,6 @@ every single-type plan; the rest is uniform random.
 from __future__ import annotations
 
 import functools
-import time
 
 import jax
 import jax.numpy as jnp
@@ -23,6 +22,7 @@ from hps.placement.model.params import PlacementParams
 from hps.placement.search.random import random_schedules, uniform_below
 from hps.placement.search.result import SearchResult
 from hps.placement.search.scoring import (
+    SearchCall,
     batch_best,
     compile_and_run,
     merge,
@@ -30,6 +30,7 @@ from hps.placement.search.scoring import (
     order,
     real_sizes,
     score,
+    search_method,
 )
 
 POPULATION = 1024
@@ -116,26 +117,24 @@ def _evolver(population: int, generations: int, tournament: int, elites: int, cr
     return evolve
 
 
+@search_method
 def genetic(
     params: PlacementParams,
+    call: SearchCall,
     *,
-    key=None,
-    budget: int | None = None,
     population: int = POPULATION,
-    generations: int = GENERATIONS,
     mutation_rate: float | None = None,
+    generations: int = GENERATIONS,
     segment_rate: float = SEGMENT_RATE,
     tournament: int = TOURNAMENT,
     elites: int = ELITES,
     crossover: str = "two_point",
-    table: SegmentTable | None = None,
-    warmup: bool = False,
 ) -> SearchResult:
     """Best schedule of a GA run; evaluations = population × generations. budget (optional) sets
     generations = budget // population (below one population: one generation of `budget`
     individuals), so evaluations ≤ budget. mutation_rate (per gene) defaults to 1 / real layers;
     segment_rate is the chance per child of painting a random run of layers with one type."""
-    started = time.perf_counter()
+    budget = call.budget
     if crossover not in CROSSOVERS:
         raise ValueError(f"crossover must be one of {CROSSOVERS}, got {crossover!r}")
     if budget is not None:
@@ -150,10 +149,9 @@ def genetic(
             f"need 0 ≤ elites < population, tournament ≥ 1 and generations ≥ 1, "
             f"got {elites}, {population}, {tournament}, {generations}"
         )
-    key = jax.random.key(0) if key is None else key
     n_layers, n_types = real_sizes(params)
     mutation_rate = 1.0 / max(n_layers, 1) if mutation_rate is None else mutation_rate
     rates = (jnp.float32(mutation_rate), jnp.float32(segment_rate))
-    args = (key, jnp.int32(n_layers), jnp.int32(n_types), *rates)
+    args = (call.key, jnp.int32(n_layers), jnp.int32(n_types), *rates)
     evolve = _evolver(population, generations, tournament, elites, crossover)
-    return compile_and_run("genetic", evolve, params, args, table, warmup, n_layers, population * generations, started)
+    return compile_and_run("genetic", evolve, params, args, call, n_layers, population * generations)

@@ -34,7 +34,6 @@ infeasible one the bracket holds the terms of `hps.placement.search.scoring.infe
 from __future__ import annotations
 
 import functools
-import time
 
 import jax
 import jax.numpy as jnp
@@ -48,12 +47,14 @@ from hps.placement.model.params import PlacementParams
 from hps.placement.search.result import SearchResult
 from hps.placement.search.scoring import (
     RANK_FEASIBLE,
+    SearchCall,
     batch_best,
     compile_and_run,
     merge,
     nothing,
     real_sizes,
     score,
+    search_method,
 )
 
 RESTARTS = 64
@@ -232,11 +233,11 @@ def restarts_and_steps(budget: int | None, restarts: int = RESTARTS, steps: int 
     return restarts, int(budget) // restarts
 
 
+@search_method
 def gradient(
     params: PlacementParams,
+    call: SearchCall,
     *,
-    key=None,
-    budget: int | None = None,
     restarts: int = RESTARTS,
     steps: int = STEPS,
     learning_rate: float = LEARNING_RATE,
@@ -245,8 +246,6 @@ def gradient(
     power: float = SLOWEST_NORM_POWER,
     round_steps: int = ROUND_STEPS,
     centred_fraction: float = CENTRED_FRACTION,
-    table: SegmentTable | None = None,
-    warmup: bool = False,
 ) -> SearchResult:
     """Best hard schedule of a straight-through Gumbel-softmax descent; evaluations = restarts ×
     steps. budget (optional) sets them by `restarts_and_steps`, so evaluations ≤ budget and each
@@ -254,17 +253,15 @@ def gradient(
     end) of the geometric softmax-temperature schedule; penalty_weight: λ on the infeasibility
     terms; power: p of the backward p-norm standing in for the slowest stage; round_steps and
     centred_fraction: how often restarts start afresh and what share lean towards the best."""
-    started = time.perf_counter()
-    restarts, steps = restarts_and_steps(budget, restarts, steps)
+    restarts, steps = restarts_and_steps(call.budget, restarts, steps)
     if restarts < 1 or steps < 1 or learning_rate <= 0 or min(temperature) <= 0 or power < 1:
         raise ValueError(
             f"need restarts ≥ 1, steps ≥ 1, learning_rate > 0, temperatures > 0 and power ≥ 1, got "
             f"{restarts}, {steps}, {learning_rate}, {temperature}, {power}"
         )
-    key = jax.random.key(0) if key is None else key
     n_layers, n_types = real_sizes(params)
     args = (
-        key,
+        call.key,
         jnp.int32(n_types),
         jnp.float32(learning_rate),
         temperature_schedule(steps, *temperature),
@@ -273,6 +270,4 @@ def gradient(
         jnp.int32(round_steps),
         jnp.int32(round(centred_fraction * restarts)),
     )
-    return compile_and_run(
-        "gradient", _optimiser(restarts, steps), params, args, table, warmup, n_layers, restarts * steps, started
-    )
+    return compile_and_run("gradient", _optimiser(restarts, steps), params, args, call, n_layers, restarts * steps)

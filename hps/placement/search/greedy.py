@@ -14,12 +14,14 @@ from hps.placement.model.params import PlacementParams
 from hps.placement.search.result import SearchResult
 from hps.placement.search.scoring import (
     Scored,
+    SearchCall,
     batch_best,
     merge,
     prepare,
     prepare_table,
     real_sizes,
     score,
+    search_method,
     to_result,
 )
 from hps.placement.search.single import score_single_types
@@ -48,19 +50,11 @@ def _sweep(table: SegmentTable, params: PlacementParams, current: Scored, n_laye
     return best, jnp.any(best.schedule != current.schedule)
 
 
-def greedy(
-    params: PlacementParams,
-    *,
-    key=None,
-    budget: int | None = None,
-    max_sweeps: int = MAX_SWEEPS,
-    table: SegmentTable | None = None,
-    warmup: bool = False,
-) -> SearchResult:
+@search_method
+def greedy(params: PlacementParams, call: SearchCall, *, max_sweeps: int = MAX_SWEEPS) -> SearchResult:
     """Greedy per-layer search. budget (optional) caps evaluations: a sweep (T·L of them) starts
     only if it fits. evaluations = T (single-type start) + T·L per sweep run. key is unused."""
-    del key
-    started = time.perf_counter()
+    started, budget, warmup = call.started, call.budget, call.warmup
     n_layers, n_types = real_sizes(params)
     if budget is not None and budget < n_types:
         problem = f"the greedy search needs at least {n_types} evaluations (its single-type starts), got {budget}"
@@ -73,7 +67,7 @@ def greedy(
         placeholder = jax.eval_shape(_start, jax.eval_shape(segment_table, params), params)
         sweep = prepare(_sweep, params, placeholder, layers, warmup=True)
         started = time.perf_counter()
-    table = make_table(params) if table is None else table
+    table = make_table(params) if call.table is None else call.table
 
     best = start(table, params)
     evaluations = n_types

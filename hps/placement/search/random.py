@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import time
 
 import jax
 import jax.numpy as jnp
@@ -13,7 +12,7 @@ from hps.placement.model.cost import SegmentTable
 from hps.placement.model.params import PlacementParams
 from hps.placement.search.batches import best_over_batches
 from hps.placement.search.result import SearchResult
-from hps.placement.search.scoring import compile_and_run, real_sizes
+from hps.placement.search.scoring import SearchCall, compile_and_run, real_sizes, search_method
 
 DEFAULT_BUDGET = 51_200  # = the genetic default, population × generations
 BATCH_SIZE = 2**12
@@ -44,22 +43,13 @@ def _sampler(batch_size: int):
     return sample
 
 
-def random_search(
-    params: PlacementParams,
-    *,
-    key=None,
-    budget: int | None = None,
-    batch_size: int = BATCH_SIZE,
-    table: SegmentTable | None = None,
-    warmup: bool = False,
-) -> SearchResult:
+@search_method
+def random_search(params: PlacementParams, call: SearchCall, *, batch_size: int = BATCH_SIZE) -> SearchResult:
     """The best of `budget` (default 51,200) uniform random schedules; evaluations = budget."""
-    started = time.perf_counter()
-    budget = DEFAULT_BUDGET if budget is None else int(budget)
+    budget = DEFAULT_BUDGET if call.budget is None else int(call.budget)
     if budget < 1:
         raise ConfigError("--budget", "budget", f"random search needs at least 1 evaluation, got {budget}")
-    key = jax.random.key(0) if key is None else key
     n_layers, n_types = real_sizes(params)
     size = min(batch_size, max(256, 1 << (budget - 1).bit_length()))
-    args = (key, jnp.int32(n_types), jnp.int32(budget))
-    return compile_and_run("random", _sampler(size), params, args, table, warmup, n_layers, budget, started)
+    args = (call.key, jnp.int32(n_types), jnp.int32(budget))
+    return compile_and_run("random", _sampler(size), params, args, call, n_layers, budget)

@@ -8,7 +8,9 @@ Ranking is lexicographic on (rank, primary, dollars_per_hour):
 
 from __future__ import annotations
 
+import functools
 import time
+from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
@@ -162,17 +164,41 @@ def prepare(fn, params: PlacementParams, *args, warmup: bool):
     return fn.lower(*shapes).compile()
 
 
-def compile_and_run(
-    method: str, fn, params: PlacementParams, args: tuple, table, warmup: bool, n_layers: int, evaluations, started
-) -> SearchResult:
+@dataclass(frozen=True)
+class SearchCall:
+    """What every search method is given besides the instance. key: its random key; budget:
+    evaluations (None: the method's default); table: a precomputed segment table (None: built
+    on the clock); warmup: compile ahead and restart the clock after compiling; started: the
+    clock's start (time.perf_counter(), seconds)."""
+
+    key: jax.Array
+    budget: int | None
+    table: SegmentTable | None
+    warmup: bool
+    started: float
+
+
+def search_method(fn):
+    """The public form `method(params, *, key=None, budget=None, table=None, warmup=False,
+    **options)` of a search written as `fn(params, call: SearchCall, **options)`; the clock
+    starts at the call and a missing key is jax.random.key(0)."""
+
+    @functools.wraps(fn)
+    def method(params: PlacementParams, *, key=None, budget=None, table=None, warmup=False, **options):
+        call = SearchCall(jax.random.key(0) if key is None else key, budget, table, warmup, time.perf_counter())
+        return fn(params, call, **options)
+
+    return method
+
+
+def compile_and_run(method: str, fn, params: PlacementParams, args: tuple, call: SearchCall, n_layers, evaluations):
     """The SearchResult of `method` from the jitted search `fn(table, params, *args)` (then as
-    `to_result`). table: a precomputed segment table, or None to compute it here (on the clock).
-    With warmup, the table and `fn` are compiled ahead and the clock restarts after compiling."""
-    make_table = prepare_table(params, warmup=warmup)
-    search = prepare(fn, params, *args, warmup=warmup)
-    if warmup:
-        started = time.perf_counter()
-    table = make_table(params) if table is None else table
+    `to_result`), the segment table being call.table or computed here (on the clock). With
+    call.warmup, the table and `fn` are compiled ahead and the clock restarts after compiling."""
+    make_table = prepare_table(params, warmup=call.warmup)
+    search = prepare(fn, params, *args, warmup=call.warmup)
+    started = time.perf_counter() if call.warmup else call.started
+    table = make_table(params) if call.table is None else call.table
     return to_result(method, search(table, params, *args), n_layers, evaluations, started)
 
 

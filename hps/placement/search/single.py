@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import jax
 
 from hps.placement.model.cost import SegmentTable, single_type_schedules
@@ -11,10 +9,12 @@ from hps.placement.model.params import PlacementParams
 from hps.placement.search.result import SearchResult
 from hps.placement.search.scoring import (
     Scored,
+    SearchCall,
     batch_best,
     compile_and_run,
     real_sizes,
     score,
+    search_method,
 )
 
 
@@ -28,17 +28,9 @@ def _best_single(table: SegmentTable, params: PlacementParams) -> Scored:
     return batch_best(score_single_types(table, params))
 
 
-def single(
-    params: PlacementParams,
-    *,
-    key=None,
-    budget=None,
-    table: SegmentTable | None = None,
-    warmup: bool = False,
-) -> SearchResult:
+@search_method
+def single(params: PlacementParams, call: SearchCall) -> SearchResult:
     """The cheapest feasible single-type plan (or the least-bad one). key and budget are unused;
     evaluations = the number of real types."""
-    del key, budget
-    started = time.perf_counter()
     n_layers, n_types = real_sizes(params)
-    return compile_and_run("single", _best_single, params, (), table, warmup, n_layers, n_types, started)
+    return compile_and_run("single", _best_single, params, (), call, n_layers, n_types)
