@@ -67,8 +67,9 @@ def layer_time(layer, resource):
     return max(compute, memory) + layer.io_bytes / resource.io_bw
 
 
-def stage_at(layers, resource, first, last, k, job):
-    """(time s/iteration, memory bytes) of layers first..last on k units of resource."""
+def stage_at(layers, resource, first, last, k, job, mode="replicated"):
+    """(time s/iteration, memory bytes) of layers first..last on k units of resource, holding
+    the parameter and optimizer state replicated or (mode "sharded", k > 1) sharded."""
     seg = layers[first : last + 1]
     a_in = layers[first - 1].act_bytes if first > 0 else 0.0
     a_out = layers[last].act_bytes if last < len(layers) - 1 else 0.0
@@ -76,32 +77,49 @@ def stage_at(layers, resource, first, last, k, job):
     compute = job.batch / k * sum(layer_time(l, resource) for l in seg)
     boundary = job.batch / k * 2 * (a_in + a_out) / resource.nic_bw
     sync = allreduce(resource, dense, k, job.collective, job.chunks)
-    memory = 4 * dense + sum(l.sparse_param_bytes for l in seg) / k + job.batch / k * sum(l.act_bytes for l in seg)
-    return compute + boundary + sync, memory
+    rest = sum(l.sparse_param_bytes for l in seg) / k + job.batch / k * sum(l.act_bytes for l in seg)
+    if mode == "sharded":
+        return compute + boundary + 1.5 * sync, 4 * dense / k + max(l.dense_param_bytes for l in seg) + rest
+    return compute + boundary + sync, 4 * dense + rest
 
 
-def provision(layers, resource, first, last, job):
-    """(replicas, time, reason) of one stage."""
+def bubble(job, stages):
+    """The pipeline bubble factor 1 + (S − 1)/M of a plan of `stages` stages (1 when M = inf)."""
+    return 1.0 if math.isinf(job.micro_batches) else 1.0 + (stages - 1) / job.micro_batches
+
+
+def provision(layers, resource, first, last, job, stages=1):
+    """(replicas, time, reason, mode) of one stage of a plan of `stages` stages."""
     any_fits = False
+    factor = bubble(job, stages)
+    modes = ["replicated", "sharded"] if job.state_sharding == "auto" else ["replicated"]
     for k in range(1, resource.max_units + 1):
-        time, memory = stage_at(layers, resource, first, last, k, job)
-        if memory <= resource.memory:
-            any_fits = True
-            if job.batch / time >= job.throughput:
-                return k, time, "feasible"
+        for mode in modes if k > 1 else ["replicated"]:
+            time, memory = stage_at(layers, resource, first, last, k, job, mode)
+            if memory <= resource.memory:
+                any_fits = True
+                if job.batch / (factor * time) >= job.throughput:
+                    return k, time, "feasible", mode
     time, _ = stage_at(layers, resource, first, last, resource.max_units, job)
-    return resource.max_units, time, "throughput" if any_fits else "memory"
+    return resource.max_units, time, "throughput" if any_fits else "memory", "replicated"
 
 
 def evaluate(workload, catalog, job, schedule):
-    """dict with feasible, reason, failed_layer, throughput, dollars_per_hour, cost, stages."""
+    """The plan of a schedule's maximal runs, as `evaluate_plan` scores it."""
+    return evaluate_plan(workload, catalog, job, stage_spans(schedule))
+
+
+def evaluate_plan(workload, catalog, job, plan):
+    """dict with feasible, reason, failed_layer, throughput, dollars_per_hour, cost, stages, for
+    a plan: (first layer, last layer, type) per stage, in layer order (adjacent ones may share
+    a type)."""
     layers = workload.layers
     stages = []
-    for first, last, t in stage_spans(schedule):
+    for first, last, t in plan:
         resource = catalog.resources[t]
-        k, time, reason = provision(layers, resource, first, last, job)
-        stages.append(dict(type=t, first_layer=first, last_layer=last, replicas=k, time=time, reason=reason))
-    throughput = min(job.batch / s["time"] for s in stages)
+        k, time, reason, mode = provision(layers, resource, first, last, job, len(plan))
+        stages.append(dict(type=t, first_layer=first, last_layer=last, replicas=k, time=time, reason=reason, mode=mode))
+    throughput = job.batch / (bubble(job, len(plan)) * max(s["time"] for s in stages))
     dollars = sum(s["replicas"] * catalog.resources[s["type"]].price_per_hour for s in stages)
     reason, failed = "feasible", -1
     for s in stages:

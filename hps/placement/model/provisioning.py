@@ -1,0 +1,287 @@
+"""Stage provisioning of the general placement model in numpy float64, at any scale.
+
+docs/placement-model.md states the model. Here a stage (first layer, last layer, type) of a
+plan of S stages gets k = the smallest k ≤ max_units for which an allowed state mode fits
+memory and meets bubble(S)·time(k, mode) ≤ B/R, vectorised over any number of stages and
+without scanning every k: memory gives k a closed-form lower bound, and the throughput floor
+another, k ≥ B·(compute + boundary per sample) / (B/(R·bubble) − sync_lb(k)), where sync_lb(k)
+bounds the All-Reduce time of every k' ≥ k from below (suffix minima of its coefficients).
+Raising k to that bound until it stops moving and then testing k exactly finds the smallest k
+(every skipped k is proven infeasible); `provision` returns it with the stage's time and mode.
+
+The jnp model (hps.placement.model.cost) scans k = 1..K instead, which vectorises over millions
+of schedules of a small instance; this path serves one-off evaluations and the exact solver
+of instances up to thousands of layers, dozens of types and 65,536 units per type.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from hps.collective.model.loads import fluid_loads
+from hps.config.types import Catalog, Job, Network, Workload, steps_per_phase
+
+FEASIBLE, INVALID_TYPE, MEMORY, THROUGHPUT, POOLED_CAP = range(5)
+REPLICATED, SHARDED = 0, 1
+MODES = ("replicated", "sharded")
+SHARDED_SYNC = 1.5
+"""A sharded stage's traffic per iteration in All-Reduces: the gradient Reduce-Scatter and the
+parameter All-Gathers of the forward and backward passes, each half an All-Reduce's bytes."""
+
+
+def used_sizes(sizes: tuple[int, ...], replicas: np.ndarray) -> np.ndarray:
+    """(K, D) int64: P'_d = min(P_d, ⌈k / Π_{e<d} P'_e⌉) for every k of `replicas` (K,)."""
+    used, filled = [], np.ones_like(replicas)
+    for size in sizes:
+        p = np.minimum(size, (replicas + filled - 1) // filled)
+        used.append(p)
+        filled = filled * p
+    return np.stack(used, axis=1) if used else np.ones((len(replicas), 0), np.int64)
+
+
+@functools.lru_cache(maxsize=256)
+def allreduce_coefficients(network: Network, max_units: int, chunks: int, themis: bool):
+    """(alpha (K,) s/byte, beta (K,) s), K = max_units: allreduce(W, k) = W·alpha[k−1] + beta[k−1]
+    on `network` (for k = 1 both are 0). Computed once per distinct used-size vector."""
+    k = np.arange(1, max_units + 1, dtype=np.int64)
+    sizes = tuple(d.size for d in network.dimensions)
+    used = used_sizes(sizes, k)
+    distinct, inverse = np.unique(used, axis=0, return_inverse=True)
+    bandwidth = np.array([d.bandwidth for d in network.dimensions], np.float64)
+    loads = fluid_loads(distinct, np.broadcast_to(bandwidth, distinct.shape), 1.0, chunks, themis)
+    latency = [
+        sum(2 * steps_per_phase(d.algorithm, int(p)) * d.latency for d, p in zip(network.dimensions, row))
+        for row in distinct
+    ]
+    alpha = np.max(loads, axis=1, initial=0.0)[inverse.reshape(-1)]
+    beta = np.asarray(latency, np.float64)[inverse.reshape(-1)]
+    return alpha, beta
+
+
+def _suffix_min(values: np.ndarray) -> np.ndarray:
+    return np.minimum.accumulate(values[..., ::-1], axis=-1)[..., ::-1]
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One placement instance as numpy arrays, float64. Per layer (L,): dense, sparse, act
+    bytes; per layer and type (L, T): seconds per sample; per type (T,): nic_bw, memory,
+    price_per_hour, max_units; per type and k (T, K), K = the largest max_units: All-Reduce
+    coefficients alpha, beta and their suffix minima (padded past a type's max_units with the
+    last value). Prefix sums (L+1, …) make every stage's sums O(1)."""
+
+    workload: Workload
+    catalog: Catalog
+    job: Job
+    layer_time: np.ndarray
+    time_prefix: np.ndarray
+    dense_prefix: np.ndarray
+    sparse_prefix: np.ndarray
+    act_prefix: np.ndarray
+    dense: np.ndarray
+    act: np.ndarray
+    nic_bw: np.ndarray
+    memory: np.ndarray
+    price: np.ndarray
+    max_units: np.ndarray
+    alpha: np.ndarray
+    beta: np.ndarray
+    alpha_lb: np.ndarray
+    beta_lb: np.ndarray
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.workload.layers)
+
+    @property
+    def num_types(self) -> int:
+        return len(self.catalog.resources)
+
+    def bubble(self, stages: int) -> float:
+        """1 + (S − 1)/M for a plan of S stages; 1 when M = inf."""
+        m = self.job.micro_batches
+        return 1.0 if math.isinf(m) else 1.0 + (stages - 1) / m
+
+
+def layer_times(workload: Workload, catalog: Catalog) -> np.ndarray:
+    """(L, T) seconds per sample: max(compute, memory roofline) + input io, unless measured."""
+    out = np.empty((len(workload.layers), len(catalog.resources)))
+    for t, r in enumerate(catalog.resources):
+        for i, layer in enumerate(workload.layers):
+            if r.name in layer.measured_time:
+                out[i, t] = layer.measured_time[r.name]
+                continue
+            efficiency = r.efficiency_sparse if layer.kind == "sparse" else r.efficiency_dense
+            roofline = max(layer.flops / (r.peak_flops * efficiency), layer.mem_bytes / r.mem_bw)
+            out[i, t] = roofline + layer.io_bytes / r.io_bw
+    return out
+
+
+def build_instance(workload: Workload, catalog: Catalog, job: Job) -> Instance:
+    """The arrays `provision` reads, for one workload × catalogue × job."""
+    per_layer = lambda name: np.array([getattr(l, name) for l in workload.layers], np.float64)  # noqa: E731
+    prefix = lambda values: np.concatenate([np.zeros((1, *values.shape[1:])), np.cumsum(values, axis=0)])  # noqa: E731
+    times = layer_times(workload, catalog)
+    res = catalog.resources
+    k_max = max(r.max_units for r in res)
+    themis = job.collective == "themis"
+    coefficients = [allreduce_coefficients(r.network, r.max_units, job.chunks, themis) for r in res]
+    pad = lambda v: np.concatenate([v, np.full(k_max - len(v), v[-1])])  # noqa: E731
+    alpha = np.stack([pad(a) for a, _ in coefficients])
+    beta = np.stack([pad(b) for _, b in coefficients])
+    dense = per_layer("dense_param_bytes")
+    return Instance(
+        workload=workload,
+        catalog=catalog,
+        job=job,
+        layer_time=times,
+        time_prefix=prefix(times),
+        dense_prefix=prefix(dense),
+        sparse_prefix=prefix(per_layer("sparse_param_bytes")),
+        act_prefix=prefix(per_layer("act_bytes")),
+        dense=dense,
+        act=per_layer("act_bytes"),
+        nic_bw=np.array([r.nic_bw for r in res]),
+        memory=np.array([r.memory for r in res]),
+        price=np.array([r.price_per_hour for r in res]),
+        max_units=np.array([r.max_units for r in res], np.int64),
+        alpha=alpha,
+        beta=beta,
+        alpha_lb=_suffix_min(alpha),
+        beta_lb=_suffix_min(beta),
+    )
+
+
+@dataclass(frozen=True)
+class Stages:
+    """Provisioned stages, each field (N,): replicas k, time (s per iteration at k), reason
+    code (FEASIBLE, MEMORY or THROUGHPUT), mode (REPLICATED or SHARDED)."""
+
+    replicas: np.ndarray
+    time: np.ndarray
+    reason: np.ndarray
+    mode: np.ndarray
+
+
+class _Segments:
+    """The per-sample sums and bytes of stages first..last on types, each (N,)."""
+
+    def __init__(self, inst: Instance, first, last, types, dense_max):
+        n_layers = inst.num_layers
+        self.types = types
+        self.time_sum = inst.time_prefix[last + 1, types] - inst.time_prefix[first, types]
+        act_in = np.where(first > 0, inst.act[np.maximum(first - 1, 0)], 0.0)
+        act_out = np.where(last < n_layers - 1, inst.act[last], 0.0)
+        self.boundary = act_in + act_out
+        self.dense = inst.dense_prefix[last + 1] - inst.dense_prefix[first]
+        self.dense_max = dense_max
+        self.sparse = inst.sparse_prefix[last + 1] - inst.sparse_prefix[first]
+        self.act_sum = inst.act_prefix[last + 1] - inst.act_prefix[first]
+
+
+def _time(inst: Instance, seg: _Segments, k, mode):
+    """time_j(k, mode), seconds per iteration, as the reference writes it."""
+    batch = inst.job.batch
+    compute = batch / k * seg.time_sum
+    boundary = batch / k * 2 * seg.boundary / inst.nic_bw[seg.types]
+    index = np.minimum(k, inst.alpha.shape[1]) - 1
+    raw = seg.dense * inst.alpha[seg.types, index] + inst.beta[seg.types, index]
+    sync = np.where((k > 1) & (seg.dense > 0), raw, 0.0)
+    return compute + boundary + np.where(mode == SHARDED, SHARDED_SYNC * sync, sync)
+
+
+def _memory(inst: Instance, seg: _Segments, k, mode):
+    """mem_j(k, mode), bytes per unit, as the reference writes it."""
+    rest = seg.sparse / k + inst.job.batch / k * seg.act_sum
+    return np.where(mode == SHARDED, 4 * seg.dense / k + seg.dense_max + rest, 4 * seg.dense + rest)
+
+
+def _memory_bound(inst: Instance, seg: _Segments, mode: int):
+    """The least k whose memory fits (float, maybe below 1; inf where none does)."""
+    capacity = inst.memory[seg.types]
+    if mode == SHARDED:
+        room, shrinking = capacity - seg.dense_max, 4 * seg.dense + seg.sparse + inst.job.batch * seg.act_sum
+    else:
+        room, shrinking = capacity - 4 * seg.dense, seg.sparse + inst.job.batch * seg.act_sum
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(room > 0, shrinking / room, np.where((room == 0) & (shrinking == 0), 1.0, np.inf))
+
+
+def _meets_floor(inst: Instance, seg: _Segments, k, mode, bubble: float):
+    """Where k units in `mode` fit memory and meet the floor: B / (bubble·time) ≥ R."""
+    fits = _memory(inst, seg, k, mode) <= inst.memory[seg.types]
+    return fits & (inst.job.batch / (bubble * _time(inst, seg, k, mode)) >= inst.job.throughput)
+
+
+def _smallest_k(inst: Instance, seg: _Segments, mode: int, bubble: float, start: int):
+    """(k, fits): the smallest k ≥ start ≤ max_units that fits memory and meets the floor in
+    `mode` (max_units + 1 where none does), and whether some k ≤ max_units fits memory; (N,)."""
+    cap = inst.max_units[seg.types]
+    lowest = np.maximum(start, np.ceil(_memory_bound(inst, seg, mode) * (1 - 1e-12)))
+    fits_memory = lowest <= cap
+    k = np.where(fits_memory, np.maximum(lowest, 1), cap + 1).astype(np.int64)
+    target = inst.job.batch / (inst.job.throughput * bubble)
+    per_sample = inst.job.batch * (seg.time_sum + 2 * seg.boundary / inst.nic_bw[seg.types])
+    scale = SHARDED_SYNC if mode == SHARDED else 1.0
+    active = k <= cap
+    while np.any(active):
+        idx = np.nonzero(active)[0]
+        sub, kk = _Slice(seg, idx), k[idx]
+        col = np.minimum(kk, inst.alpha.shape[1]) - 1
+        raw_lb = sub.dense * inst.alpha_lb[sub.types, col] + inst.beta_lb[sub.types, col]
+        room = target - scale * np.where((kk > 1) & (sub.dense > 0), raw_lb, 0.0)
+        with np.errstate(divide="ignore", over="ignore"):
+            bound = np.where(room > 0, np.ceil(per_sample[idx] / room * (1 - 1e-12)), np.inf)
+        moved = bound > kk
+        ok = ~moved & _meets_floor(inst, sub, kk, mode, bubble)
+        following = np.where(moved, np.minimum(bound, cap[idx] + 1), kk + 1).astype(np.int64)
+        k[idx] = np.where(ok, kk, following)
+        active[idx] = ~ok & (k[idx] <= cap[idx])
+    return k, fits_memory
+
+
+class _Slice(_Segments):
+    """The stages `idx` of a _Segments."""
+
+    def __init__(self, seg: _Segments, idx):
+        for name, value in vars(seg).items():
+            setattr(self, name, value[idx])
+
+
+def range_max(values: np.ndarray, first, last) -> np.ndarray:
+    """max(values[first..last]) for arrays of ranges (N,), by a sparse table of O(L log L)."""
+    levels = [values]
+    while 2 ** len(levels) <= len(values):
+        prev, width = levels[-1], 2 ** (len(levels) - 1)
+        levels.append(np.maximum(prev[:-width], prev[width:]))
+    span = last - first + 1
+    level = np.floor(np.log2(span)).astype(np.int64)
+    out = np.empty(len(first))
+    for j in np.unique(level):
+        rows = level == j
+        table = levels[j]
+        out[rows] = np.maximum(table[first[rows]], table[last[rows] - 2**j + 1])
+    return out
+
+
+def provision(inst: Instance, first, last, types, stages: int) -> Stages:
+    """Provision stages first..last (inclusive layer indices) on types, arrays (N,), each a
+    stage of a plan of `stages` stages (which sets the bubble)."""
+    first, last, types = (np.asarray(x, np.int64).reshape(-1) for x in (first, last, types))
+    seg = _Segments(inst, first, last, types, range_max(inst.dense, first, last))
+    bubble = inst.bubble(stages)
+    k_rep, fits_rep = _smallest_k(inst, seg, REPLICATED, bubble, 1)
+    if inst.job.state_sharding == "auto":
+        k_sh, fits_sh = _smallest_k(inst, seg, SHARDED, bubble, 2)
+    else:
+        k_sh, fits_sh = np.full_like(k_rep, np.iinfo(np.int64).max), np.zeros_like(fits_rep)
+    cap = inst.max_units[types]
+    feasible = np.minimum(k_rep, k_sh) <= cap
+    mode = np.where(feasible & (k_sh < k_rep), SHARDED, REPLICATED)
+    replicas = np.where(feasible, np.minimum(k_rep, k_sh), cap)
+    reason = np.where(feasible, FEASIBLE, np.where(fits_rep | fits_sh, THROUGHPUT, MEMORY))
+    return Stages(replicas=replicas, time=_time(inst, seg, replicas, mode), reason=reason, mode=mode)
