@@ -1,0 +1,91 @@
+"""The exact solver against brute force over every plan of the general model, and against
+exhaustive search over HeterPS schedules; its certificate must prove each optimum (gap 0)."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+import random
+
+import pytest
+
+from hps.config.types import Catalog, Dimension, Job, Layer, Network, ResourceType, Workload
+from hps.placement.model import build_params
+from hps.placement.model.plan import evaluate_plan
+from hps.placement.model.provisioning import build_instance
+from hps.placement.search.exact import solve_exact
+from hps.placement.search.exhaustive import exhaustive
+from tests.instances import random_instance
+
+
+def every_plan(num_layers: int, num_types: int, heterps: bool):
+    """Every plan: each set of stage boundaries × each type per stage (HeterPS: adjacent
+    stages on different types)."""
+    for mask in range(2 ** (num_layers - 1)):
+        bounds = [0, *(i + 1 for i in range(num_layers - 1) if mask >> i & 1), num_layers]
+        spans = list(zip(bounds[:-1], (b - 1 for b in bounds[1:])))
+        for types in itertools.product(range(num_types), repeat=len(spans)):
+            if heterps and any(a == b for a, b in zip(types, types[1:])):
+                continue
+            yield tuple((first, last, t) for (first, last), t in zip(spans, types))
+
+
+def brute_force(inst, heterps: bool) -> float:
+    costs = (evaluate_plan(inst, plan) for plan in every_plan(inst.num_layers, inst.num_types, heterps))
+    return min((s["cost"] for s in costs if s["feasible"]), default=math.inf)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_exact_equals_brute_force_on_random_instances(seed):
+    rng = random.Random(seed)
+    feasible = 0
+    for _ in range(80):
+        workload, catalog, job = random_instance(rng, n_layers=rng.randint(1, 5), n_types=rng.randint(1, 3))
+        micro_batches = rng.choice([math.inf, 1, 2, 8])
+        job = dataclasses.replace(job, micro_batches=micro_batches, state_sharding=rng.choice(["none", "auto"]))
+        inst = build_instance(workload, catalog, job)
+        for heterps in (False, True):
+            want = brute_force(inst, heterps)
+            result = solve_exact(inst, heterps=heterps)
+            if math.isinf(want):
+                assert result.plan is None
+                continue
+            feasible += 1
+            assert result.score["cost"] == pytest.approx(want, rel=1e-12)
+            assert result.gap == 0.0 and result.bound == pytest.approx(want, rel=1e-12)
+    assert feasible >= 100
+
+
+def test_exact_equals_exhaustive_on_heterps_instances():
+    """300 HeterPS instances (M = inf, replicated states): the exact solver restricted to
+    schedules finds exhaustive search's optimum (jnp, float32: to 1e-5)."""
+    rng = random.Random(11)
+    agree = 0
+    for _ in range(300):
+        workload, catalog, job = random_instance(rng, n_layers=rng.randint(2, 5), n_types=rng.randint(2, 3))
+        params = build_params(workload, catalog, job, max_layers=5, max_types=3, max_replicas=512)
+        want = exhaustive(params).cost
+        got = solve_exact(build_instance(workload, catalog, job), heterps=True)
+        cost = got.score["cost"] if got.plan else math.inf
+        assert (math.isinf(cost) and math.isinf(want)) or cost == pytest.approx(want, rel=1e-5)
+        assert got.gap == 0.0
+        agree += 1
+    assert agree == 300
+
+
+def test_a_plan_may_split_one_type_into_several_stages():
+    """Two layers of 1 GB dense parameters on one type with 6 GB per unit: as one stage the
+    replicated state (4·2 GB) does not fit, so no HeterPS schedule is feasible; two stages of
+    the same type (4 GB each) are, and the solver finds that plan."""
+    layer = Layer("l", "dense", 1e9, 0.0, 0.0, 1e3, 1e9, 0.0)
+    gpu = ResourceType(
+        "gpu", "gpu", 1e12, 1.0, 1.0, 1e12, 1e12, 1e10, 6e9, 2.0, 64, Network("n", (Dimension(64, 1e11, 1e-6, "ring"),))
+    )
+    inst = build_instance(
+        Workload("w", (layer, layer)), Catalog("c", (gpu,)), Job(batch=1000.0, throughput=2000.0, samples=1e6)
+    )
+    assert solve_exact(inst, heterps=True).plan is None
+    general = solve_exact(inst)
+    assert general.plan == ((0, 0, 0), (1, 1, 0)) and general.gap == 0.0
+    assert general.score["cost"] == pytest.approx(brute_force(inst, heterps=False), rel=1e-12)
