@@ -4,46 +4,22 @@ network (padded NetworkParams, T_ideal) ─▶ orders (chunk orders per policy) 
 (event-driven timeline, completion time, utilization).
 """
 
-from hps.collective.model.network import (
-    NetworkParams,
-    ideal_time,
-    network_batch,
-    network_params,
-    steps_per_phase_codes,
-)
-from hps.collective.model.orders import (
-    ORDER_POLICIES,
-    baseline_orders,
-    best_fixed_orders,
-    explicit_orders,
-    policy_orders,
-    roundrobin_orders,
-    themis_orders,
-)
-from hps.collective.model.simulator import (
-    SimResult,
-    simulate,
-    simulate_allreduce,
-    utilization,
-)
-from hps.collective.model.themis import collective_orders
+from hps.lazy import lazy_exports
 
-__all__ = [
-    "NetworkParams",
-    "ORDER_POLICIES",
-    "SimResult",
-    "baseline_orders",
-    "best_fixed_orders",
-    "collective_orders",
-    "explicit_orders",
-    "ideal_time",
-    "network_batch",
-    "network_params",
-    "policy_orders",
-    "roundrobin_orders",
-    "simulate",
-    "simulate_allreduce",
-    "steps_per_phase_codes",
-    "themis_orders",
-    "utilization",
-]
+__getattr__, __all__ = lazy_exports(
+    __name__,
+    {
+        "network": ("NetworkParams", "ideal_time", "network_batch", "network_params", "steps_per_phase_codes"),
+        "orders": (
+            "ORDER_POLICIES",
+            "baseline_orders",
+            "best_fixed_orders",
+            "explicit_orders",
+            "policy_orders",
+            "roundrobin_orders",
+            "themis_orders",
+        ),
+        "simulator": ("SimResult", "simulate", "simulate_allreduce", "utilization"),
+        "themis": ("collective_orders",),
+    },
+)

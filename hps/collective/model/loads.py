@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from hps.collective.model.themis import LOAD_TIE_RTOL, THEMIS_GAP_FRACTION
+THEMIS_GAP_FRACTION = 1.0 / 16.0
+"""Themis keeps the baseline order while the load gap, in bytes, is under this share of a chunk."""
+LOAD_TIE_RTOL = 1e-4
+"""Loads this close (relative) are the same load to the greedy (see themis.loads_tied)."""
 
 
 def _tied(a, b):

@@ -9,10 +9,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from hps.collective.model.loads import LOAD_TIE_RTOL, THEMIS_GAP_FRACTION
 from hps.config.limits import MAX_CHUNKS
-
-THEMIS_GAP_FRACTION = 1.0 / 16.0
-LOAD_TIE_RTOL = 1e-4
 
 
 def rs_seconds(size_bytes, dim_size, bandwidth):

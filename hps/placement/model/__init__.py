@@ -1,25 +1,20 @@
-"""The placement cost model: padded instance params and the vectorised evaluation of schedules."""
+"""The placement cost model: padded instance params and the vectorised evaluation of schedules
+(jnp), and the numpy path for explicit plans at any scale (provisioning, plan)."""
 
-from hps.placement.model.cost import (
-    REASONS,
-    ScheduleResult,
-    SegmentTable,
-    evaluate_schedules,
-    evaluate_with_table,
-    layer_time,
-    segment_table,
+from hps.lazy import lazy_exports
+
+__getattr__, __all__ = lazy_exports(
+    __name__,
+    {
+        "cost": (
+            "REASONS",
+            "ScheduleResult",
+            "SegmentTable",
+            "evaluate_schedules",
+            "evaluate_with_table",
+            "layer_time",
+            "segment_table",
+        ),
+        "params": ("PlacementParams", "build_params", "validate_job"),
+    },
 )
-from hps.placement.model.params import PlacementParams, build_params, validate_job
-
-__all__ = [
-    "REASONS",
-    "PlacementParams",
-    "ScheduleResult",
-    "SegmentTable",
-    "build_params",
-    "evaluate_schedules",
-    "evaluate_with_table",
-    "layer_time",
-    "segment_table",
-    "validate_job",
-]

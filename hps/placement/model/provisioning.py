@@ -49,8 +49,9 @@ def allreduce_coefficients(network: Network, max_units: int, chunks: int, themis
     on `network` (for k = 1 both are 0). Computed once per distinct used-size vector."""
     k = np.arange(1, max_units + 1, dtype=np.int64)
     sizes = tuple(d.size for d in network.dimensions)
-    used = used_sizes(sizes, k)
-    distinct, inverse = np.unique(used, axis=0, return_inverse=True)
+    used = used_sizes(sizes, k)  # changes only where k fills one more NPU of some dimension
+    changes = np.concatenate([[True], np.any(used[1:] != used[:-1], axis=1)])
+    distinct, inverse = used[changes], np.cumsum(changes) - 1
     bandwidth = np.array([d.bandwidth for d in network.dimensions], np.float64)
     loads = fluid_loads(distinct, np.broadcast_to(bandwidth, distinct.shape), 1.0, chunks, themis)
     latency = [

@@ -1,52 +1,25 @@
 """Placement search baselines (docs/placement-model.md, "Searches over the model"): single-type plans,
-greedy per layer, random search, a genetic algorithm, exhaustive search as the optimum, and a
-gradient search (straight-through Gumbel-softmax over schedule logits).
+greedy per layer, random search, a genetic algorithm, exhaustive search over schedules, a gradient
+search (straight-through Gumbel-softmax over schedule logits), and the exact solver over every plan
+(`exact.solve_exact`, numpy: importing it imports no JAX).
 
-Every method is `method(params, *, key=None, budget=None, ...) -> SearchResult`.
+Every jnp method is `method(params, *, key=None, budget=None, ...) -> SearchResult`; `methods`
+(in hps.placement.search.methods) holds them by name.
 """
 
-from __future__ import annotations
+from hps.lazy import lazy_exports
 
-from hps.errors import ConfigError
-from hps.placement.model.params import PlacementParams
-from hps.placement.search.exhaustive import exhaustive, search_space
-from hps.placement.search.genetic import genetic
-from hps.placement.search.gradient import gradient
-from hps.placement.search.greedy import greedy
-from hps.placement.search.random import random_search
-from hps.placement.search.result import SearchResult
-from hps.placement.search.single import single
-
-METHODS = {
-    "single": single,
-    "greedy": greedy,
-    "random": random_search,
-    "genetic": genetic,
-    "gradient": gradient,
-    "exhaustive": exhaustive,
-}
-
-
-def run_search(method: str, params: PlacementParams, *, key=None, budget: int | None = None, **options) -> SearchResult:
-    """Run one named method. budget: evaluations for random (default 51,200), genetic
-    (generations = budget // population; default 1024 × 50) and gradient (restarts × steps;
-    default 64 × 800), an evaluation cap for greedy,
-    the space limit for exhaustive (default 2^24); single ignores it. options go to the method."""
-    if method not in METHODS:
-        choices = ", ".join(METHODS)
-        raise ConfigError("--method", "method", f"unknown search method {method!r}; choose one of {choices}")
-    return METHODS[method](params, key=key, budget=budget, **options)
-
-
-__all__ = [
-    "METHODS",
-    "SearchResult",
-    "exhaustive",
-    "genetic",
-    "gradient",
-    "greedy",
-    "random_search",
-    "run_search",
-    "search_space",
-    "single",
-]
+__getattr__, __all__ = lazy_exports(
+    __name__,
+    {
+        "methods": ("METHODS", "run_search"),
+        "exhaustive": ("exhaustive", "search_space"),
+        "genetic": ("genetic",),
+        "gradient": ("gradient",),
+        "greedy": ("greedy",),
+        "random": ("random_search",),
+        "result": ("SearchResult",),
+        "single": ("single",),
+        "exact": ("solve_exact",),
+    },
+)

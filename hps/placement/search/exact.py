@@ -71,40 +71,52 @@ def _table(inst: Instance, stages: int) -> _Table:
     return _Table(rate, seconds, replicas)
 
 
-def _best_before(values: np.ndarray, heterps: bool):
-    """For a row (T,) of bests by last type: (T,) the best a stage of each type may follow,
-    and which type gives it (with heterps, never the same type)."""
-    order = np.argsort(values, kind="stable")
-    first, second = order[0], order[1] if len(order) > 1 else order[0]
-    value = np.full(len(values), values[first])
-    which = np.full(len(values), first)
+def _lex_argmin(values: np.ndarray, peaks: np.ndarray, axis: int) -> np.ndarray:
+    """Indices along `axis` of the least value, ties broken by the least peak."""
+    least = np.min(values, axis=axis, keepdims=True)
+    return np.argmin(np.where(values == least, peaks, np.inf), axis=axis)
+
+
+def _best_before(values: np.ndarray, peaks: np.ndarray, heterps: bool):
+    """For a row (T,) of bests (and their peaks) by last type: the best a stage of each type
+    may follow, its peak, and which type gives it (with heterps, never the same type)."""
+    first = int(_lex_argmin(values, peaks, 0))
+    value, peak, which = (
+        np.full(len(values), values[first]),
+        np.full(len(values), peaks[first]),
+        np.full(len(values), first),
+    )
     if heterps:
-        value[first] = values[second] if len(order) > 1 else np.inf
-        which[first] = second
-    return value, which
+        others = np.where(np.arange(len(values)) == first, np.inf, values)
+        second = int(_lex_argmin(others, peaks, 0)) if len(values) > 1 else first
+        value[first], peak[first], which[first] = (
+            (others[second], peaks[second], second) if len(values) > 1 else (np.inf, np.inf, first)
+        )
+    return value, peak, which
 
 
-def _least_rate(rate: np.ndarray, stages: int | None, heterps: bool):
+def _least_rate(rate: np.ndarray, seconds: np.ndarray, stages: int | None, heterps: bool):
     """(least Σ r, plan) over plans of layers 0..L−1 with exactly `stages` stages (None: any
-    number), adjacent stages on different types when heterps; (inf, None) when none exists."""
+    number), adjacent stages on different types when heterps; of the plans with the least Σ r,
+    one whose largest stage time (seconds, (L, L, T)) is least. (inf, None) when none exists."""
     n, t = rate.shape[0], rate.shape[2]
     levels = stages or 1
-    best = np.full((levels + 1, n + 1, t), np.inf)
-    before = np.full((levels + 1, n + 1, t), np.inf)
-    which = np.full((levels + 1, n + 1, t), -1)
-    came = np.zeros((levels + 1, n + 1, t), np.int64)
-    before[0, 0] = 0.0
+    shape = (levels + 1, n + 1, t)
+    best, peak, before, before_peak = (np.full(shape, np.inf) for _ in range(4))
+    which, came = np.full(shape, -1), np.zeros(shape, np.int64)
+    before[0, 0], before_peak[0, 0] = 0.0, 0.0
+    columns = np.arange(t)
     for i in range(1, n + 1):
         for s in range(1, levels + 1):
             source, target = (s - 1, s) if stages else (0, 0)
             total = before[source, :i] + rate[:i, i - 1, :]  # (i, T): the last stage j..i−1
-            j = np.argmin(total, axis=0)
-            best[target, i] = total[j, np.arange(t)]
-            came[target, i] = j
+            peaks = np.maximum(before_peak[source, :i], seconds[:i, i - 1, :])
+            j = _lex_argmin(total, peaks, 0)
+            best[target, i], peak[target, i], came[target, i] = total[j, columns], peaks[j, columns], j
         for s in range(levels + 1) if stages else (0,):
-            before[s, i], which[s, i] = _best_before(best[s, i], heterps)
+            before[s, i], before_peak[s, i], which[s, i] = _best_before(best[s, i], peak[s, i], heterps)
     level = levels if stages else 0
-    last_type = int(np.argmin(best[level, n]))
+    last_type = int(_lex_argmin(best[level, n], peak[level, n], 0))
     total = float(best[level, n, last_type])
     if not math.isfinite(total):
         return math.inf, None
@@ -120,10 +132,10 @@ def _least_rate(rate: np.ndarray, stages: int | None, heterps: bool):
 def _cover_bound(seconds: np.ndarray) -> float:
     """τ_lb: the largest over layers l of the least τ of a stage covering l (inf: some layer
     has no allowed stage)."""
-    n = seconds.shape[0]
-    least = np.min(seconds, axis=2)  # (first, last)
-    covering = [np.min(least[: l + 1, l:]) for l in range(n)]
-    return float(max(covering))
+    least = np.min(seconds, axis=2)  # [first, last]
+    to_right = np.minimum.accumulate(least[:, ::-1], axis=1)[:, ::-1]  # [f, l]: min over last >= l
+    covering = np.minimum.accumulate(to_right, axis=0)  # [f, l]: min over first <= f as well
+    return float(np.max(np.diagonal(covering)))
 
 
 def _meets_caps(plan: Plan, table: _Table, inst: Instance) -> bool:
@@ -179,7 +191,7 @@ def _work_bound(inst: Instance) -> float:
     per_sample = per_sample + 2 * (act_in + act_out)[:, None] / inst.nic_bw[None]
     work = np.full((n, n, inst.num_types), np.inf)
     work[first, last] = inst.price[None] * inst.job.batch * per_sample
-    return _least_rate(work, None, False)[0]
+    return _least_rate(work, work, None, False)[0]
 
 
 def _solve_count(inst: Instance, table: _Table, stages: int | None, heterps: bool, scale: float, best):
@@ -187,12 +199,16 @@ def _solve_count(inst: Instance, table: _Table, stages: int | None, heterps: boo
     count. Returns (best, the bound left unproven: inf when every class was closed)."""
     allowed = np.isfinite(table.rate)
     while True:
-        total, plan = _least_rate(np.where(allowed, table.rate, np.inf), stages, heterps)
+        seconds = np.where(allowed, table.time, np.inf)
+        total, plan = _least_rate(np.where(allowed, table.rate, np.inf), seconds, stages, heterps)
         if plan is None:
             return best, math.inf
-        cover = _cover_bound(np.where(allowed, table.time, np.inf))
-        if scale * total * cover >= best[0]:
+        # Σ r · max τ ≥ Σ_j r_j · max(τ_j, τ_lb) for every plan of the class
+        cover = _cover_bound(seconds)
+        mixed = np.where(allowed, table.rate * np.maximum(table.time, cover), np.inf)
+        if scale * _least_rate(mixed, seconds, stages, heterps)[0] >= best[0]:
             return best, math.inf
+        least = total
         if not _meets_caps(plan, table, inst):
             total, plan, lowest = _capped_search(table, allowed, inst, stages, heterps)
             if plan is None:
@@ -201,7 +217,8 @@ def _solve_count(inst: Instance, table: _Table, stages: int | None, heterps: boo
         cost = scale * total * rho
         if cost < best[0]:
             best = (cost, plan)
-        allowed &= table.time < rho
+        # A plan of max τ ≥ best / (scale · least) costs at least the best: skip them all.
+        allowed &= table.time < min(rho, best[0] / (scale * least))
 
 
 def solve_exact(inst: Instance, *, heterps: bool = False) -> ExactResult:
