@@ -45,8 +45,10 @@ def used_sizes(sizes: tuple[int, ...], replicas: np.ndarray) -> np.ndarray:
 
 @functools.lru_cache(maxsize=256)
 def allreduce_coefficients(network: Network, max_units: int, chunks: int, themis: bool):
-    """(alpha (K,) s/byte, beta (K,) s), K = max_units: allreduce(W, k) = W·alpha[k−1] + beta[k−1]
-    on `network` (for k = 1 both are 0). Computed once per distinct used-size vector."""
+    """(alpha (K,) s/byte, beta (K,) s, last (K,) int), K = max_units: allreduce(W, k) =
+    W·alpha[k−1] + beta[k−1] on `network` (for k = 1 both are 0), the same for every k up to
+    last[k−1] (k replicas use the same NPUs per dimension). Computed once per distinct
+    used-size vector."""
     k = np.arange(1, max_units + 1, dtype=np.int64)
     sizes = tuple(d.size for d in network.dimensions)
     used = used_sizes(sizes, k)  # changes only where k fills one more NPU of some dimension
@@ -58,9 +60,10 @@ def allreduce_coefficients(network: Network, max_units: int, chunks: int, themis
         sum(2 * steps_per_phase(d.algorithm, int(p)) * d.latency for d, p in zip(network.dimensions, row))
         for row in distinct
     ]
-    alpha = np.max(loads, axis=1, initial=0.0)[inverse.reshape(-1)]
-    beta = np.asarray(latency, np.float64)[inverse.reshape(-1)]
-    return alpha, beta
+    alpha = np.max(loads, axis=1, initial=0.0)[inverse]
+    beta = np.asarray(latency, np.float64)[inverse]
+    ends = np.append(np.flatnonzero(changes)[1:], max_units)  # each region's last k
+    return alpha, beta, ends[inverse]
 
 
 def _suffix_min(values: np.ndarray) -> np.ndarray:
@@ -72,8 +75,8 @@ class Instance:
     """One placement instance as numpy arrays, float64. Per layer (L,): dense, sparse, act
     bytes; per layer and type (L, T): seconds per sample; per type (T,): nic_bw, memory,
     price_per_hour, max_units; per type and k (T, K), K = the largest max_units: All-Reduce
-    coefficients alpha, beta and their suffix minima (padded past a type's max_units with the
-    last value). Prefix sums (L+1, …) make every stage's sums O(1)."""
+    coefficients alpha, beta, their suffix minima and the last k with the same coefficients
+    (padded past a type's max_units with the last value). Prefix sums (L+1, …) make every stage's sums O(1)."""
 
     workload: Workload
     catalog: Catalog
@@ -93,6 +96,7 @@ class Instance:
     beta: np.ndarray
     alpha_lb: np.ndarray
     beta_lb: np.ndarray
+    region_end: np.ndarray
 
     @property
     def num_layers(self) -> int:
@@ -132,8 +136,7 @@ def build_instance(workload: Workload, catalog: Catalog, job: Job) -> Instance:
     themis = job.collective == "themis"
     coefficients = [allreduce_coefficients(r.network, r.max_units, job.chunks, themis) for r in res]
     pad = lambda v: np.concatenate([v, np.full(k_max - len(v), v[-1])])  # noqa: E731
-    alpha = np.stack([pad(a) for a, _ in coefficients])
-    beta = np.stack([pad(b) for _, b in coefficients])
+    alpha, beta, region_end = (np.stack([pad(c[i]) for c in coefficients]) for i in range(3))
     dense = per_layer("dense_param_bytes")
     return Instance(
         workload=workload,
@@ -154,6 +157,7 @@ def build_instance(workload: Workload, catalog: Catalog, job: Job) -> Instance:
         beta=beta,
         alpha_lb=_suffix_min(alpha),
         beta_lb=_suffix_min(beta),
+        region_end=region_end,
     )
 
 
@@ -213,18 +217,30 @@ def _memory_bound(inst: Instance, seg: _Segments, mode: int):
 
 
 def _meets_floor(inst: Instance, seg: _Segments, k, mode, bubble: float):
-    """Where k units in `mode` fit memory and meet the floor: B / (bubble·time) ≥ R."""
-    fits = _memory(inst, seg, k, mode) <= inst.memory[seg.types]
-    return fits & (inst.job.batch / (bubble * _time(inst, seg, k, mode)) >= inst.job.throughput)
+    """Where k units in `mode` meet the floor, B / (bubble·time) ≥ R, as the reference tests it."""
+    return inst.job.batch / (bubble * _time(inst, seg, k, mode)) >= inst.job.throughput
+
+
+def _least_fitting(inst: Instance, seg: _Segments, mode: int, start: int):
+    """The least k ≥ start whose memory fits (memory falls as k grows); inf where none can."""
+    k = np.maximum(start, np.ceil(_memory_bound(inst, seg, mode) * (1 - 1e-12)))
+    finite = np.isfinite(k) & (k <= inst.max_units[seg.types])
+    k = np.where(finite, k, 1).astype(np.int64)
+    short = finite & (_memory(inst, seg, k, mode) > inst.memory[seg.types])  # rounding at the bound
+    return np.where(finite, k + short, np.inf)
 
 
 def _smallest_k(inst: Instance, seg: _Segments, mode: int, bubble: float, start: int):
     """(k, fits): the smallest k ≥ start ≤ max_units that fits memory and meets the floor in
-    `mode` (max_units + 1 where none does), and whether some k ≤ max_units fits memory; (N,)."""
+    `mode` (max_units + 1 where none does), and whether some k ≤ max_units fits memory; (N,).
+
+    Each pass raises k to the floor's lower bound; where k already meets it but the floor
+    fails (the All-Reduce time at k is above its suffix minimum), k moves to the least k of
+    its coefficient region that could meet the floor, or past the region."""
     cap = inst.max_units[seg.types]
-    lowest = np.maximum(start, np.ceil(_memory_bound(inst, seg, mode) * (1 - 1e-12)))
+    lowest = _least_fitting(inst, seg, mode, start)
     fits_memory = lowest <= cap
-    k = np.where(fits_memory, np.maximum(lowest, 1), cap + 1).astype(np.int64)
+    k = np.where(fits_memory, lowest, cap + 1).astype(np.int64)
     target = inst.job.batch / (inst.job.throughput * bubble)
     per_sample = inst.job.batch * (seg.time_sum + 2 * seg.boundary / inst.nic_bw[seg.types])
     scale = SHARDED_SYNC if mode == SHARDED else 1.0
@@ -233,13 +249,19 @@ def _smallest_k(inst: Instance, seg: _Segments, mode: int, bubble: float, start:
         idx = np.nonzero(active)[0]
         sub, kk = _Slice(seg, idx), k[idx]
         col = np.minimum(kk, inst.alpha.shape[1]) - 1
-        raw_lb = sub.dense * inst.alpha_lb[sub.types, col] + inst.beta_lb[sub.types, col]
-        room = target - scale * np.where((kk > 1) & (sub.dense > 0), raw_lb, 0.0)
-        with np.errstate(divide="ignore", over="ignore"):
-            bound = np.where(room > 0, np.ceil(per_sample[idx] / room * (1 - 1e-12)), np.inf)
+        syncs = (kk > 1) & (sub.dense > 0)
+        lower = np.where(syncs, sub.dense * inst.alpha_lb[sub.types, col] + inst.beta_lb[sub.types, col], 0.0)
+        exact = np.where(syncs, sub.dense * inst.alpha[sub.types, col] + inst.beta[sub.types, col], 0.0)
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            bound = np.ceil(per_sample[idx] / (target - scale * lower) * (1 - 1e-12))
+            need = np.ceil(per_sample[idx] / (target - scale * exact) * (1 - 1e-12))
+        bound = np.where(target - scale * lower > 0, bound, np.inf)
+        need = np.where(target - scale * exact > 0, need, np.inf)
         moved = bound > kk
         ok = ~moved & _meets_floor(inst, sub, kk, mode, bubble)
-        following = np.where(moved, np.minimum(bound, cap[idx] + 1), kk + 1).astype(np.int64)
+        region_end = inst.region_end[sub.types, col]
+        in_region = np.where(need <= region_end, np.maximum(kk + 1, need), region_end + 1)
+        following = np.minimum(np.where(moved, bound, in_region), cap[idx] + 1).astype(np.int64)
         k[idx] = np.where(ok, kk, following)
         active[idx] = ~ok & (k[idx] <= cap[idx])
     return k, fits_memory
