@@ -9,7 +9,8 @@ import pytest
 from hps import ConfigError
 from hps.config.types import JobDefaults, Layer, Workload
 from hps.workloads import ZOO, build_workload, list_workloads, resolve_workload
-from hps.workloads.layers import dense, embedding
+from hps.workloads.layers import dense
+from hps.workloads.sparse_layers import embedding
 
 GiB = 2.0**30
 NUMBER_FIELDS = ("flops", "mem_bytes", "io_bytes", "act_bytes", "dense_param_bytes", "sparse_param_bytes")
