@@ -15,6 +15,7 @@ import typing
 from collections.abc import Callable, Iterable, Mapping
 
 from hps.config.types import JobDefaults, Layer, Workload
+from hps.workloads.layers import FP32_BYTES
 
 A = typing.TypeVar("A", bound="Architecture")
 
@@ -144,3 +145,12 @@ def short_number(x: float) -> str:
 def table_size(size_bytes: float) -> str:
     """'477 GiB' for production tables, '0.3 MiB' for laptop-sized ones."""
     return f"{size_bytes / 2**30:.0f} GiB" if size_bytes >= 2**30 else f"{size_bytes / 2**20:.1f} MiB"
+
+
+def parameter_count(layers: Iterable[Layer]) -> str:
+    """'1.01 T', '175 B', '70.6 B', '160 M': the dense and sparse parameters of `layers` (fp32)."""
+    count = sum(layer.dense_param_bytes + layer.sparse_param_bytes for layer in layers) / FP32_BYTES
+    for scale, unit in ((1e12, " T"), (1e9, " B"), (1e6, " M")):
+        if count >= scale:
+            return f"{count / scale:.3g}{unit}"
+    return f"{count:.3g}"

@@ -1,5 +1,6 @@
 """Pure builders of `Layer`s from architecture hyperparameters: the generic, vision and transformer
-ones (sparse embedding layers in `hps.workloads.sparse_layers`).
+ones (sparse embedding layers in `hps.workloads.sparse_layers`, recurrent ones in
+`hps.workloads.recurrent_layers`).
 
 Every number a builder returns is **per sample** (docs/placement-model.md, "Inputs and units"):
 
@@ -214,49 +215,79 @@ def token_embedding(
     )
 
 
-def attention_block(name: str, seq_len: int, hidden: int, heads: int) -> Layer:
-    """Multi-head self-attention sub-layer (QKV projections, scores over seq_len, softmax, context,
-    output projection, residual add, LayerNorm), S = seq_len, H = hidden, h = heads.
+def attention_block(name: str, seq_len: int, hidden: int, heads: int, kv_heads: int | None = None) -> Layer:
+    """Self-attention sub-layer (Q, K, V projections, scores over seq_len, softmax, context, output
+    projection, residual add, LayerNorm), S = seq_len, H = hidden, h = heads; grouped-query
+    attention with `kv_heads` K/V heads of width H / h each (default h: multi-head attention), so K
+    and V have width Hkv = kv_heads * H / h.
 
-    - forward FLOP = 8 S H^2 (projections) + 4 S^2 H (scores, context) + 5 h S^2 (softmax)
-      + 10 S H (residual, LayerNorm); flops = 3x that.
-    - dense_param_bytes = (4 H^2 + 4 H + 2 H) * 4.
-    - mem_bytes = 3 * (12 S H + 4 h S^2) * 4 (activations touched in forward, x3).
+    - forward FLOP = 4 S H (H + Hkv) (projections) + 4 S^2 H (scores, context) + 5 h S^2 (softmax)
+      + 10 S H (residual, LayerNorm); flops = 3x that. Multi-head: 8 S H^2 for the projections.
+    - dense_param_bytes = (2 H^2 + 2 H Hkv + 2 H + 2 Hkv + 2 H) * 4 (weights, biases, LayerNorm);
+      multi-head: (4 H^2 + 4 H + 2 H) * 4.
+    - mem_bytes = 3 * (10 S H + 2 S Hkv + 4 h S^2) * 4 (activations touched in forward, x3).
     - act_bytes = S H * 4.
     """
     s, d = seq_len, hidden
-    fwd = 8.0 * s * d * d + 4.0 * s * s * d + 5.0 * heads * s * s + 10.0 * s * d
+    kv = d if kv_heads is None else d // heads * kv_heads
+    fwd = 4.0 * s * d * (d + kv) + 4.0 * s * s * d + 5.0 * heads * s * s + 10.0 * s * d
     return make_layer(
         name,
         flops=FWD_BWD * fwd,
-        mem_bytes=FWD_BWD * (12.0 * s * d + 4.0 * heads * s * s) * FP32_BYTES,
+        mem_bytes=FWD_BWD * (10.0 * s * d + 2.0 * s * kv + 4.0 * heads * s * s) * FP32_BYTES,
         act_bytes=s * d * FP32_BYTES,
-        dense_param_bytes=(4 * d * d + 4 * d + 2 * d) * FP32_BYTES,
+        dense_param_bytes=(2 * d * d + 2 * d * kv + 2 * d + 2 * kv + 2 * d) * FP32_BYTES,
     )
 
 
-def ffn_block(name: str, seq_len: int, hidden: int, ffn: int) -> Layer:
-    """Transformer feed-forward sub-layer H -> F (GELU) -> H, residual add, LayerNorm.
+def ffn_block(name: str, seq_len: int, hidden: int, ffn: int, gated: bool = False) -> Layer:
+    """Transformer feed-forward sub-layer H -> F (GELU) -> H, residual add, LayerNorm; `gated`:
+    SwiGLU, down(swish(gate(x)) * up(x)), three H x F matrices without biases.
 
-    - forward FLOP = 4 S H F (two matmuls) + 8 S F (GELU) + 10 S H; flops = 3x that.
-    - dense_param_bytes = (2 H F + F + H + 2 H) * 4.
-    - mem_bytes = 3 * (5 S H + 4 S F) * 4; act_bytes = S H * 4.
+    - forward FLOP = 2 m S H F (m = 2 matmuls, 3 gated) + 8 S F (GELU, or swish and gating) + 10 S H;
+      flops = 3x that.
+    - dense_param_bytes = (2 H F + F + H + 2 H) * 4; gated (3 H F + 2 H) * 4.
+    - mem_bytes = 3 * (5 S H + 4 S F) * 4, gated 3 * (5 S H + 6 S F) * 4; act_bytes = S H * 4.
     """
     s, d, f = seq_len, hidden, ffn
+    matrices, inner = (3, 6.0) if gated else (2, 4.0)
+    params = 3 * d * f + 2 * d if gated else 2 * d * f + f + d + 2 * d
     return make_layer(
         name,
-        flops=FWD_BWD * (4.0 * s * d * f + 8.0 * s * f + 10.0 * s * d),
-        mem_bytes=FWD_BWD * (5.0 * s * d + 4.0 * s * f) * FP32_BYTES,
+        flops=FWD_BWD * (2.0 * matrices * s * d * f + 8.0 * s * f + 10.0 * s * d),
+        mem_bytes=FWD_BWD * (5.0 * s * d + inner * s * f) * FP32_BYTES,
         act_bytes=s * d * FP32_BYTES,
-        dense_param_bytes=(2 * d * f + f + d + 2 * d) * FP32_BYTES,
+        dense_param_bytes=params * FP32_BYTES,
     )
 
 
-def transformer_layer(name: str, seq_len: int, hidden: int, heads: int, ffn: int) -> tuple[Layer, Layer]:
-    """One encoder layer as two table rows: `{name}.attention` and `{name}.ffn`."""
+def transformer_layer(
+    name: str, seq_len: int, hidden: int, heads: int, ffn: int, kv_heads: int | None = None, gated: bool = False
+) -> tuple[Layer, Layer]:
+    """One transformer layer as two table rows: `{name}.attention` and `{name}.ffn`."""
     return (
-        attention_block(f"{name}.attention", seq_len, hidden, heads),
-        ffn_block(f"{name}.ffn", seq_len, hidden, ffn),
+        attention_block(f"{name}.attention", seq_len, hidden, heads, kv_heads),
+        ffn_block(f"{name}.ffn", seq_len, hidden, ffn, gated),
+    )
+
+
+def lm_head(name: str, seq_len: int, hidden: int, vocab: int, tied: bool) -> Layer:
+    """Language-model head over all `seq_len` positions: final LayerNorm, output projection H -> V
+    (no bias) and softmax cross-entropy against the next token (its id read by the embedding).
+
+    - forward FLOP = 10 S H (LayerNorm) + 2 S H V (projection) + 5 S V (softmax, loss); x3.
+    - dense_param_bytes = (2 H + H V) * 4; tied to the word embedding: 2 H * 4 (the matrix is
+      counted in `token_embedding`).
+    - mem_bytes = 3 * (3 S H + 2 S V) * 4 (LayerNorm read/write, projection input; logits written
+      and read by the loss); act_bytes = 4 (the loss).
+    """
+    s, d, v = seq_len, hidden, vocab
+    return make_layer(
+        name,
+        flops=FWD_BWD * (10.0 * s * d + 2.0 * s * d * v + 5.0 * s * v),
+        mem_bytes=FWD_BWD * (3.0 * s * d + 2.0 * s * v) * FP32_BYTES,
+        act_bytes=FP32_BYTES,
+        dense_param_bytes=(2 * d + (0 if tied else d * v)) * FP32_BYTES,
     )
 
 

@@ -1,4 +1,5 @@
-"""Language workloads, built from the transformer hyperparameters: BERT-style encoders."""
+"""Language workloads, built from the transformer hyperparameters: BERT-style encoders here,
+decoder-only language models in `hps.workloads.llm`."""
 
 from __future__ import annotations
 
@@ -36,11 +37,14 @@ class TransformerShape(Architecture):
         if self.hidden % self.heads:
             raise ConfigError("workload", f"{entry}.heads", f"must divide hidden ({self.hidden}), got {self.heads}")
 
-    def blocks(self) -> tuple[Layer, ...]:
-        """The 2 * `layers` rows layer{i}.attention, layer{i}.ffn."""
+    def blocks(self, kv_heads: int | None = None, gated: bool = False) -> tuple[Layer, ...]:
+        """The 2 * `layers` rows layer{i}.attention, layer{i}.ffn (grouped-query with `kv_heads`;
+        SwiGLU FFN when `gated`)."""
         rows = []
         for i in range(self.layers):
-            rows.extend(transformer_layer(f"layer{i + 1}", self.seq_len, self.hidden, self.heads, self.ffn))
+            rows.extend(
+                transformer_layer(f"layer{i + 1}", self.seq_len, self.hidden, self.heads, self.ffn, kv_heads, gated)
+            )
         return tuple(rows)
 
 

@@ -11,10 +11,12 @@ from pathlib import Path
 from hps.config.types import JobDefaults, Workload
 from hps.errors import ConfigError
 from hps.workloads.entry import ZooEntry
+from hps.workloads.llm import gpt3_175b, llama3_70b, llama3_405b, transformer_1t
 from hps.workloads.mlp import mlp_classifier
 from hps.workloads.nlp import bert_base, transformer
 from hps.workloads.recsys import ctr_dnn, deepfm, dlrm, matchnet, wide_deep, word2vec_nce
-from hps.workloads.vision import resnet50
+from hps.workloads.translation import gnmt
+from hps.workloads.vision import resnet50, resnet152
 
 _ENTRIES = (
     ctr_dnn,
@@ -27,9 +29,17 @@ _ENTRIES = (
     bert_base,
     mlp_classifier,
     transformer,
+    resnet152,
+    gnmt,
+    gpt3_175b,
+    llama3_70b,
+    llama3_405b,
+    transformer_1t,
 )
 FACTORIES: dict[str, ZooEntry] = {entry.name: entry for entry in _ENTRIES}
-"""Zoo entries with their own architecture and default job, at production-sized defaults."""
+"""Zoo entries with their own architecture and default job, at production-sized defaults. Only
+those with a Flax model (`hps.models.registry`) execute; the others, the published large models
+among them, plan only, and `hps execute` and `hps profile` refuse them with a ConfigError."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Vision workloads, built from the real layer shapes."""
+"""Vision workloads, built from the real layer shapes: ResNet v1.5 at any depth."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ class ResNet(Architecture):
     Defaults (ResNet-50): 224 x 224 x 3 images (read as decoded uint8 pixels, 150,528 B, + a 4 B
     label), stem width 64, stages of 3-4-6-3 bottleneck blocks (mid widths 64, 128, 256, 512;
     expansion 4), 1000 classes: about 4.1 G multiply-adds (8.2 GFLOP) forward per image, 25.6 M
-    parameters.
+    parameters. ResNet-152 (blocks 3-8-36-3): about 11.5 G multiply-adds, 60.2 M parameters.
 
     Hyperparameters: `image_size` input height and width (pixels), `channels` input channels (uint8
     each), `width` stem channels (stage s has bottleneck mid width `width` * 2^s), `blocks`
@@ -61,3 +61,13 @@ class ResNet(Architecture):
 
 resnet50 = ZooEntry("resnet50", ResNet(), JobDefaults(batch=1024.0, throughput=5000.0, samples=90 * IMAGENET_EPOCH))
 """Job: batch 1024, floor 5000 images/s, 90 ImageNet epochs (1.15e8 images)."""
+resnet152 = ZooEntry(
+    "resnet152",
+    ResNet(blocks=(3, 8, 36, 3)),
+    JobDefaults(batch=1024.0, throughput=2000.0, samples=90 * IMAGENET_EPOCH),
+)
+"""ResNet-152 (He et al. 2016, Table 1: bottleneck blocks 3-8-36-3; 11.5 G multiply-adds forward per
+image, 60.2 M parameters), the image model of the Themis evaluation. Job: the MLPerf-style ImageNet
+run of `resnet50` (batch 1024, 90 epochs = 1.15e8 images; no micro-batching or state sharding: the
+model fits any device whole) at a floor of 2000 images/s, 16 hours, for 2.8x ResNet-50's compute
+per image."""
