@@ -1,4 +1,6 @@
-"""Pure builders of `Layer`s from architecture hyperparameters.
+"""Pure builders of `Layer`s from architecture hyperparameters: the generic, vision and transformer
+ones (sparse embedding layers in `hps.workloads.sparse_layers`, recurrent ones in
+`hps.workloads.recurrent_layers`).
 
 Every number a builder returns is **per sample** (docs/placement-model.md, "Inputs and units"):
 
@@ -19,7 +21,7 @@ Activation functions (ReLU, GELU, sigmoid) are folded into the layer they follow
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from hps.config.types import LAYER_NUMBERS, Layer
 
@@ -33,45 +35,9 @@ FWD_BWD = 3.0
 """Forward + backward compute, or activation traffic, as a multiple of the forward pass."""
 
 
-def _layer(name: str, kind: str = "dense", **numbers: float) -> Layer:
+def make_layer(name: str, kind: str = "dense", **numbers: float) -> Layer:
+    """A `Layer` of `kind` with the given per-sample numbers (LAYER_NUMBERS; missing ones are 0)."""
     return Layer(name=name, kind=kind, **{k: float(numbers.get(k, 0.0)) for k in LAYER_NUMBERS})
-
-
-def embedding(
-    name: str,
-    slots: int,
-    ids_per_slot: float,
-    rows: float,
-    dim: int,
-    pooled: bool = True,
-    label_bytes: float = LABEL_BYTES,
-    dense_features: int = 0,
-) -> Layer:
-    """A sparse embedding lookup over `slots` feature slots, `ids_per_slot` ids each.
-
-    - sparse_param_bytes = rows * dim * 4 (one fp32 table of `rows` x `dim`).
-    - lookups = slots * ids_per_slot rows touched per sample.
-    - flops = 3 * lookups * dim when pooled (forward sum-pooling adds, backward gradient scatter into
-      each touched row, optimizer update of each row); 2 * lookups * dim unpooled (no pooling adds).
-    - mem_bytes = 3 * lookups * dim * 4: each touched row is read in forward, and read + written
-      (read-modify-write of the sparse update) in backward.
-    - io_bytes = lookups * 8 (raw int64 ids) + label_bytes + dense_features * 4 (fp32 dense
-      features, read here and passed through).
-    - act_bytes = slots * dim * 4 pooled (one vector per slot), lookups * dim * 4 unpooled, plus the
-      dense features passed through.
-    """
-    lookups = slots * ids_per_slot
-    touched = lookups * dim
-    out_elems = slots * dim if pooled else lookups * dim
-    return _layer(
-        name,
-        "sparse",
-        flops=(3.0 if pooled else 2.0) * touched,
-        mem_bytes=FWD_BWD * touched * FP32_BYTES,
-        io_bytes=lookups * ID_BYTES + label_bytes + dense_features * FP32_BYTES,
-        act_bytes=(out_elems + dense_features) * FP32_BYTES,
-        sparse_param_bytes=rows * dim * FP32_BYTES,
-    )
 
 
 def dense(name: str, d_in: int, d_out: int, rows: int = 1) -> Layer:
@@ -83,7 +49,7 @@ def dense(name: str, d_in: int, d_out: int, rows: int = 1) -> Layer:
       gradient and input read, input gradient written in backward.
     - act_bytes = d_out * rows * 4.
     """
-    return _layer(
+    return make_layer(
         name,
         flops=FWD_BWD * 2.0 * d_in * d_out * rows,
         mem_bytes=FWD_BWD * (d_in + d_out) * rows * FP32_BYTES,
@@ -92,12 +58,15 @@ def dense(name: str, d_in: int, d_out: int, rows: int = 1) -> Layer:
     )
 
 
-def mlp(prefix: str, d_in: int, widths: Iterable[int]) -> tuple[Layer, ...]:
-    """Consecutive `dense` layers d_in -> widths[0] -> widths[1] ..., named prefix1, prefix2, ..."""
+def mlp(prefix: str, d_in: int, widths: Iterable[int], out: int | None = None) -> tuple[Layer, ...]:
+    """Consecutive `dense` layers d_in -> widths[0] -> widths[1] ..., named prefix1, prefix2, ...;
+    with `out`, a last one widths[-1] -> out named prefix_out (the logits)."""
     layers, width = [], d_in
     for i, d_out in enumerate(widths, start=1):
         layers.append(dense(f"{prefix}{i}", width, d_out))
         width = d_out
+    if out is not None:
+        layers.append(dense(f"{prefix}_out", width, out))
     return tuple(layers)
 
 
@@ -107,7 +76,7 @@ def concat(name: str, elements: int) -> Layer:
     mem_bytes = 4 * elements * 4 (forward read + write, backward read + write of the split gradient);
     act_bytes = elements * 4.
     """
-    return _layer(name, mem_bytes=4.0 * elements * FP32_BYTES, act_bytes=elements * FP32_BYTES)
+    return make_layer(name, mem_bytes=4.0 * elements * FP32_BYTES, act_bytes=elements * FP32_BYTES)
 
 
 def elementwise(name: str, elements: int, flops_per_element: float = 1.0, inputs: int = 1) -> Layer:
@@ -116,7 +85,7 @@ def elementwise(name: str, elements: int, flops_per_element: float = 1.0, inputs
     flops = 3 * flops_per_element * elements; mem_bytes = 3 * (inputs + 1) * elements * 4;
     act_bytes = elements * 4.
     """
-    return _layer(
+    return make_layer(
         name,
         flops=FWD_BWD * flops_per_element * elements,
         mem_bytes=FWD_BWD * (inputs + 1) * elements * FP32_BYTES,
@@ -124,96 +93,13 @@ def elementwise(name: str, elements: int, flops_per_element: float = 1.0, inputs
     )
 
 
-def dot_interaction(name: str, vectors: int, dim: int) -> Layer:
-    """DLRM dot interaction: pairwise dot products of `vectors` vectors of `dim` (the bottom-MLP output
-    and one pooled embedding per table), concatenated with the bottom-MLP output.
-
-    Forward is a batched (vectors x dim) @ (dim x vectors) product: 2 * vectors^2 * dim FLOP; x3.
-    Output = vectors * (vectors - 1) / 2 + dim values; act_bytes = output * 4;
-    mem_bytes = 3 * (vectors * dim + output) * 4.
-    """
-    out = vectors * (vectors - 1) // 2 + dim
-    return _layer(
-        name,
-        flops=FWD_BWD * 2.0 * vectors * vectors * dim,
-        mem_bytes=FWD_BWD * (vectors * dim + out) * FP32_BYTES,
-        act_bytes=out * FP32_BYTES,
-    )
-
-
-def fm_interaction(name: str, fields: int, dim: int) -> Layer:
-    """Factorisation-machine second-order term 0.5 * ((sum_f v_f)^2 - sum_f v_f^2) over `fields`
-    embeddings of `dim`, reduced to one scalar.
-
-    Forward: fields*dim adds (sum), 2*fields*dim (sum of squares), ~3*dim (square, subtract,
-    reduce): (3 * fields + 3) * dim FLOP; x3. mem_bytes = 3 * (fields * dim + 1) * 4; act = 4 bytes.
-    """
-    return _layer(
-        name,
-        flops=FWD_BWD * (3.0 * fields + 3.0) * dim,
-        mem_bytes=FWD_BWD * (fields * dim + 1) * FP32_BYTES,
-        act_bytes=FP32_BYTES,
-    )
-
-
-def cosine(name: str, dim: int) -> Layer:
-    """Cosine similarity of two `dim` vectors (two-tower matching score): ~6 * dim FLOP forward
-    (dot, two norms); x3. mem_bytes = 3 * (2 * dim + 1) * 4; act = one fp32 score."""
-    return _layer(
-        name,
-        flops=FWD_BWD * 6.0 * dim,
-        mem_bytes=FWD_BWD * (2 * dim + 1) * FP32_BYTES,
-        act_bytes=FP32_BYTES,
-    )
-
-
 def loss(name: str, logits: int) -> Layer:
     """Softmax / sigmoid cross-entropy over `logits` values per sample (label read by the first
     layer): ~5 FLOP per logit forward, x3; mem_bytes = 3 * 2 * logits * 4; act = one fp32 loss."""
-    return _layer(
+    return make_layer(
         name,
         flops=FWD_BWD * 5.0 * logits,
         mem_bytes=FWD_BWD * 2.0 * logits * FP32_BYTES,
-        act_bytes=FP32_BYTES,
-    )
-
-
-def nce_output(name: str, positions: int, negatives: int, rows: float, dim: int) -> Layer:
-    """Sparse output table of NCE / negative sampling (word2vec): for each of `positions` targets,
-    gather the true row and `negatives` rows sampled in-layer from the unigram table.
-
-    - sparse_param_bytes = rows * (dim + 1) * 4 (output vectors and biases).
-    - lookups = positions * (1 + negatives); flops = 2 * lookups * (dim + 1) (backward scatter and
-      optimizer update; the forward gather has no arithmetic).
-    - mem_bytes = 3 * lookups * (dim + 1) * 4 (read forward, read-modify-write backward).
-    - io_bytes = positions * 8 (target ids; negatives are sampled, not read).
-    - act_bytes = lookups * (dim + 1) * 4 (the gathered rows, passed to `nce_score`).
-    """
-    lookups = positions * (1 + negatives)
-    touched = lookups * (dim + 1)
-    return _layer(
-        name,
-        "sparse",
-        flops=2.0 * touched,
-        mem_bytes=FWD_BWD * touched * FP32_BYTES,
-        io_bytes=positions * ID_BYTES,
-        act_bytes=touched * FP32_BYTES,
-        sparse_param_bytes=rows * (dim + 1) * FP32_BYTES,
-    )
-
-
-def nce_score(name: str, positions: int, negatives: int, dim: int) -> Layer:
-    """NCE scoring: for each position, dot the context vector with its 1 + `negatives` output rows,
-    add the bias and take the binary logistic loss.
-
-    Forward: positions * (1 + negatives) * (2 * dim + 6) FLOP; x3. mem_bytes = 3 * (positions * dim +
-    positions * (1 + negatives) * (dim + 2)) * 4; act = one fp32 loss.
-    """
-    logits = positions * (1 + negatives)
-    return _layer(
-        name,
-        flops=FWD_BWD * logits * (2.0 * dim + 6.0),
-        mem_bytes=FWD_BWD * (positions * dim + logits * (dim + 2)) * FP32_BYTES,
         act_bytes=FP32_BYTES,
     )
 
@@ -230,7 +116,7 @@ def merge_layers(name: str, parts: Iterable[Layer]) -> Layer:
     parts = tuple(parts)
     total = {k: sum(getattr(p, k) for p in parts) for k in LAYER_NUMBERS if k != "act_bytes"}
     kind = "sparse" if any(p.kind == "sparse" for p in parts) else "dense"
-    return _layer(name, kind, act_bytes=parts[-1].act_bytes, **total)
+    return make_layer(name, kind, act_bytes=parts[-1].act_bytes, **total)
 
 
 # --- vision ------------------------------------------------------------------------------------
@@ -256,7 +142,7 @@ def conv2d(
     out = conv_out(h, kernel, stride) * conv_out(w, kernel, stride) * c_out
     macs = kernel * kernel * c_in * out
     bn = 1.0 if bn_relu else 0.0
-    return _layer(
+    return make_layer(
         name,
         flops=FWD_BWD * (2.0 * macs + bn * 5.0 * out),
         mem_bytes=FWD_BWD * (h * w * c_in + out + bn * 2.0 * out) * FP32_BYTES,
@@ -269,7 +155,7 @@ def pool2d(name: str, h: int, w: int, c: int, kernel: int, stride: int) -> Layer
     """Max / average pooling of an h x w x c input: kernel^2 FLOP per output forward, x3;
     mem_bytes = 3 * (input + output) * 4; act_bytes = output * 4."""
     out = conv_out(h, kernel, stride) * conv_out(w, kernel, stride) * c
-    return _layer(
+    return make_layer(
         name,
         flops=FWD_BWD * kernel * kernel * out,
         mem_bytes=FWD_BWD * (h * w * c + out) * FP32_BYTES,
@@ -300,75 +186,108 @@ def bottleneck(name: str, h: int, w: int, c_in: int, mid: int, stride: int = 1, 
 def token_embedding(
     name: str,
     seq_len: int,
-    vocab: int,
     hidden: int,
-    max_position: int = 512,
-    type_vocab: int = 2,
+    tables: Sequence[int],
+    ids_per_token: int = 3,
+    layer_norm: bool = True,
     label_bytes: float = LABEL_BYTES,
 ) -> Layer:
-    """BERT input embeddings (word + position + token type, then LayerNorm) for `seq_len` tokens.
+    """Input embeddings of `seq_len` tokens: one row of each table in `tables` (their row counts,
+    e.g. BERT's word, position and token type (type_vocab 2) tables; GPT's word and position tables;
+    Llama's word table) summed, then LayerNorm if `layer_norm`.
 
-    A dense layer: the tables are small and all replicas keep them whole (all-reduced).
-    - dense_param_bytes = ((vocab + max_position + type_vocab) * hidden + 2 * hidden) * 4.
-    - flops = 3 * 12 * seq_len * hidden (two adds, ~10 for LayerNorm, per element).
-    - mem_bytes = 3 * 6 * seq_len * hidden * 4 (three rows read, sum written, LayerNorm read/write).
-    - io_bytes = 3 * seq_len * 8 (token ids, segment ids, attention mask) + label_bytes.
+    A dense layer: all replicas keep the tables whole (all-reduced). With n = len(tables):
+    - dense_param_bytes = (sum(tables) * hidden + 2 * hidden [LayerNorm]) * 4.
+    - flops = 3 * ((n - 1) + 10 [LayerNorm]) * seq_len * hidden (the adds, ~10 per element for LayerNorm).
+    - mem_bytes = 3 * (n + 1 + 2 [LayerNorm]) * seq_len * hidden * 4 (rows read, sum written,
+      LayerNorm read/write).
+    - io_bytes = ids_per_token * seq_len * 8 (BERT: token ids, segment ids, attention mask) + label_bytes.
     - act_bytes = seq_len * hidden * 4.
     """
-    elems = seq_len * hidden
-    return _layer(
+    elems, norm = seq_len * hidden, int(layer_norm)
+    return make_layer(
         name,
-        flops=FWD_BWD * 12.0 * elems,
-        mem_bytes=FWD_BWD * 6.0 * elems * FP32_BYTES,
-        io_bytes=3.0 * seq_len * ID_BYTES + label_bytes,
+        flops=FWD_BWD * (len(tables) - 1 + 10 * norm) * elems,
+        mem_bytes=FWD_BWD * (len(tables) + 1 + 2 * norm) * elems * FP32_BYTES,
+        io_bytes=ids_per_token * seq_len * ID_BYTES + label_bytes,
         act_bytes=elems * FP32_BYTES,
-        dense_param_bytes=((vocab + max_position + type_vocab) * hidden + 2 * hidden) * FP32_BYTES,
+        dense_param_bytes=(sum(tables) * hidden + 2 * hidden * norm) * FP32_BYTES,
     )
 
 
-def attention_block(name: str, seq_len: int, hidden: int, heads: int) -> Layer:
-    """Multi-head self-attention sub-layer (QKV projections, scores over seq_len, softmax, context,
-    output projection, residual add, LayerNorm), S = seq_len, H = hidden, h = heads.
+def attention_block(name: str, seq_len: int, hidden: int, heads: int, kv_heads: int | None = None) -> Layer:
+    """Self-attention sub-layer (Q, K, V projections, scores over seq_len, softmax, context, output
+    projection, residual add, LayerNorm), S = seq_len, H = hidden, h = heads; grouped-query
+    attention with `kv_heads` K/V heads of width H / h each (default h: multi-head attention), so K
+    and V have width Hkv = kv_heads * H / h.
 
-    - forward FLOP = 8 S H^2 (projections) + 4 S^2 H (scores, context) + 5 h S^2 (softmax)
-      + 10 S H (residual, LayerNorm); flops = 3x that.
-    - dense_param_bytes = (4 H^2 + 4 H + 2 H) * 4.
-    - mem_bytes = 3 * (12 S H + 4 h S^2) * 4 (activations touched in forward, x3).
+    - forward FLOP = 4 S H (H + Hkv) (projections) + 4 S^2 H (scores, context) + 5 h S^2 (softmax)
+      + 10 S H (residual, LayerNorm); flops = 3x that. Multi-head: 8 S H^2 for the projections.
+    - dense_param_bytes = (2 H^2 + 2 H Hkv + 2 H + 2 Hkv + 2 H) * 4 (weights, biases, LayerNorm);
+      multi-head: (4 H^2 + 4 H + 2 H) * 4.
+    - mem_bytes = 3 * (10 S H + 2 S Hkv + 4 h S^2) * 4 (activations touched in forward, x3).
     - act_bytes = S H * 4.
     """
     s, d = seq_len, hidden
-    fwd = 8.0 * s * d * d + 4.0 * s * s * d + 5.0 * heads * s * s + 10.0 * s * d
-    return _layer(
+    kv = d if kv_heads is None else d // heads * kv_heads
+    fwd = 4.0 * s * d * (d + kv) + 4.0 * s * s * d + 5.0 * heads * s * s + 10.0 * s * d
+    return make_layer(
         name,
         flops=FWD_BWD * fwd,
-        mem_bytes=FWD_BWD * (12.0 * s * d + 4.0 * heads * s * s) * FP32_BYTES,
+        mem_bytes=FWD_BWD * (10.0 * s * d + 2.0 * s * kv + 4.0 * heads * s * s) * FP32_BYTES,
         act_bytes=s * d * FP32_BYTES,
-        dense_param_bytes=(4 * d * d + 4 * d + 2 * d) * FP32_BYTES,
+        dense_param_bytes=(2 * d * d + 2 * d * kv + 2 * d + 2 * kv + 2 * d) * FP32_BYTES,
     )
 
 
-def ffn_block(name: str, seq_len: int, hidden: int, ffn: int) -> Layer:
-    """Transformer feed-forward sub-layer H -> F (GELU) -> H, residual add, LayerNorm.
+def ffn_block(name: str, seq_len: int, hidden: int, ffn: int, gated: bool = False) -> Layer:
+    """Transformer feed-forward sub-layer H -> F (GELU) -> H, residual add, LayerNorm; `gated`:
+    SwiGLU, down(swish(gate(x)) * up(x)), three H x F matrices without biases.
 
-    - forward FLOP = 4 S H F (two matmuls) + 8 S F (GELU) + 10 S H; flops = 3x that.
-    - dense_param_bytes = (2 H F + F + H + 2 H) * 4.
-    - mem_bytes = 3 * (5 S H + 4 S F) * 4; act_bytes = S H * 4.
+    - forward FLOP = 2 m S H F (m = 2 matmuls, 3 gated) + 8 S F (GELU, or swish and gating) + 10 S H;
+      flops = 3x that.
+    - dense_param_bytes = (2 H F + F + H + 2 H) * 4; gated (3 H F + 2 H) * 4.
+    - mem_bytes = 3 * (5 S H + 4 S F) * 4, gated 3 * (5 S H + 6 S F) * 4; act_bytes = S H * 4.
     """
     s, d, f = seq_len, hidden, ffn
-    return _layer(
+    matrices, inner = (3, 6.0) if gated else (2, 4.0)
+    params = 3 * d * f + 2 * d if gated else 2 * d * f + f + d + 2 * d
+    return make_layer(
         name,
-        flops=FWD_BWD * (4.0 * s * d * f + 8.0 * s * f + 10.0 * s * d),
-        mem_bytes=FWD_BWD * (5.0 * s * d + 4.0 * s * f) * FP32_BYTES,
+        flops=FWD_BWD * (2.0 * matrices * s * d * f + 8.0 * s * f + 10.0 * s * d),
+        mem_bytes=FWD_BWD * (5.0 * s * d + inner * s * f) * FP32_BYTES,
         act_bytes=s * d * FP32_BYTES,
-        dense_param_bytes=(2 * d * f + f + d + 2 * d) * FP32_BYTES,
+        dense_param_bytes=params * FP32_BYTES,
     )
 
 
-def transformer_layer(name: str, seq_len: int, hidden: int, heads: int, ffn: int) -> tuple[Layer, Layer]:
-    """One encoder layer as two table rows: `{name}.attention` and `{name}.ffn`."""
+def transformer_layer(
+    name: str, seq_len: int, hidden: int, heads: int, ffn: int, kv_heads: int | None = None, gated: bool = False
+) -> tuple[Layer, Layer]:
+    """One transformer layer as two table rows: `{name}.attention` and `{name}.ffn`."""
     return (
-        attention_block(f"{name}.attention", seq_len, hidden, heads),
-        ffn_block(f"{name}.ffn", seq_len, hidden, ffn),
+        attention_block(f"{name}.attention", seq_len, hidden, heads, kv_heads),
+        ffn_block(f"{name}.ffn", seq_len, hidden, ffn, gated),
+    )
+
+
+def lm_head(name: str, seq_len: int, hidden: int, vocab: int, tied: bool) -> Layer:
+    """Language-model head over all `seq_len` positions: final LayerNorm, output projection H -> V
+    (no bias) and softmax cross-entropy against the next token (its id read by the embedding).
+
+    - forward FLOP = 10 S H (LayerNorm) + 2 S H V (projection) + 5 S V (softmax, loss); x3.
+    - dense_param_bytes = (2 H + H V) * 4; tied to the word embedding: 2 H * 4 (the matrix is
+      counted in `token_embedding`).
+    - mem_bytes = 3 * (3 S H + 2 S V) * 4 (LayerNorm read/write, projection input; logits written
+      and read by the loss); act_bytes = 4 (the loss).
+    """
+    s, d, v = seq_len, hidden, vocab
+    return make_layer(
+        name,
+        flops=FWD_BWD * (10.0 * s * d + 2.0 * s * d * v + 5.0 * s * v),
+        mem_bytes=FWD_BWD * (3.0 * s * d + 2.0 * s * v) * FP32_BYTES,
+        act_bytes=FP32_BYTES,
+        dense_param_bytes=(2 * d + (0 if tied else d * v)) * FP32_BYTES,
     )
 
 
@@ -384,7 +303,7 @@ def pretraining_heads(name: str, hidden: int, vocab: int, masked: int) -> Layer:
     """
     d, v = hidden, vocab
     fwd = 2.0 * d * d + 4.0 * d + masked * (2.0 * d * d + 15.0 * d + 2.0 * d * v + 5.0 * v)
-    return _layer(
+    return make_layer(
         name,
         flops=FWD_BWD * fwd,
         mem_bytes=FWD_BWD * masked * (3.0 * d + 3.0 * v) * FP32_BYTES,

@@ -4,38 +4,42 @@ command-line `--workload FILE|NAME` with hyperparameter overrides (`--set NAME=V
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from hps.config.types import JobDefaults, Workload
 from hps.errors import ConfigError
+from hps.workloads.entry import ZooEntry
+from hps.workloads.llm import gpt3_175b, llama3_70b, llama3_405b, transformer_1t
 from hps.workloads.mlp import mlp_classifier
 from hps.workloads.nlp import bert_base, transformer
-from hps.workloads.recsys import (
+from hps.workloads.recsys import ctr_dnn, deepfm, dlrm, matchnet, wide_deep, word2vec_nce
+from hps.workloads.translation import gnmt
+from hps.workloads.vision import resnet50, resnet152
+
+_ENTRIES = (
     ctr_dnn,
+    wide_deep,
     deepfm,
     dlrm,
     matchnet,
-    wide_deep,
     word2vec_nce,
+    resnet50,
+    bert_base,
+    mlp_classifier,
+    transformer,
+    resnet152,
+    gnmt,
+    gpt3_175b,
+    llama3_70b,
+    llama3_405b,
+    transformer_1t,
 )
-from hps.workloads.vision import resnet50
-
-FACTORIES: dict[str, Callable[..., Workload]] = {
-    "ctr-dnn": ctr_dnn,
-    "wide-deep": wide_deep,
-    "deepfm": deepfm,
-    "dlrm": dlrm,
-    "matchnet": matchnet,
-    "word2vec-nce": word2vec_nce,
-    "resnet50": resnet50,
-    "bert-base": bert_base,
-    "mlp": mlp_classifier,
-    "transformer": transformer,
-}
-"""Zoo entries with their own layer-table builder, at production-sized defaults."""
+FACTORIES: dict[str, ZooEntry] = {entry.name: entry for entry in _ENTRIES}
+"""Zoo entries with their own architecture and default job, at production-sized defaults. Only
+those with a Flax model (`hps.models.registry`) execute; the others, the published large models
+among them, plan only, and `hps execute` and `hps profile` refuse them with a ConfigError."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,8 +109,7 @@ def base_workload(name: str) -> str:
 def hyperparameters(name: str) -> dict[str, object]:
     """The hyperparameters of zoo workload `name` and their defaults."""
     factory = _factory(name)
-    params = inspect.signature(FACTORIES[base_workload(name)]).parameters
-    defaults = {key: p.default for key, p in params.items()}
+    defaults = FACTORIES[base_workload(name)].hyperparameters()
     if isinstance(factory, Preset):
         defaults.update(factory.hyperparameters)
     return defaults
