@@ -246,9 +246,10 @@ def test_workload_defaults_need_batch_throughput_and_samples(tmp_path):
     expect_error(load_workload, path, "defaults.samples", "missing")
 
 
-def test_workload_at_most_64_layers(tmp_path):
-    layers = "".join(replaced(LAYER, '"fc"', f'"fc{i}"') for i in range(65))
-    expect_error(load_workload, write(tmp_path, 'name = "w"\n' + layers), "layer", "at most 64")
+def test_workload_at_most_4096_layers(tmp_path):
+    layers = [replaced(LAYER, '"fc"', f'"fc{i}"') for i in range(4097)]
+    expect_error(load_workload, write(tmp_path, 'name = "w"\n' + "".join(layers)), "layer", "at most 4096")
+    assert len(load_workload(write(tmp_path, 'name = "w"\n' + "".join(layers[:4096]))).layers) == 4096
 
 
 def test_duplicate_layer_name_is_an_error(tmp_path):
@@ -347,9 +348,10 @@ def test_network_needs_at_least_one_dimension(tmp_path):
     expect_error(load_network, write(tmp_path, 'name = "n"\n'), "dimension", "missing")
 
 
-def test_at_most_six_resources(tmp_path):
-    resources = "".join(replaced(RESOURCE, 'name = "gpu"', f'name = "g{i}"') for i in range(7))
-    expect_error(load_catalog, write(tmp_path, 'name = "c"\n' + resources), "resource", "at most 6")
+def test_at_most_32_resources(tmp_path):
+    resources = [replaced(RESOURCE, 'name = "gpu"', f'name = "g{i}"') for i in range(33)]
+    expect_error(load_catalog, write(tmp_path, 'name = "c"\n' + "".join(resources)), "resource", "at most 32")
+    assert len(load_catalog(write(tmp_path, 'name = "c"\n' + "".join(resources[:32]))).resources) == 32
 
 
 def test_resource_name_must_not_contain_a_comma(tmp_path):

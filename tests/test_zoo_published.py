@@ -4,11 +4,13 @@ GNMT and ResNet-152, checked against the papers' parameter counts and the 6 N FL
 from __future__ import annotations
 
 import math
+import tomllib
 
 import pytest
 
 from hps import ConfigError
 from hps.config.limits import MAX_WORKLOAD_LAYERS
+from hps.config.loaders import parse_workload, workload_to_toml
 from hps.workloads import build_workload, hyperparameters, resolve_workload
 from hps.workloads.layers import attention_block, ffn_block, lm_head, token_embedding
 from hps.workloads.recurrent_layers import additive_attention, lstm
@@ -49,10 +51,11 @@ def test_language_model_training_flops_per_token_are_6_n_plus_the_attention_scor
 
 
 @pytest.mark.parametrize("name", sorted(LLMS))
-def test_language_models_have_an_embedding_two_rows_per_layer_and_a_head_beyond_the_file_limit(name):
-    w = resolve_workload(name)  # the zoo builds them; only workload files are capped
+def test_language_models_have_an_embedding_two_rows_per_layer_and_a_head_and_load_from_files(name):
+    w = resolve_workload(name)
     names = [layer.name for layer in w.layers]
-    assert len(names) == LLMS[name][1] > MAX_WORKLOAD_LAYERS
+    assert len(names) == LLMS[name][1] <= MAX_WORKLOAD_LAYERS
+    assert parse_workload(tomllib.loads(workload_to_toml(w)), name) == w
     assert names[0] == "embedding" and names[-1] == "head"
     assert names[1:3] == ["layer1.attention", "layer1.ffn"]
     assert all(layer.kind == "dense" for layer in w.layers)

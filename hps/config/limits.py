@@ -11,7 +11,7 @@ Two kinds of size limit, which differ on purpose:
 - The learned placement policy's padded shapes (``POLICY_*``): the placement env, its
   instance generator and the policy work on arrays of exactly these sizes, so one compiled
   policy serves every instance up to them; the planner refuses a larger problem. A workload
-  may have more layers than the policy plans (64 against 32): the searches, padded per
+  may have more layers than the policy plans (4,096 against 32): the searches, padded per
   instance, plan every workload the loaders accept.
 
 This module imports nothing, so every layer of hps may import it.
@@ -31,10 +31,10 @@ MAX_CHUNKS = 256
 """All-Reduce chunks: a job or ``--chunks`` asks for 1 to 256, and every chunk-order array has
 256 rows (rows past the chunk count are unused and add no load)."""
 
-MAX_WORKLOAD_LAYERS = 64
+MAX_WORKLOAD_LAYERS = 4096
 """Layers a workload file may hold (``[[layer]]`` tables)."""
 
-MAX_CATALOG_TYPES = 6
+MAX_CATALOG_TYPES = 32
 """Resource types a catalogue file may hold (``[[resource]]`` tables)."""
 
 POLICY_LAYERS = 32

@@ -8,6 +8,7 @@ Every problem raises ``hps.ConfigError(file, field, problem)`` with a field path
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from typing import Any
@@ -33,6 +34,8 @@ from hps.config.validation import (
     TERA,
     as_number,
     check_keys,
+    check_micro_batches,
+    check_state_sharding,
     check_unique,
     describe,
     field_path,
@@ -68,6 +71,8 @@ RESOURCE_KEYS = (
 )
 LAYER_KEYS = ("name", "kind", *LAYER_NUMBERS, "measured_time_s")
 DEFAULTS_KEYS = ("batch", "throughput", "samples")
+PIPELINE_KEYS = ("micro_batches", "state_sharding")
+"""Optional [defaults] keys of the general placement model (omitted: inf and "none")."""
 WORKLOAD_KEYS = ("name", "description", "defaults", "layer")
 
 
@@ -191,15 +196,20 @@ def parse_layer(table: dict[str, Any], source: str, prefix: str) -> Layer:
 
 
 def parse_defaults(table: Any, source: str) -> JobDefaults:
-    """``[defaults]``: batch (samples/iteration), throughput (samples/s), samples (all > 0)."""
+    """``[defaults]``: batch (samples/iteration), throughput (samples/s), samples (all > 0);
+    optionally micro_batches (a positive integer or inf) and state_sharding ("none"/"auto")."""
     require_table(table, source, "defaults")
-    check_keys(table, DEFAULTS_KEYS, DEFAULTS_KEYS, source, "defaults")
+    check_keys(table, (*DEFAULTS_KEYS, *PIPELINE_KEYS), DEFAULTS_KEYS, source, "defaults")
     values = {key: get_positive(table, key, source, "defaults") for key in DEFAULTS_KEYS}
+    if "micro_batches" in table:
+        values["micro_batches"] = check_micro_batches(table["micro_batches"], source, "defaults.micro_batches")
+    if "state_sharding" in table:
+        values["state_sharding"] = check_state_sharding(table["state_sharding"], source, "defaults.state_sharding")
     return JobDefaults(**values)
 
 
 def parse_workload(data: dict[str, Any], source: str) -> Workload:
-    """A workload (``name``, 1 to 64 ``[[layer]]``, optional ``description``/``[defaults]``)."""
+    """A workload (``name``, 1 to MAX_WORKLOAD_LAYERS ``[[layer]]``, optional ``description``/``[defaults]``)."""
     require_table(data, source, "")
     check_keys(data, WORKLOAD_KEYS, ("name",), source, "")
     name = get_string(data, "name", source, "")
@@ -249,6 +259,10 @@ def workload_to_toml(workload: Workload) -> str:
     if workload.defaults is not None:
         lines += ["", "[defaults]"]
         lines += [f"{k} = {_toml_float(getattr(workload.defaults, k))}" for k in DEFAULTS_KEYS]
+        if not math.isinf(workload.defaults.micro_batches):
+            lines.append(f"micro_batches = {int(workload.defaults.micro_batches)}")
+        if workload.defaults.state_sharding != "none":
+            lines.append(f"state_sharding = {_toml_string(workload.defaults.state_sharding)}")
     for layer in workload.layers:
         lines += ["", "[[layer]]", f"name = {_toml_string(layer.name)}"]
         lines.append(f"kind = {_toml_string(layer.kind)}")

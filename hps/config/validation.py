@@ -225,3 +225,21 @@ def check_range(
         lower = f"{above} < min" if above is not None else f"{least} <= min"
         upper = f" <= {most}" if most != math.inf else ""
         raise ValueError(f"{what} must satisfy {lower} <= max{upper}: {owner}")
+
+
+def check_micro_batches(value: Any, source: str, path: str) -> float:
+    """Micro-batches per iteration: a positive integer, or inf (no pipeline bubble), as float."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        raise ConfigError(source, path, f"must be a positive integer or inf, got {describe(value)}")
+    if value <= 0 or (math.isfinite(value) and value != int(value)):
+        raise ConfigError(source, path, f"must be a positive integer or inf, got {value!r}")
+    return float(value)
+
+
+def check_state_sharding(value: Any, source: str, path: str) -> str:
+    """One of STATE_SHARDINGS ("none": replicated states; "auto": sharding allowed)."""
+    from hps.config.types import STATE_SHARDINGS
+
+    if value not in STATE_SHARDINGS:
+        raise ConfigError(source, path, f"must be one of {', '.join(STATE_SHARDINGS)}, got {value!r}")
+    return value
