@@ -22,6 +22,10 @@ class ConfigError(HpsError):
         super().__init__(f"{where}: {problem}")
 
 
+class InstanceTooLarge(HpsError):
+    """An instance's padded arrays would need more memory than the model may take."""
+
+
 class SearchSpaceTooLarge(HpsError):
     """An exhaustive search was asked for a space larger than it will enumerate."""
 

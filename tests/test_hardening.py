@@ -634,9 +634,10 @@ def test_search_says_plainly_when_no_method_meets_the_floor(capsys):
     rows = [
         line.split()
         for line in out.splitlines()
-        if line.split()[:1] in (["single"], ["greedy"], ["random"], ["genetic"], ["gradient"], ["exhaustive"])
+        if line.split()[:1]
+        in (["exact"], ["single"], ["greedy"], ["random"], ["genetic"], ["gradient"], ["exhaustive"])
     ]
-    assert len(rows) == 6 and all(row[1:3] == ["-", "no"] for row in rows)  # no cost, not feasible
+    assert len(rows) == 7 and all(row[1:4] == ["-", "-", "no"] for row in rows)  # no cost, no ratio, not feasible
     assert "no feasible plan: no method meets the floor of 1e+12 samples/s" in out
     assert "INFEASIBLE: throughput at the stage starting at layer 0 (embedding)" in out and "below the floor" in out
     assert "best (" not in out

@@ -4,21 +4,26 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 from pathlib import Path
 
 from hps.config.files import atomic_write_text, check_output_path
 from hps.config.loaders import load_catalog
 from hps.config.paths import resolve_topology
-from hps.config.types import Job, Workload
+from hps.config.types import STATE_SHARDINGS, Job, Workload
 from hps.errors import ConfigError
 from hps.workloads import ZOO, resolve_workload
 
 DEFAULT_CATALOG = "cloud-2024"
 
 
-def add_instance_args(parser: argparse.ArgumentParser, *, workload_required: bool = True) -> None:
-    """--catalog, --workload and the job flags (defaults: the workload's own job defaults)."""
+def add_instance_args(
+    parser: argparse.ArgumentParser, *, workload_required: bool = True, pipeline: bool = True
+) -> None:
+    """--catalog, --workload and the job flags (defaults: the workload's own job defaults);
+    pipeline: also --micro-batches and --state-sharding (`hps execute` has its own
+    --micro-batches, the executor's split of each step)."""
     parser.add_argument(
         "--catalog", default=DEFAULT_CATALOG, help="catalogue TOML file or shipped name (default: %(default)s)"
     )
@@ -32,8 +37,40 @@ def add_instance_args(parser: argparse.ArgumentParser, *, workload_required: boo
         "--collective", choices=("themis", "baseline"), default="themis", help="stage All-Reduce policy"
     )
     parser.add_argument("--chunks", type=int, default=64, help="All-Reduce chunks (default: %(default)s)")
+    if pipeline:
+        add_pipeline_args(parser)
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     add_set_arg(parser)
+
+
+def add_pipeline_args(parser: argparse.ArgumentParser) -> None:
+    """--micro-batches M|inf and --state-sharding none|auto, the general model's job fields."""
+    parser.add_argument(
+        "--micro-batches",
+        dest="job_micro_batches",
+        type=_micro_batches,
+        metavar="M|inf",
+        help="micro-batches per iteration, whose pipeline bubble is 1 + (stages - 1)/M; inf: none "
+        "(default: the workload's, else inf)",
+    )
+    parser.add_argument(
+        "--state-sharding",
+        dest="job_state_sharding",
+        choices=STATE_SHARDINGS,
+        help="auto: a stage may shard its parameter and optimizer state over its replicas "
+        "(default: the workload's, else none)",
+    )
+
+
+def _micro_batches(text: str) -> float:
+    """--micro-batches M|inf as a float (argparse reports a bad value with the flag)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (value > 0 and (math.isinf(value) or value == int(value))):
+        raise argparse.ArgumentTypeError(f"must be a positive integer or inf, got {text!r}")
+    return value
 
 
 def add_set_arg(parser: argparse.ArgumentParser) -> None:
@@ -98,7 +135,7 @@ def workload_arg(spec: str, overrides: dict[str, object] | None = None, flag: st
 def resolve_job(args, workload: Workload) -> Job:
     """The job of the flags, the workload's defaults filling those not given; ConfigError names
     the flag of a bad value (each Job field has the flag of its name)."""
-    from hps.placement.model import validate_job  # JAX: only once a command resolves its job
+    from hps.config.validation import validate_job
 
     defaults = workload.defaults
     values = {}
@@ -109,12 +146,25 @@ def resolve_job(args, workload: Workload) -> Job:
                 raise ConfigError(f"--{name}", name, f"workload {workload.name!r} has no default; give --{name}")
             value = getattr(defaults, name)
         values[name] = value
-    job = Job(**values, collective=args.collective, chunks=args.chunks)
+    pipeline = {
+        "micro_batches": _flag_or_default(args, defaults, "micro_batches", math.inf),
+        "state_sharding": _flag_or_default(args, defaults, "state_sharding", "none"),
+    }
+    job = Job(**values, collective=args.collective, chunks=args.chunks, **pipeline)
     try:
         validate_job(job, source="command line")
     except ConfigError as error:
         raise ConfigError(f"--{error.field}", error.field, error.problem) from None
     return job
+
+
+def _flag_or_default(args, defaults, name: str, fallback):
+    """The value of --micro-batches / --state-sharding (dest job_NAME) if given, else the
+    workload's default, else `fallback`."""
+    value = getattr(args, f"job_{name}", None)
+    if value is not None:
+        return value
+    return fallback if defaults is None else getattr(defaults, name)
 
 
 def to_json(payload) -> str:
@@ -146,5 +196,7 @@ def instance_document(args, job: Job) -> dict:
         "samples": job.samples,
         "collective": job.collective,
         "chunks": job.chunks,
+        "micro_batches": job.micro_batches if math.isfinite(job.micro_batches) else "inf",
+        "state_sharding": job.state_sharding,
         "overrides": list(args.overrides),
     }

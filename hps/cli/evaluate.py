@@ -1,4 +1,5 @@
-"""`hps evaluate`: one schedule through the placement cost model (docs/placement-model.md)."""
+"""`hps evaluate`: one schedule, or one explicit pipeline plan, through the placement cost model
+(docs/placement-model.md)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,15 @@ from hps.cli.common import add_instance_args, print_json, resolve_instance
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("evaluate", help="evaluate one schedule (type per layer)")
+    parser = subparsers.add_parser("evaluate", help="evaluate one schedule (type per layer) or pipeline plan")
     add_instance_args(parser)
-    parser.add_argument("--schedule", required=True, help="comma-separated resource type per layer")
+    plan = parser.add_mutually_exclusive_group(required=True)
+    plan.add_argument("--schedule", help="comma-separated resource type per layer")
+    plan.add_argument(
+        "--stages",
+        help="an explicit plan FIRST-LAST:TYPE,... (layers from 0, inclusive, covering every layer in "
+        "order; adjacent stages may share a type), e.g. 0-3:cpu,4-9:a100,10-15:a100",
+    )
     parser.add_argument(
         "--sensitivity",
         action="store_true",
@@ -20,26 +27,45 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     from hps.config.loaders import parse_schedule
-    from hps.placement.model import build_params
-    from hps.placement.model.sensitivity import sensitivity
-    from hps.report.placement import format_report, schedule_report
-    from hps.report.sensitivity import format_sensitivity
+    from hps.placement.model.plan import parse_stages, schedule_plan
+    from hps.report.placement import format_report, plan_report
 
     workload, catalog, job = resolve_instance(args)
-    schedule = parse_schedule(args.schedule, catalog, len(workload.layers))
-    report = schedule_report(workload, catalog, job, schedule)
-    if args.sensitivity:  # null for an infeasible plan: it has no cost to differentiate
-        params = build_params(workload, catalog, job)
-        report["sensitivity"] = sensitivity(params, catalog, schedule) if report["feasible"] else None
+    if args.stages is not None:
+        plan = parse_stages(args.stages, catalog, len(workload.layers))
+    else:
+        plan = schedule_plan(parse_schedule(args.schedule, catalog, len(workload.layers)))
+    report = plan_report(workload, catalog, job, plan)
+    if args.sensitivity:
+        report["sensitivity"] = _sensitivity(args, workload, catalog, job, plan, report)
     if args.json:
         print_json(report)
         return 0
     print(f"{workload.name} on {catalog.name}: batch {job.batch:g}, floor {job.throughput:g} samples/s")
     print(format_report(report, workload))
     if args.sensitivity:
+        from hps.report.sensitivity import format_sensitivity
+
         print()
         if report["sensitivity"] is not None:
             print(format_sensitivity(report["sensitivity"]))
         else:
             print("sensitivity: not defined for an infeasible plan (it has no cost)")
     return 0
+
+
+def _sensitivity(args, workload, catalog, job, plan, report):
+    """The jax.grad sensitivity of a feasible HeterPS schedule's cost (null when infeasible: it
+    has no cost); ConfigError for what the jnp model does not express."""
+    from hps.errors import ConfigError
+    from hps.placement.model import build_params
+    from hps.placement.model.plan import schedule_plan
+    from hps.placement.model.sensitivity import sensitivity
+
+    schedule = [t for first, last, t in plan for _ in range(first, last + 1)]
+    if plan != schedule_plan(schedule) or job.micro_batches != float("inf") or job.state_sharding != "none":
+        problem = "needs a schedule (no adjacent stages of one type), --micro-batches inf and --state-sharding none"
+        raise ConfigError("--sensitivity", "sensitivity", problem)
+    if not report["feasible"]:
+        return None
+    return sensitivity(build_params(workload, catalog, job), catalog, schedule)

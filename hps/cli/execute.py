@@ -32,7 +32,7 @@ PLAN_KEYS = ("workload", "catalog", "batch", "throughput", "samples", "collectiv
 def register(subparsers) -> None:
     parser = subparsers.add_parser("execute", help="run a plan as real sharded JAX training and measure it")
     parser.add_argument("plan", nargs="?", help="plan JSON written by `hps plan --out` (instead of the flags)")
-    add_instance_args(parser, workload_required=False)
+    add_instance_args(parser, workload_required=False, pipeline=False)
     parser.set_defaults(**dict.fromkeys(FLAG_DEFAULTS))  # unset, so a plan file can fill them
     parser.add_argument("--schedule", help="comma-separated resource type per layer")
     add_device_args(parser)

@@ -1,4 +1,5 @@
-"""`hps search`: placement baselines (single, greedy, random, genetic, gradient, exhaustive) on one instance."""
+"""`hps search`: the exact solver and the placement baselines (single, greedy, random, genetic,
+gradient, exhaustive) on one instance; every baseline is reported as cost over the optimum."""
 
 from __future__ import annotations
 
@@ -6,13 +7,14 @@ import math
 import sys
 
 from hps.cli.common import add_instance_args, print_json, resolve_instance
-from hps.errors import SearchSpaceTooLarge
+from hps.errors import InstanceTooLarge, SearchSpaceTooLarge
 from hps.report.tables import format_table
 
 ALL = "all"
+EXACT = "exact"
 METHOD_NAMES = ("single", "greedy", "random", "genetic", "gradient", "exhaustive")
-"""The keys of `hps.placement.search.METHODS`, in its order, named here so that building the
-parser (`hps --help`) does not import JAX."""
+"""The keys of `hps.placement.search.METHODS` (the jnp searches), in its order, named here so
+that building the parser (`hps --help`) does not import JAX."""
 
 
 def register(subparsers) -> None:
@@ -21,8 +23,9 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--method",
         default=ALL,
-        choices=(ALL, *METHOD_NAMES),
-        help="search method, or 'all' to compare every method (default)",
+        choices=(ALL, EXACT, *METHOD_NAMES),
+        help="search method: exact (the optimum over every plan, with its certificate) or a baseline "
+        "over schedules; 'all' (default): the optimum and every baseline beside it",
     )
     parser.add_argument(
         "--budget",
@@ -69,47 +72,154 @@ def _run_methods(methods, params, args, show_progress):
     return results, skipped
 
 
-def run(args) -> int:
+def _heterps_job(job) -> bool:
+    """Whether the jnp searches can score this job: they model HeterPS schedules only."""
+    return math.isinf(job.micro_batches) and job.state_sharding == "none"
+
+
+def _exact(workload, catalog, job) -> tuple[dict, dict]:
+    """(the `hps evaluate` report of the optimal plan plus its certificate, its summary row)."""
+    from hps.placement.model.provisioning import build_instance
+    from hps.placement.search.exact import solve_exact
+    from hps.report.placement import closest_plan, plan_report
+
+    inst = build_instance(workload, catalog, job)
+    found = solve_exact(inst)
+    plan = found.plan if found.plan is not None else closest_plan(inst)
+    report = plan_report(workload, catalog, job, plan)
+    certificate = {
+        "bound": found.bound if math.isfinite(found.bound) else None,
+        "gap": found.gap if found.plan is not None else None,
+        "search_seconds": found.seconds,
+    }
+    row = {
+        "method": EXACT,
+        "schedule": report["schedule"],
+        "stages": len(plan),
+        "feasible": report["feasible"],
+        "reason": report["reason_code"] if not report["feasible"] else None,
+        "cost": report["cost"],
+        "throughput": report["throughput"],
+        "dollars_per_hour": report["dollars_per_hour"],
+        "evaluations": None,
+        "wall_seconds": found.seconds,
+    }
+    return {**report, **certificate}, row
+
+
+def _baselines(methods, workload, catalog, job, args, skipped):
+    """Summary rows of the jnp searches that can run this instance (the rest go to skipped)."""
+    if not _heterps_job(job):
+        why = "the baselines score HeterPS schedules only (--micro-batches inf, --state-sharding none)"
+        if len(methods) == 1:
+            from hps.errors import ConfigError
+
+            raise ConfigError("--method", "method", f"{why}; use --method exact")
+        skipped.update(dict.fromkeys(methods, why))
+        return []
     from hps.placement.model import build_params
-    from hps.placement.search import METHODS
+
+    try:
+        params = build_params(workload, catalog, job)
+    except InstanceTooLarge as error:
+        if len(methods) == 1:
+            raise
+        skipped.update(dict.fromkeys(methods, str(error)))
+        return []
+    results, skipped_here = _run_methods(methods, params, args, show_progress=not args.json)
+    skipped.update(skipped_here)
+    return [_summary(r, catalog) for r in results]
+
+
+def run(args) -> int:
     from hps.report.placement import format_report, schedule_report
 
     workload, catalog, job = resolve_instance(args)
-    params = build_params(workload, catalog, job)
-    methods = list(METHODS) if args.method == ALL else [args.method]
-    results, skipped = _run_methods(methods, params, args, show_progress=not args.json)
-    best = min(results, key=lambda r: (not r.feasible, r.cost, -r.throughput))  # else the closest to the floor
-    report = schedule_report(workload, catalog, job, list(best.schedule))
+    skipped: dict[str, str] = {}
+    if args.method == EXACT:
+        report, _ = _exact(workload, catalog, job)
+        report["method"] = EXACT
+        return _print_exact(report, workload, job, args)
+    methods = list(METHOD_NAMES) if args.method == ALL else [args.method]
+    optimum, optimum_row = _exact(workload, catalog, job) if args.method == ALL else (None, None)
+    rows = _baselines(methods, workload, catalog, job, args, skipped)
+    if optimum is not None:
+        rows = [optimum_row, *rows]
+        for row in rows:
+            row["cost_over_optimum"] = _ratio(row["cost"], optimum["cost"])
+        report, best = optimum, optimum_row
+    else:
+        best = min(rows, key=lambda r: (not r["feasible"], r["cost"] or math.inf, -r["throughput"]))
+        report = schedule_report(workload, catalog, job, [catalog.index(n) for n in best["schedule"]])
     if args.json:
-        payload = {**report, "method": best.method, "results": [_summary(r, catalog) for r in results]}
-        payload["skipped"] = skipped
-        print_json(payload)
+        print_json({**report, "method": best["method"], "results": rows, "skipped": skipped})
         return 0
-    print(
-        f"{workload.name} on {catalog.name}: batch {job.batch:g}, floor {job.throughput:g} samples/s, "
-        f"{job.samples:g} samples"
-    )
-    rows = [
-        [
-            s["method"],
-            s["cost"],
-            s["feasible"],
-            s["throughput"],
-            s["evaluations"],
-            s["wall_seconds"],
-            ",".join(s["schedule"]),
-        ]
-        for s in map(lambda r: _summary(r, catalog), results)
-    ]
-    print(format_table(["method", "cost_$", "feasible", "samples_per_s", "evaluations", "search_s", "schedule"], rows))
-    for method, why in skipped.items():
-        print(f"{method}: skipped: {why}")
-    if best.feasible:
-        print(f"\nbest ({best.method}):")
+    _print_rows(rows, workload, catalog, job, skipped)
+    if best["feasible"]:
+        print(f"\nbest ({best['method']}):")
     else:
         print(
             f"\nno feasible plan: no method meets the floor of {job.throughput:g} samples/s within the catalogue's "
-            f"memory and max_units; the closest plan ({best.method}, highest throughput) fails on:"
+            f"memory and max_units; the closest plan ({best['method']}, highest throughput) fails on:"
         )
     print(format_report(report, workload))
     return 0
+
+
+def _ratio(cost, optimum):
+    return None if cost is None or optimum is None else cost / optimum
+
+
+def _print_exact(report, workload, job, args) -> int:
+    from hps.report.placement import format_report
+
+    if args.json:
+        print_json(report)
+        return 0
+    print(_heading(workload, job))
+    print(format_report(report, workload))
+    if report["gap"] is not None:
+        print(f"proven bound ${report['bound']:,.2f} (gap {report['gap']:.2%}) in {report['search_seconds']:.2f} s")
+    return 0
+
+
+def _heading(workload, job, catalog=None) -> str:
+    where = f" on {catalog.name}" if catalog is not None else ""
+    return (
+        f"{workload.name}{where}: batch {job.batch:g}, floor {job.throughput:g} samples/s, {job.samples:g} samples, "
+        f"micro-batches {job.micro_batches:g}, state sharding {job.state_sharding}"
+    )
+
+
+def _print_rows(rows, workload, catalog, job, skipped) -> None:
+    print(_heading(workload, job, catalog))
+    headers = ["method", "cost_$", "x_optimum", "feasible", "samples_per_s", "evaluations", "search_s", "schedule"]
+    table = [
+        [
+            r["method"],
+            r["cost"],
+            r.get("cost_over_optimum"),
+            r["feasible"],
+            r["throughput"],
+            r["evaluations"],
+            r["wall_seconds"],
+            _compact(r["schedule"]),
+        ]
+        for r in rows
+    ]
+    print(format_table(headers, table))
+    for method, why in skipped.items():
+        print(f"{method}: skipped: {why}")
+
+
+def _compact(schedule: list[str]) -> str:
+    """cpu,cpu,a100 -> cpu*2,a100: a schedule of hundreds of layers on one line."""
+    runs, out = [], []
+    for name in schedule:
+        if runs and runs[-1][0] == name:
+            runs[-1][1] += 1
+        else:
+            runs.append([name, 1])
+    for name, count in runs:
+        out.append(name if count == 1 else f"{name}*{count}")
+    return ",".join(out)

@@ -53,3 +53,9 @@ MASKED_LOGIT = -1e9
 """The logit of a masked choice (an action outside the action mask, an attention key that is
 padding): so negative that its softmax weight is 0, yet finite, so that softmax, its gradient
 and the entropy stay finite (−inf would give NaN through 0 · inf)."""
+
+DENSE_MODEL_BYTES = 2**31
+"""Bytes the jnp placement model's largest arrays of one instance may take: its segment table
+scans k = 1..K for every (first layer, last layer, type), L²·T·K numbers. Past it, build_params
+raises InstanceTooLarge naming the sizes (the numpy model and the exact solver have no such
+table)."""

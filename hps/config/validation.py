@@ -15,6 +15,8 @@ import tomllib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from hps.config.limits import MAX_CHUNKS
+from hps.config.types import COLLECTIVE_POLICIES, STATE_SHARDINGS, Job
 from hps.errors import ConfigError
 
 GIB = 2**30  # bytes per GiB (ASTRA-sim's convention)
@@ -238,8 +240,21 @@ def check_micro_batches(value: Any, source: str, path: str) -> float:
 
 def check_state_sharding(value: Any, source: str, path: str) -> str:
     """One of STATE_SHARDINGS ("none": replicated states; "auto": sharding allowed)."""
-    from hps.config.types import STATE_SHARDINGS
-
     if value not in STATE_SHARDINGS:
         raise ConfigError(source, path, f"must be one of {', '.join(STATE_SHARDINGS)}, got {value!r}")
     return value
+
+
+def validate_job(job: Job, source: str = "job") -> None:
+    """Raise ConfigError for a non-positive batch, floor or sample count, a bad policy or chunk
+    count, micro_batches that are not a positive integer or inf, or an unknown state_sharding."""
+    for name in ("batch", "throughput", "samples"):
+        value = getattr(job, name)
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+            raise ConfigError(source, name, f"must be a positive number, got {value!r}")
+    if job.collective not in COLLECTIVE_POLICIES:
+        raise ConfigError(source, "collective", f"must be baseline or themis, got {job.collective!r}")
+    if not 1 <= job.chunks <= MAX_CHUNKS:
+        raise ConfigError(source, "chunks", f"must be in 1..{MAX_CHUNKS}, got {job.chunks!r}")
+    check_micro_batches(job.micro_batches, source, "micro_batches")
+    check_state_sharding(job.state_sharding, source, "state_sharding")

@@ -95,9 +95,9 @@ def profile(config: ExecutorCalibrationConfig, workload, catalog, batch: int) ->
 
 def execute(config: ExecutorCalibrationConfig, workload, catalog, schedule, batch: int) -> dict:
     """One execution of the plan at global batch `batch` (`hps execute`)."""
+    from hps.config.validation import validate_job
     from hps.executor.plan import ExecuteOptions, execute_plan
     from hps.models.registry import build_model
-    from hps.placement.model import validate_job
 
     defaults = workload.defaults
     job = Job(batch=float(batch), throughput=defaults.throughput, samples=defaults.samples, chunks=config.chunks)

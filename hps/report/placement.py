@@ -1,71 +1,71 @@
-"""The `hps evaluate` JSON report from the placement model's output."""
+"""The `hps evaluate` JSON report of one plan, from the numpy placement model (no compile)."""
 
 from __future__ import annotations
 
 import math
 
-import jax
-import jax.numpy as jnp
-import numpy as np
-
 from hps.config.types import Catalog, Job, Workload
-from hps.placement.model import REASONS, build_params, evaluate_schedules
+from hps.placement.model.plan import Plan, evaluate_plan, schedule_plan
+from hps.placement.model.provisioning import build_instance
 from hps.report.tables import format_table
-
-_evaluate = jax.jit(evaluate_schedules)
 
 
 def _finite_or_none(value: float):
     return value if math.isfinite(value) else None
 
 
-def schedule_report(workload: Workload, catalog: Catalog, job: Job, schedule: list[int]) -> dict:
-    """Evaluate one schedule (type index per layer) and return the `hps evaluate` JSON keys.
-
-    reason: null when feasible, else the reason code name plus the failing stage's first layer
-    (e.g. "memory at stage starting at layer 0 (embedding)"). cost is null when infeasible.
-    """
-    params = build_params(workload, catalog, job)
-    result = _evaluate(params, jnp.asarray([schedule], jnp.int32))
-    row = jax.tree.map(lambda x: np.asarray(x)[0], result)
-    stages = [
-        {
-            "type": catalog.names[schedule[end]],
-            "first_layer": int(row.stage_first[end]),
-            "last_layer": int(end),
-            "replicas": int(row.replicas[end]),
-            "time": float(row.stage_time[end]),
-        }
-        for end in np.flatnonzero(row.stage_end)
-    ]
-    reason = None
-    if not row.feasible:
-        layer = int(row.failed_layer)
+def plan_report(workload: Workload, catalog: Catalog, job: Job, plan: Plan) -> dict:
+    """Score one plan ((first layer, last layer, type index) per stage) and return the `hps
+    evaluate` JSON keys: feasible, reason (null when feasible, else the reason and the failing
+    stage, e.g. "memory at the stage starting at layer 0 (embedding): ..."), reason_code,
+    throughput, dollars_per_hour, cost (null when infeasible), stages (type, first_layer,
+    last_layer, replicas, time, mode, dollars_per_hour) and schedule (type name per layer)."""
+    inst = build_instance(workload, catalog, job)
+    score = evaluate_plan(inst, plan)
+    stages = [{key: stage[key] for key in STAGE_KEYS} for stage in score["stages"]]
+    reason, code = None, score["reason"] or "feasible"
+    if not score["feasible"]:
+        layer = score["failed_layer"]
         failed = next(stage for stage in stages if stage["first_layer"] == layer)
-        why = infeasible_because(REASONS[int(row.reason)], failed, stages, catalog, job)
-        reason = (
-            f"{REASONS[int(row.reason)]} at the stage starting at layer {layer} ({workload.layers[layer].name}): {why}"
-        )
+        why = infeasible_because(code, failed, stages, catalog, job, inst.bubble(len(plan)))
+        reason = f"{code} at the stage starting at layer {layer} ({workload.layers[layer].name}): {why}"
     return {
-        "feasible": bool(row.feasible),
+        "feasible": score["feasible"],
         "reason": reason,
-        "reason_code": REASONS[int(row.reason)],
-        "throughput": float(row.throughput),
-        "dollars_per_hour": float(row.dollars_per_hour),
-        "cost": _finite_or_none(float(row.cost)),
+        "reason_code": code,
+        "throughput": score["throughput"],
+        "dollars_per_hour": score["dollars_per_hour"],
+        "cost": _finite_or_none(score["cost"]),
         "stages": stages,
-        "schedule": [catalog.names[t] for t in schedule],
+        "schedule": [catalog.names[t] for first, last, t in plan for _ in range(first, last + 1)],
     }
 
 
-def infeasible_because(code: str, stage: dict, stages: list[dict], catalog: Catalog, job: Job) -> str:
-    """Why the provisioning of `stage` (a `schedule_report` stage row) failed, in figures."""
+def closest_plan(inst) -> Plan:
+    """The single-type plan of the highest throughput: what a report shows when no plan is
+    feasible (the plan nearest the floor, and why it fails)."""
+    n = inst.num_layers
+    plans = [((0, n - 1, t),) for t in range(inst.num_types)]
+    return max(plans, key=lambda plan: evaluate_plan(inst, plan)["throughput"])
+
+
+STAGE_KEYS = ("type", "first_layer", "last_layer", "replicas", "time", "mode", "dollars_per_hour")
+
+
+def schedule_report(workload: Workload, catalog: Catalog, job: Job, schedule: list[int]) -> dict:
+    """`plan_report` of a schedule (type index per layer): its maximal runs are its stages."""
+    return plan_report(workload, catalog, job, schedule_plan(schedule))
+
+
+def infeasible_because(code: str, stage: dict, stages: list[dict], catalog: Catalog, job: Job, bubble: float) -> str:
+    """Why the provisioning of `stage` (a `plan_report` stage row) failed, in figures; bubble:
+    the plan's pipeline bubble factor."""
     if stage["type"] not in catalog.names:
         return f"resource type {stage['type']!r} is not in catalogue {catalog.name!r}"
     resource = catalog.resources[catalog.index(stage["type"])]
     units = f"all {resource.max_units} units of {resource.name} (its max_units)"
     if code == "throughput":
-        reached = job.batch / stage["time"] if stage["time"] > 0 else math.inf
+        reached = job.batch / (bubble * stage["time"]) if stage["time"] > 0 else math.inf
         return f"{units} reach {reached:,.0f} samples/s, below the floor of {job.throughput:,g} samples/s"
     if code == "memory":
         return f"it does not fit in {resource.memory / 2**30:g} GiB per unit even on {units}"
@@ -86,11 +86,13 @@ def format_report(report: dict, workload: Workload) -> str:
             f"{s['first_layer']}-{s['last_layer']}",
             f"{workload.layers[s['first_layer']].name} .. {workload.layers[s['last_layer']].name}",
             s["replicas"],
+            s["mode"],
             s["time"],
+            s["dollars_per_hour"],
         ]
         for i, s in enumerate(report["stages"])
     ]
-    table = format_table(["stage", "type", "layers", "names", "replicas", "time_s"], rows)
+    table = format_table(["stage", "type", "layers", "names", "replicas", "state", "time_s", "$_per_hour"], rows)
     status = "feasible" if report["feasible"] else f"INFEASIBLE: {report['reason']}"
     cost = "-" if report["cost"] is None else f"${report['cost']:,.2f}"
     return (

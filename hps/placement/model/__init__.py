@@ -15,6 +15,6 @@ __getattr__, __all__ = lazy_exports(
             "layer_time",
             "segment_table",
         ),
-        "params": ("PlacementParams", "build_params", "validate_job"),
+        "params": ("PlacementParams", "build_params", "validate_job"),  # validate_job: from config.validation
     },
 )

@@ -6,16 +6,15 @@ Padding: layers and types carry masks; padded network dimensions have size 1 (th
 
 from __future__ import annotations
 
-import math
-
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
 from hps.collective.model.network import network_arrays
-from hps.config.limits import MAX_CHUNKS
-from hps.config.types import COLLECTIVE_POLICIES, LAYER_NUMBERS, Catalog, Job, Network, Workload
-from hps.errors import ConfigError
+from hps.config.limits import DENSE_MODEL_BYTES
+from hps.config.types import LAYER_NUMBERS, Catalog, Job, Network, Workload
+from hps.config.validation import validate_job
+from hps.errors import ConfigError, InstanceTooLarge
 
 
 @struct.dataclass
@@ -117,16 +116,16 @@ def _type_arrays(catalog: Catalog, max_types: int):
     )
 
 
-def validate_job(job: Job, source: str = "job") -> None:
-    """Raise ConfigError for a non-positive batch, floor or sample count, or a bad policy."""
-    for name in ("batch", "throughput", "samples"):
-        value = getattr(job, name)
-        if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-            raise ConfigError(source, name, f"must be a positive number, got {value!r}")
-    if job.collective not in COLLECTIVE_POLICIES:
-        raise ConfigError(source, "collective", f"must be baseline or themis, got {job.collective!r}")
-    if not 1 <= job.chunks <= MAX_CHUNKS:
-        raise ConfigError(source, "chunks", f"must be in 1..{MAX_CHUNKS}, got {job.chunks!r}")
+def check_dense_size(layers: int, types: int, replicas: int) -> None:
+    """InstanceTooLarge when the jnp model's segment table (L·L·T·K float32 numbers, several
+    of them, and the L³ layer-membership tensor) would pass DENSE_MODEL_BYTES."""
+    needed = 4 * (layers**3 + 6 * layers * layers * types * replicas)
+    if needed > DENSE_MODEL_BYTES:
+        raise InstanceTooLarge(
+            f"the jnp placement model of {layers} layers x {types} types x {replicas} units per type needs about "
+            f"{needed / 2**30:,.1f} GiB (limit {DENSE_MODEL_BYTES / 2**30:g} GiB); the exact solver "
+            "(hps search --method exact) and hps evaluate work at this size"
+        )
 
 
 def build_params(
@@ -147,6 +146,7 @@ def build_params(
         raise ConfigError(workload.name, "layer", "instance larger than the padded shape")
     if max(r.max_units for r in catalog.resources) > max_replicas:
         raise ConfigError(catalog.name, "max_units", f"above the padded replica count {max_replicas}")
+    check_dense_size(max_layers, max_types, max_replicas)
     arrays = _layer_arrays(workload, catalog, max_layers, max_types)
     arrays.update(_type_arrays(catalog, max_types))
     arrays = {k: jnp.asarray(v) for k, v in arrays.items()}

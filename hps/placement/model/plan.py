@@ -34,38 +34,38 @@ def schedule_plan(schedule: Sequence[int]) -> Plan:
     return tuple(stage_spans(list(schedule)))
 
 
-def check_plan(plan: Plan, num_layers: int, num_types: int, source: str = "--stages") -> None:
-    """ConfigError unless the stages cover layers 0..num_layers−1 in order, without gaps or
-    overlaps, each on a type index below num_types."""
+def check_plan(plan: Plan, num_layers: int, num_types: int, source: str = "--stages", field: str = "") -> None:
+    """ConfigError (naming source and field) unless the stages cover layers 0..num_layers−1 in
+    order, without gaps or overlaps, each on a type index below num_types."""
     if not plan:
-        raise ConfigError(source, "stages", "a plan needs at least one stage")
+        raise ConfigError(source, field, "a plan needs at least one stage")
     expected = 0
     for i, (first, last, t) in enumerate(plan):
         where = f"stage {i + 1} ({first}-{last})"
         if first != expected:
             problem = "overlaps the stage before" if first < expected else f"leaves layers {expected}-{first - 1} out"
-            raise ConfigError(source, "stages", f"{where} {problem}; stages must cover the layers in order")
+            raise ConfigError(source, field, f"{where} {problem}; stages must cover the layers in order")
         if last < first:
-            raise ConfigError(source, "stages", f"{where} ends before it starts")
+            raise ConfigError(source, field, f"{where} ends before it starts")
         if not 0 <= t < num_types:
-            raise ConfigError(source, "stages", f"{where} has type index {t}, not in 0..{num_types - 1}")
+            raise ConfigError(source, field, f"{where} has type index {t}, not in 0..{num_types - 1}")
         expected = last + 1
     if expected != num_layers:
-        raise ConfigError(source, "stages", f"the stages end at layer {expected - 1}, the workload has {num_layers}")
+        raise ConfigError(source, field, f"the stages end at layer {expected - 1}, the workload has {num_layers}")
 
 
 def parse_stages(text: str, catalog: Catalog, num_layers: int, source: str = "--stages") -> Plan:
     """`FIRST-LAST:TYPE,...` (layers from 0, inclusive; TYPE a catalogue name) -> a checked Plan."""
-    plan = []
+    field, plan = "", []
     for item in text.split(","):
         span, _, name = item.strip().partition(":")
         first, dash, last = span.partition("-")
         if not (first.strip().isdigit() and (not dash or last.strip().isdigit()) and name.strip()):
-            raise ConfigError(source, "stages", f"{item.strip()!r} is not FIRST-LAST:TYPE")
+            raise ConfigError(source, field, f"{item.strip()!r} is not FIRST-LAST:TYPE")
         if name.strip() not in catalog.names:
             choices = ", ".join(catalog.names)
             raise ConfigError(
-                source, "stages", f"unknown type {name.strip()!r} in {catalog.name}; choose one of {choices}"
+                source, field, f"unknown type {name.strip()!r} in {catalog.name}; choose one of {choices}"
             )
         first_layer = int(first)
         plan.append((first_layer, int(last) if dash else first_layer, catalog.index(name.strip())))
@@ -77,7 +77,7 @@ def evaluate_plan(inst: Instance, plan: Plan) -> dict:
     """The plan's score: feasible, reason (None when feasible), failed_layer, throughput
     (samples/s), dollars_per_hour, cost ($), stages [{type, first_layer, last_layer, replicas,
     time (s per iteration), mode, reason, dollars_per_hour}]."""
-    check_plan(plan, inst.num_layers, inst.num_types, "plan")
+    check_plan(plan, inst.num_layers, inst.num_types, "plan", "stages")
     first, last, types = (np.array(column, np.int64) for column in zip(*plan))
     stages = provision(inst, first, last, types, len(plan))
     units = np.bincount(types, weights=stages.replicas, minlength=inst.num_types)
