@@ -11,10 +11,10 @@ import random
 import pytest
 
 from hps.config.types import Catalog, Dimension, Job, Layer, Network, ResourceType, Workload
+from hps.placement.exact import solve_exact
 from hps.placement.model import build_params
 from hps.placement.model.plan import evaluate_plan
 from hps.placement.model.provisioning import build_instance
-from hps.placement.search.exact import solve_exact
 from hps.placement.search.exhaustive import exhaustive
 from tests.instances import random_instance
 

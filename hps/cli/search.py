@@ -79,8 +79,8 @@ def _heterps_job(job) -> bool:
 
 def _exact(workload, catalog, job) -> tuple[dict, dict]:
     """(the `hps evaluate` report of the optimal plan plus its certificate, its summary row)."""
+    from hps.placement.exact import solve_exact
     from hps.placement.model.provisioning import build_instance
-    from hps.placement.search.exact import solve_exact
     from hps.report.placement import closest_plan, plan_report
 
     inst = build_instance(workload, catalog, job)

@@ -1,25 +1,31 @@
-"""Placement search baselines (docs/placement-model.md, "Searches over the model"): single-type plans,
-greedy per layer, random search, a genetic algorithm, exhaustive search over schedules, a gradient
-search (straight-through Gumbel-softmax over schedule logits), and the exact solver over every plan
-(`exact.solve_exact`, numpy: importing it imports no JAX).
+"""Placement search baselines over schedules (docs/placement-model.md, "Searches over the model"):
+single-type plans, greedy per layer, random search, a genetic algorithm, exhaustive search, and a
+gradient search (straight-through Gumbel-softmax over schedule logits). The optimum over every
+plan is the exact solver's, `hps.placement.exact`.
 
-Every jnp method is `method(params, *, key=None, budget=None, ...) -> SearchResult`; `methods`
-(in hps.placement.search.methods) holds them by name.
+Every method is `method(params, *, key=None, budget=None, ...) -> SearchResult`.
 """
 
-from hps.lazy import lazy_exports
+from __future__ import annotations
 
-__getattr__, __all__ = lazy_exports(
-    __name__,
-    {
-        "methods": ("METHODS", "run_search"),
-        "exhaustive": ("exhaustive", "search_space"),
-        "genetic": ("genetic",),
-        "gradient": ("gradient",),
-        "greedy": ("greedy",),
-        "random": ("random_search",),
-        "result": ("SearchResult",),
-        "single": ("single",),
-        "exact": ("solve_exact",),
-    },
-)
+from hps.placement.search.exhaustive import exhaustive, search_space
+from hps.placement.search.genetic import genetic
+from hps.placement.search.gradient import gradient
+from hps.placement.search.greedy import greedy
+from hps.placement.search.methods import METHODS, run_search
+from hps.placement.search.random import random_search
+from hps.placement.search.result import SearchResult
+from hps.placement.search.single import single
+
+__all__ = [
+    "METHODS",
+    "SearchResult",
+    "exhaustive",
+    "genetic",
+    "gradient",
+    "greedy",
+    "random_search",
+    "run_search",
+    "search_space",
+    "single",
+]

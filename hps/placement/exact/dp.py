@@ -1,0 +1,75 @@
+"""Dynamic programs over stage boundaries: the least Σ r of plans under a stage-time threshold
+(ties to the least bottleneck), and the cover bound on any plan's bottleneck."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def lex_argmin(values: np.ndarray, peaks: np.ndarray, axis: int) -> np.ndarray:
+    """Indices along `axis` of the least value, ties broken by the least peak."""
+    least = np.min(values, axis=axis, keepdims=True)
+    return np.argmin(np.where(values == least, peaks, np.inf), axis=axis)
+
+
+def best_before(values: np.ndarray, peaks: np.ndarray, heterps: bool):
+    """For a row (T,) of bests (and their peaks) by last type: the best a stage of each type
+    may follow, its peak, and which type gives it (with heterps, never the same type)."""
+    first = int(lex_argmin(values, peaks, 0))
+    value, peak, which = (
+        np.full(len(values), values[first]),
+        np.full(len(values), peaks[first]),
+        np.full(len(values), first),
+    )
+    if heterps:
+        others = np.where(np.arange(len(values)) == first, np.inf, values)
+        second = int(lex_argmin(others, peaks, 0)) if len(values) > 1 else first
+        value[first], peak[first], which[first] = (
+            (others[second], peaks[second], second) if len(values) > 1 else (np.inf, np.inf, first)
+        )
+    return value, peak, which
+
+
+def least_rate(rate: np.ndarray, seconds: np.ndarray, stages: int | None, heterps: bool):
+    """(least Σ r, plan) over plans of layers 0..L−1 with exactly `stages` stages (None: any
+    number), adjacent stages on different types when heterps; of the plans with the least Σ r,
+    one whose largest stage time (seconds, (L, L, T)) is least. (inf, None) when none exists."""
+    n, t = rate.shape[0], rate.shape[2]
+    levels = stages or 1
+    shape = (levels + 1, n + 1, t)
+    best, peak, before, before_peak = (np.full(shape, np.inf) for _ in range(4))
+    which, came = np.full(shape, -1), np.zeros(shape, np.int64)
+    before[0, 0], before_peak[0, 0] = 0.0, 0.0
+    columns = np.arange(t)
+    for i in range(1, n + 1):
+        for s in range(1, levels + 1):
+            source, target = (s - 1, s) if stages else (0, 0)
+            total = before[source, :i] + rate[:i, i - 1, :]  # (i, T): the last stage j..i−1
+            peaks = np.maximum(before_peak[source, :i], seconds[:i, i - 1, :])
+            j = lex_argmin(total, peaks, 0)
+            best[target, i], peak[target, i], came[target, i] = total[j, columns], peaks[j, columns], j
+        for s in range(levels + 1) if stages else (0,):
+            before[s, i], before_peak[s, i], which[s, i] = best_before(best[s, i], peak[s, i], heterps)
+    level = levels if stages else 0
+    last_type = int(lex_argmin(best[level, n], peak[level, n], 0))
+    total = float(best[level, n, last_type])
+    if not math.isfinite(total):
+        return math.inf, None
+    plan, i = [], n
+    while i > 0:
+        j = int(came[level, i, last_type])
+        plan.append((j, i - 1, last_type))
+        source = level - 1 if stages else 0
+        last_type, i, level = int(which[source, j, last_type]), j, source
+    return total, tuple(reversed(plan))
+
+
+def cover_bound(seconds: np.ndarray) -> float:
+    """τ_lb: the largest over layers l of the least τ of a stage covering l (inf: some layer
+    has no allowed stage)."""
+    least = np.min(seconds, axis=2)  # [first, last]
+    to_right = np.minimum.accumulate(least[:, ::-1], axis=1)[:, ::-1]  # [f, l]: min over last >= l
+    covering = np.minimum.accumulate(to_right, axis=0)  # [f, l]: min over first <= f as well
+    return float(np.max(np.diagonal(covering)))

@@ -1,0 +1,111 @@
+"""The exact placement solver: the cheapest plan of the general model, with a certificate.
+
+docs/placement-model.md ("The exact solver") states the algorithm and proves it. For a plan P
+of S stages whose stage j has cost rate r_j = k_j·price ($/h) and time τ_j (s per iteration),
+cost(P) = c_S · Σ_j r_j · max_j τ_j with c_S = bubble(S) · N / (3600 · B), and (r_j, τ_j)
+depend only on the stage's (first layer, last layer, type) and on S. So, per stage count:
+
+1. a dynamic program over stage boundaries (`dp.least_rate`) finds the least Σ r_j of plans whose
+   every τ_j ≤ ρ (and, for HeterPS schedules, whose adjacent stages differ in type);
+2. starting from ρ = ∞, after each plan ρ drops below that plan's max τ; every plan left costs
+   at least c_S · DP(ρ) · τ_lb(ρ), τ_lb being the largest over layers of the least τ of an
+   allowed stage covering it, so once that bound reaches the best plan's cost, it is optimal;
+3. pooled caps (Σ k_j ≤ max_units over the stages of one type) are met by a best-first search
+   over (boundary, stages, last type, units per type) guided by an admissible cap-free bound.
+
+With M = ∞ the bubble is 1 and plans of any stage count share one table; with finite M each
+S = 1, 2, … gets its own, and S stops once bubble(S) times a lower bound that holds for every
+plan (Σ_j price_j · B · (compute + boundary)_j) reaches the best cost.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from hps.placement.exact.caps import capped_search, meets_caps
+from hps.placement.exact.dp import cover_bound, least_rate
+from hps.placement.exact.table import Table, stage_table
+from hps.placement.model.plan import Plan, evaluate_plan
+from hps.placement.model.provisioning import Instance
+
+
+@dataclass(frozen=True)
+class ExactResult:
+    """The best plan found (None: no feasible plan), its `evaluate_plan` score, the proven
+    lower bound on cost ($; inf when no plan is feasible), the relative gap (cost − bound) /
+    bound (0: proven optimal) and the solver's wall time (s)."""
+
+    plan: Plan | None
+    score: dict | None
+    bound: float
+    gap: float
+    seconds: float
+
+
+def _work_bound(inst: Instance) -> float:
+    """min over plans of Σ_j price_j · B · (compute + boundary per sample)_j ($·s/h): with
+    r_j·τ_j ≥ price_j·B·(compute + boundary)_j, a lower bound on Σ r · max τ of every plan."""
+    n = inst.num_layers
+    first, last = np.triu_indices(n)
+    per_sample = inst.time_prefix[last + 1] - inst.time_prefix[first]  # (N, T)
+    act_in = np.where(first > 0, inst.act[np.maximum(first - 1, 0)], 0.0)
+    act_out = np.where(last < n - 1, inst.act[last], 0.0)
+    per_sample = per_sample + 2 * (act_in + act_out)[:, None] / inst.nic_bw[None]
+    work = np.full((n, n, inst.num_types), np.inf)
+    work[first, last] = inst.price[None] * inst.job.batch * per_sample
+    return least_rate(work, work, None, False)[0]
+
+
+def _solve_count(inst: Instance, table: Table, stages: int | None, heterps: bool, scale: float, best):
+    """Lower ρ until the bound proves `best` (cost, plan) optimal among plans of this stage
+    count. Returns (best, the bound left unproven: inf when every class was closed)."""
+    allowed = np.isfinite(table.rate)
+    while True:
+        seconds = np.where(allowed, table.time, np.inf)
+        total, plan = least_rate(np.where(allowed, table.rate, np.inf), seconds, stages, heterps)
+        if plan is None:
+            return best, math.inf
+        # Σ r · max τ ≥ Σ_j r_j · max(τ_j, τ_lb) for every plan of the class
+        cover = cover_bound(seconds)
+        mixed = np.where(allowed, table.rate * np.maximum(table.time, cover), np.inf)
+        if scale * least_rate(mixed, seconds, stages, heterps)[0] >= best[0]:
+            return best, math.inf
+        least = total
+        if not meets_caps(plan, table, inst):
+            total, plan, lowest = capped_search(table, allowed, inst, stages, heterps)
+            if plan is None:
+                return best, scale * lowest * cover
+        rho = max(table.time[f, e, t] for f, e, t in plan)
+        cost = scale * total * rho
+        if cost < best[0]:
+            best = (cost, plan)
+        # A plan of max τ ≥ best / (scale · least) costs at least the best: skip them all.
+        allowed &= table.time < min(rho, best[0] / (scale * least))
+
+
+def solve_exact(inst: Instance, *, heterps: bool = False) -> ExactResult:
+    """The cheapest plan of `inst` (with heterps, the cheapest HeterPS schedule: adjacent
+    stages on different types) and its certificate."""
+    started = time.perf_counter()
+    job = inst.job
+    per_cost = job.samples / (3600.0 * job.batch)
+    best, unproven = (math.inf, None), math.inf
+    if math.isinf(job.micro_batches):
+        best, unproven = _solve_count(inst, stage_table(inst, 1), None, heterps, per_cost, best)
+    else:
+        work = _work_bound(inst)
+        for stages in range(1, inst.num_layers + 1):
+            if inst.bubble(stages) * per_cost * work >= best[0]:
+                break
+            scale = inst.bubble(stages) * per_cost
+            best, left = _solve_count(inst, stage_table(inst, stages), stages, heterps, scale, best)
+            unproven = min(unproven, left)
+    cost, plan = best
+    bound = min(cost, unproven)
+    score = evaluate_plan(inst, plan) if plan is not None else None
+    gap = 0.0 if plan is None or bound >= cost else (cost - bound) / bound
+    return ExactResult(plan, score, bound, gap, time.perf_counter() - started)

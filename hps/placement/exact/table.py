@@ -1,0 +1,34 @@
+"""The stage table of the exact solver: every stage (first layer, last layer, type) of a plan of
+S stages, provisioned once (hps.placement.model.provisioning), as (L, L, T) arrays."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from hps.placement.model.provisioning import FEASIBLE, Instance, provision
+
+
+@dataclass(frozen=True)
+class Table:
+    """Every stage [first, last, t] of a plan of S stages, (L, L, T): cost rate r ($/h, inf
+    where the stage is not provisionable or not allowed), time τ (s), replicas."""
+
+    rate: np.ndarray
+    time: np.ndarray
+    replicas: np.ndarray
+
+
+def stage_table(inst: Instance, stages: int) -> Table:
+    n, t = inst.num_layers, inst.num_types
+    first, last, types = np.meshgrid(np.arange(n), np.arange(n), np.arange(t), indexing="ij")
+    upper = first <= last
+    got = provision(inst, first[upper], last[upper], types[upper], stages)
+    rate, seconds = np.full((n, n, t), np.inf), np.full((n, n, t), np.inf)
+    replicas = np.zeros((n, n, t), np.int64)
+    ok = got.reason == FEASIBLE
+    rate[upper] = np.where(ok, got.replicas * inst.price[types[upper]], np.inf)
+    seconds[upper] = np.where(ok, got.time, np.inf)
+    replicas[upper] = got.replicas
+    return Table(rate, seconds, replicas)
