@@ -139,7 +139,7 @@ def run(args) -> int:
     if args.method == EXACT:
         report, _ = _exact(workload, catalog, job)
         report["method"] = EXACT
-        return _print_exact(report, workload, job, args)
+        return _print_exact(report, workload, catalog, job, args)
     methods = list(METHOD_NAMES) if args.method == ALL else [args.method]
     optimum, optimum_row = _exact(workload, catalog, job) if args.method == ALL else (None, None)
     rows = _baselines(methods, workload, catalog, job, args, skipped)
@@ -170,13 +170,13 @@ def _ratio(cost, optimum):
     return None if cost is None or optimum is None else cost / optimum
 
 
-def _print_exact(report, workload, job, args) -> int:
+def _print_exact(report, workload, catalog, job, args) -> int:
     from hps.report.placement import format_report
 
     if args.json:
         print_json(report)
         return 0
-    print(_heading(workload, job))
+    print(_heading(workload, job, catalog))
     print(format_report(report, workload))
     if report["gap"] is not None:
         print(f"proven bound ${report['bound']:,.2f} (gap {report['gap']:.2%}) in {report['search_seconds']:.2f} s")

@@ -77,6 +77,12 @@ def infeasible_because(code: str, stage: dict, stages: list[dict], catalog: Cata
     return f"{resource.name} cannot run this stage"
 
 
+def _names(workload: Workload, first: int, last: int) -> str:
+    """ "fc1 .. fc3" for a stage of several layers, "fc1" for one."""
+    names = workload.layers[first].name, workload.layers[last].name
+    return names[0] if first == last else f"{names[0]} .. {names[1]}"
+
+
 def format_report(report: dict, workload: Workload) -> str:
     """Human-readable summary and per-stage table of a `schedule_report`."""
     rows = [
@@ -84,7 +90,7 @@ def format_report(report: dict, workload: Workload) -> str:
             i,
             s["type"],
             f"{s['first_layer']}-{s['last_layer']}",
-            f"{workload.layers[s['first_layer']].name} .. {workload.layers[s['last_layer']].name}",
+            _names(workload, s["first_layer"], s["last_layer"]),
             s["replicas"],
             s["mode"],
             s["time"],
