@@ -12,6 +12,7 @@ from hps.report.tables import format_table
 
 ALL = "all"
 EXACT = "exact"
+EXACT_SECONDS = 60.0
 METHOD_NAMES = ("single", "greedy", "random", "genetic", "gradient", "exhaustive")
 """The keys of `hps.placement.search.METHODS` (the jnp searches), in its order, named here so
 that building the parser (`hps --help`) does not import JAX."""
@@ -32,6 +33,12 @@ def register(subparsers) -> None:
         type=int,
         help="evaluations for random/genetic/gradient (so they compare at equal evaluations); "
         "evaluation cap for greedy; space limit for exhaustive",
+    )
+    parser.add_argument(
+        "--seconds",
+        type=float,
+        default=EXACT_SECONDS,
+        help="time limit of the exact solver; past it, the best plan found and its proven gap (default: %(default)s)",
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.set_defaults(run=run)
@@ -77,14 +84,14 @@ def _heterps_job(job) -> bool:
     return math.isinf(job.micro_batches) and job.state_sharding == "none"
 
 
-def _exact(workload, catalog, job) -> tuple[dict, dict]:
+def _exact(workload, catalog, job, seconds: float) -> tuple[dict, dict]:
     """(the `hps evaluate` report of the optimal plan plus its certificate, its summary row)."""
     from hps.placement.exact import solve_exact
     from hps.placement.model.provisioning import build_instance
     from hps.report.placement import closest_plan, plan_report
 
     inst = build_instance(workload, catalog, job)
-    found = solve_exact(inst)
+    found = solve_exact(inst, seconds=seconds)
     plan = found.plan if found.plan is not None else closest_plan(inst)
     report = plan_report(workload, catalog, job, plan)
     certificate = {
@@ -137,11 +144,11 @@ def run(args) -> int:
     workload, catalog, job = resolve_instance(args)
     skipped: dict[str, str] = {}
     if args.method == EXACT:
-        report, _ = _exact(workload, catalog, job)
+        report, _ = _exact(workload, catalog, job, _seconds(args))
         report["method"] = EXACT
         return _print_exact(report, workload, catalog, job, args)
     methods = list(METHOD_NAMES) if args.method == ALL else [args.method]
-    optimum, optimum_row = _exact(workload, catalog, job) if args.method == ALL else (None, None)
+    optimum, optimum_row = _exact(workload, catalog, job, _seconds(args)) if args.method == ALL else (None, None)
     rows = _baselines(methods, workload, catalog, job, args, skipped)
     if optimum is not None:
         rows = [optimum_row, *rows]
@@ -164,6 +171,14 @@ def run(args) -> int:
         )
     print(format_report(report, workload))
     return 0
+
+
+def _seconds(args) -> float:
+    if not args.seconds > 0:
+        from hps.errors import ConfigError
+
+        raise ConfigError("--seconds", "seconds", f"must be > 0, got {args.seconds}")
+    return args.seconds
 
 
 def _ratio(cost, optimum):

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import heapq
 import math
+import time
 
 import numpy as np
 
+from hps.placement.exact.dp import least_rate
 from hps.placement.exact.table import Table
 from hps.placement.model.plan import Plan
 from hps.placement.model.provisioning import Instance
@@ -18,89 +20,95 @@ NODE_LIMIT = 200_000
 
 
 def meets_caps(plan: Plan, table: Table, inst: Instance) -> bool:
-    units = np.zeros(inst.num_types, np.int64)
+    return bool(np.all(plan_units(plan, table, inst.num_types) <= inst.max_units))
+
+
+def plan_units(plan: Plan, table: Table, num_types: int) -> np.ndarray:
+    """(T,) units each type's stages of `plan` use."""
+    units = np.zeros(num_types)
     for first, last, t in plan:
         units[t] += table.replicas[first, last, t]
-    return bool(np.all(units <= inst.max_units))
+    return units
 
 
-def rate_to_end(rate: np.ndarray):
-    """(least rate from each boundary j to the end (L+1,), the stage (end, type) it starts with
-    (L, 2)) over plans of any stage count, by a DP from the right; rate (L, L, T)."""
-    n, t = rate.shape[0], rate.shape[2]
-    to_end, first = np.full(n + 1, np.inf), np.zeros((n, 2), np.int64)
-    to_end[n] = 0.0
-    for j in range(n - 1, -1, -1):
-        totals = rate[j, j:, :] + to_end[j + 1 :, None]
-        flat = int(np.argmin(totals))
-        to_end[j], first[j] = totals.flat[flat], (j + flat // t, flat % t)
-    return to_end, first
-
-
-def rate_to_end_in(rate: np.ndarray, stages: int) -> np.ndarray:
-    """(stages + 1, L + 1): [r, j] the least rate from boundary j to the end in exactly r stages."""
+def rate_to_end(rate: np.ndarray, stages: int | None) -> np.ndarray:
+    """[r, j]: the least rate from boundary j to the end in exactly r stages, (stages + 1, L + 1);
+    with stages None, one row [0, j] over any number of stages. rate (L, L, T)."""
     n = rate.shape[0]
     least = np.min(rate, axis=2)  # [first, last]: the cheapest type of each stage
-    out = np.full((stages + 1, n + 1), np.inf)
+    rows = 1 if stages is None else stages + 1
+    out = np.full((rows, n + 1), np.inf)
+    out[:, n] = 0.0 if stages is None else np.inf
     out[0, n] = 0.0
-    for r in range(1, stages + 1):
+    for r in range(1, rows) if stages is not None else (0,):
+        source = r - 1 if stages is not None else 0
         for j in range(n - 1, -1, -1):
-            out[r, j] = float(np.min(least[j, j:] + out[r - 1, j + 1 :]))
+            out[r, j] = float(np.min(least[j, j:] + out[source, j + 1 :]))
     return out
 
 
-def cap_prices(table: Table, rate: np.ndarray, inst: Instance, rounds: int = 30):
-    """(λ (T,) $/h per unit, to_end_λ (L+1,)): Lagrange prices on the pooled caps, by
-    subgradient ascent on min_P Σ_j (r_j + λ_t·k_j) − Σ_t λ_t·max_units_t, the best found.
-    For every plan meeting the caps and each boundary j, the rest of the plan costs at least
-    to_end_λ[j] − Σ_t λ_t·(max_units_t − units used before j)."""
+def cap_prices(table: Table, rate: np.ndarray, inst: Instance, stages: int | None, heterps: bool, rounds: int = 40):
+    """Lagrange prices λ (T,) $/h per unit on the pooled caps, by subgradient ascent on the dual
+    g(λ) = min_P Σ_j (r_j + λ_t·k_j) − Σ_t λ_t·max_units_t ≤ the least Σ r of plans meeting the
+    caps. Returns (λ, g(λ), the cheapest plan that met the caps on the way, or None)."""
     caps = inst.max_units.astype(np.float64)
     lam = np.zeros(inst.num_types)
-    best = (-np.inf, lam, rate_to_end(rate)[0])
+    best, incumbent = (-math.inf, lam), (math.inf, None)
     unit = float(np.max(inst.price))
-    for round_ in range(rounds):
-        to_end, first = rate_to_end(rate + lam * table.replicas)
-        value = to_end[0] - float(lam @ caps)
+    for _ in range(rounds):
+        total, plan = least_rate(rate + lam * table.replicas, table.time, stages, heterps)
+        if plan is None:
+            return lam, math.inf, incumbent
+        used = plan_units(plan, table, inst.num_types)
+        value = total - float(lam @ caps)
         if value > best[0]:
-            best = (value, lam.copy(), to_end)
-        units, j = np.zeros(inst.num_types), 0
-        while j < inst.num_layers and np.isfinite(to_end[j]):
-            end, t = first[j]
-            units[t] += table.replicas[j, end, t]
-            j = end + 1
-        over = (units - caps) / caps
-        if np.all(over <= 0) and np.all(lam * over == 0):
+            best = (value, lam.copy())
+        over = used - caps
+        if np.all(over <= 0):
+            plain = float(sum(table.rate[f, e, t] for f, e, t in plan))
+            incumbent = min(incumbent, (plain, plan))
+            if incumbent[0] - best[0] <= 1e-12 * incumbent[0]:
+                break
+        norm = float(over @ over)
+        if norm == 0:
             break
-        lam = np.maximum(0.0, lam + unit * over / (1 + round_))
-    return best[1], best[2]
+        target = incumbent[0] if math.isfinite(incumbent[0]) else best[0] + 0.1 * abs(best[0]) + unit
+        lam = np.maximum(0.0, lam + (target - value) / norm * over)
+    return best[1], best[0], incumbent
 
 
-def capped_search(table: Table, allowed: np.ndarray, inst: Instance, stages: int | None, heterps: bool):
-    """(least Σ r, plan, proven lower bound on Σ r) over plans meeting the pooled caps, by
-    best-first search guided by an admissible bound on the rest of the plan: the larger of the
-    cap-free least rate to the end and its Lagrangian tightening (`cap_prices`)."""
+def capped_search(table: Table, allowed: np.ndarray, inst: Instance, stages: int | None, heterps: bool, deadline):
+    """(least Σ r, plan, proven lower bound on Σ r) over plans meeting the pooled caps. Lagrange
+    prices give a bound and usually the plan; otherwise a best-first search over (boundary,
+    stages, last type, units per type) finishes, its bound on the rest of a plan the larger of
+    the cap-free least rate to the end and its priced form less λ·(caps − units used). It stops
+    early after NODE_LIMIT expansions or at `deadline` (time.perf_counter()), and then the bound
+    it returns is below the rate it found."""
     n = inst.num_layers
     rate = np.where(allowed, table.rate, np.inf)
-    to_end = rate_to_end(rate)[0] if stages is None else rate_to_end_in(rate, stages)
-    lam, priced = cap_prices(table, rate, inst)
+    lam, dual, (upper, found) = cap_prices(table, rate, inst, stages, heterps)
+    if found is not None and upper - dual <= 1e-12 * upper:
+        return upper, found, upper
+    free = rate_to_end(rate, stages)
+    priced = rate_to_end(rate + lam * table.replicas, stages)
     caps = inst.max_units.astype(np.float64)
 
     def rest(j: int, s: int, units) -> float:
         """A lower bound on the rate of the stages after boundary j (s stages so far)."""
-        if j == n:
-            return 0.0 if stages is None or s == stages else math.inf
-        free = to_end[j] if stages is None else (to_end[stages - s, j] if s < stages else math.inf)
-        return max(free, priced[j] - float(lam @ (caps - np.asarray(units))))
+        row = 0 if stages is None else stages - s
+        if row < 0:
+            return math.inf
+        return max(free[row, j], priced[row, j] - float(lam @ (caps - np.asarray(units))))
 
-    start = (rest(0, 0, (0,) * inst.num_types), 0.0, 0, 0, -1, (0,) * inst.num_types, ())
+    start = (max(dual, rest(0, 0, (0,) * inst.num_types)), 0.0, 0, 0, -1, (0,) * inst.num_types, ())
     frontier, seen, expanded = [start], set(), 0
-    while frontier and expanded < NODE_LIMIT:
+    while frontier and expanded < NODE_LIMIT and frontier[0][0] < upper:
+        if expanded % 256 == 0 and time.perf_counter() > deadline:
+            break
         bound, spent, j, s, last, units, plan = heapq.heappop(frontier)
         if j == n:
-            if stages is None or s == stages:
-                return spent, plan, spent
-            continue
-        if (j, s, last, units) in seen or (stages is not None and s >= stages):
+            return spent, plan, spent
+        if (j, s, last, units) in seen:
             continue
         seen.add((j, s, last, units))
         expanded += 1
@@ -112,9 +120,9 @@ def capped_search(table: Table, allowed: np.ndarray, inst: Instance, stages: int
             grown = units[:t] + (units[t] + k,) + units[t + 1 :]
             cost = spent + rate[j, end, t]
             estimate = cost + rest(end + 1, s + 1, grown)
-            if math.isfinite(estimate):
+            if estimate < upper:
                 heapq.heappush(
                     frontier, (estimate, cost, end + 1, s + 1, int(t), grown, (*plan, (j, int(end), int(t))))
                 )
-    lowest = frontier[0][0] if frontier else math.inf
-    return math.inf, None, lowest
+    lowest = min(frontier[0][0], upper) if frontier else upper
+    return upper, found, max(dual, lowest) if found is None else min(upper, max(dual, lowest))

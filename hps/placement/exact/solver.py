@@ -60,9 +60,10 @@ def _work_bound(inst: Instance) -> float:
     return least_rate(work, work, None, False)[0]
 
 
-def _solve_count(inst: Instance, table: Table, stages: int | None, heterps: bool, scale: float, best):
+def _solve_count(inst: Instance, table: Table, stages: int | None, heterps: bool, scale: float, best, deadline):
     """Lower ρ until the bound proves `best` (cost, plan) optimal among plans of this stage
-    count. Returns (best, the bound left unproven: inf when every class was closed)."""
+    count, or time.perf_counter() passes `deadline`. Returns (best, the bound left unproven:
+    inf when every class was closed)."""
     allowed = np.isfinite(table.rate)
     while True:
         seconds = np.where(allowed, table.time, np.inf)
@@ -72,37 +73,48 @@ def _solve_count(inst: Instance, table: Table, stages: int | None, heterps: bool
         # Σ r · max τ ≥ Σ_j r_j · max(τ_j, τ_lb) for every plan of the class
         cover = cover_bound(seconds)
         mixed = np.where(allowed, table.rate * np.maximum(table.time, cover), np.inf)
-        if scale * least_rate(mixed, seconds, stages, heterps)[0] >= best[0]:
+        floor = scale * least_rate(mixed, seconds, stages, heterps)[0]
+        if floor >= best[0]:
             return best, math.inf
-        least = total
+        if time.perf_counter() > deadline:
+            return best, floor
+        least, proven = total, True
         if not meets_caps(plan, table, inst):
-            total, plan, lowest = capped_search(table, allowed, inst, stages, heterps)
+            total, plan, lowest = capped_search(table, allowed, inst, stages, heterps, deadline)
             if plan is None:
-                return best, scale * lowest * cover
+                return best, scale * lowest * cover if math.isfinite(lowest) else math.inf
+            proven = lowest >= total * (1 - 1e-12)
         rho = max(table.time[f, e, t] for f, e, t in plan)
         cost = scale * total * rho
         if cost < best[0]:
             best = (cost, plan)
+        if not proven:  # the search stopped at its limit: what it could not close stays open
+            return best, scale * lowest * cover
         # A plan of max τ ≥ best / (scale · least) costs at least the best: skip them all.
         allowed &= table.time < min(rho, best[0] / (scale * least))
 
 
-def solve_exact(inst: Instance, *, heterps: bool = False) -> ExactResult:
+def solve_exact(inst: Instance, *, heterps: bool = False, seconds: float = math.inf) -> ExactResult:
     """The cheapest plan of `inst` (with heterps, the cheapest HeterPS schedule: adjacent
-    stages on different types) and its certificate."""
+    stages on different types) and its certificate. Past `seconds` of search the solver stops
+    with the best plan found and the bound it has proven (then gap > 0)."""
     started = time.perf_counter()
+    deadline = started + seconds
     job = inst.job
     per_cost = job.samples / (3600.0 * job.batch)
     best, unproven = (math.inf, None), math.inf
     if math.isinf(job.micro_batches):
-        best, unproven = _solve_count(inst, stage_table(inst, 1), None, heterps, per_cost, best)
+        best, unproven = _solve_count(inst, stage_table(inst, 1), None, heterps, per_cost, best, deadline)
     else:
         work = _work_bound(inst)
         for stages in range(1, inst.num_layers + 1):
-            if inst.bubble(stages) * per_cost * work >= best[0]:
-                break
             scale = inst.bubble(stages) * per_cost
-            best, left = _solve_count(inst, stage_table(inst, stages), stages, heterps, scale, best)
+            if scale * work >= best[0]:
+                break
+            if time.perf_counter() > deadline:  # every larger S costs at least scale·work
+                unproven = min(unproven, scale * work)
+                break
+            best, left = _solve_count(inst, stage_table(inst, stages), stages, heterps, scale, best, deadline)
             unproven = min(unproven, left)
     cost, plan = best
     bound = min(cost, unproven)
