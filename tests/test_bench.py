@@ -20,3 +20,30 @@ def test_bench_collective_times_both_sides_on_the_same_networks():
     assert result["speedup"] == result["jax_per_s"] / result["reference_per_s"]
     assert result["networks"] == 24 and result["jax_per_s"] > 0 and result["reference_per_s"] > 0
     assert result["max_rel_diff"] < 1e-4  # both sides simulated the same collectives
+
+
+def test_bench_exact_times_the_solver_and_proves_each_point():
+    from hps.bench import exact
+
+    result = exact.run(layer_grid=(6,), type_grid=(2, 3))
+    points = result["by_layers"] + result["by_types"]
+    assert [(p["layers"], p["types"]) for p in points] == [(6, 16), (256, 2), (256, 3)]
+    assert all(p["solve_s"] > 0 and p["gap"] == 0.0 and p["stages"] >= 1 for p in points)
+
+
+def test_the_exact_solver_names_a_table_too_large_for_memory():
+    import pytest
+
+    from hps.errors import InstanceTooLarge
+    from hps.placement.exact import solve_exact
+    from hps.placement.model.provisioning import build_instance
+
+    workload, catalog, job = exact_instance(20_000, 8)
+    with pytest.raises(InstanceTooLarge, match="20000 layers x 8 types"):
+        solve_exact(build_instance(workload, catalog, job))
+
+
+def exact_instance(layers, types):
+    from hps.bench.exact import synthetic_instance
+
+    return synthetic_instance(layers, types)

@@ -15,6 +15,14 @@ def register(subparsers) -> None:
     parser.add_argument("target", choices=("placement", "collective", "rl"))
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--seconds", type=float, default=2.0, help="minimum timing per side")
+    parser.add_argument(
+        "--exact-layers",
+        default="64,256,1024",
+        help="placement: layer counts the exact solver is timed at, 16 types (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--exact-types", default="4,8,16,32", help="placement: type counts, 256 layers (default: %(default)s)"
+    )
     parser.set_defaults(run=run)
 
 
@@ -32,6 +40,8 @@ def run(args) -> int:
     from hps.bench import collective, placement
 
     result = (placement if args.target == "placement" else collective).run(min_seconds=args.seconds)
+    if args.target == "placement":
+        result["exact"] = _exact_times(args)
     if args.json:
         print_json(result)
     elif args.target == "placement":
@@ -41,6 +51,9 @@ def run(args) -> int:
         )
         print(_sides(result, "jax (jit, batched)", "evaluations"))
         print(f"exhaustive search over 4^10 schedules: {result['exhaustive_4pow10_s']:.2f} s after compile")
+        rows = [[e["layers"], e["types"], e["solve_s"], e["stages"], e["gap"]] for e in result["exact"]["points"]]
+        print("\nexact solver (65,536 units per type):")
+        print(format_table(["layers", "types", "solve_s", "stages", "gap"], rows))
     else:
         print(
             f"collective simulator, {result['networks']:,} random networks x {result['chunks']} chunks "
@@ -49,6 +62,31 @@ def run(args) -> int:
         )
         print(_sides(result, "jax (jit, vmap)", "collectives"))
     return 0
+
+
+def _exact_times(args) -> dict:
+    """The exact solver's seconds at each --exact-layers and --exact-types point, with the load."""
+    import os
+    import sys
+
+    from tqdm import tqdm
+
+    from hps.bench import exact
+
+    def grid(text: str, flag: str) -> tuple[int, ...]:
+        try:
+            values = tuple(int(v) for v in text.split(",") if v.strip())
+        except ValueError:
+            values = ()
+        if not values or min(values) < 1:
+            raise ConfigError(flag, "", f"must be a comma-separated list of positive integers, got {text!r}")
+        return values
+
+    layers, types = grid(args.exact_layers, "--exact-layers"), grid(args.exact_types, "--exact-types")
+    bar = tqdm(total=len(layers) + len(types), desc="exact solver", file=sys.stderr, disable=args.json, leave=False)
+    found = exact.run(layers, types, on_point=lambda _: bar.update())
+    bar.close()
+    return {"points": found["by_layers"] + found["by_types"], "load_average": os.getloadavg()[0]}
 
 
 def run_rl(args) -> int:

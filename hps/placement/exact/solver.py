@@ -28,7 +28,7 @@ import numpy as np
 
 from hps.placement.exact.caps import capped_search, meets_caps
 from hps.placement.exact.dp import cover_bound, least_rate
-from hps.placement.exact.table import Table, stage_table
+from hps.placement.exact.table import Table, check_table_size, stage_table
 from hps.placement.model.plan import Plan, evaluate_plan
 from hps.placement.model.provisioning import Instance
 
@@ -98,6 +98,7 @@ def solve_exact(inst: Instance, *, heterps: bool = False, seconds: float = math.
     """The cheapest plan of `inst` (with heterps, the cheapest HeterPS schedule: adjacent
     stages on different types) and its certificate. Past `seconds` of search the solver stops
     with the best plan found and the bound it has proven (then gap > 0)."""
+    check_table_size(inst)
     started = time.perf_counter()
     deadline = started + seconds
     job = inst.job

@@ -3,10 +3,12 @@ S stages, provisioned once (hps.placement.model.provisioning), as (L, L, T) arra
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
 
+from hps.errors import InstanceTooLarge
 from hps.placement.model.provisioning import FEASIBLE, Instance, provision
 
 
@@ -18,6 +20,22 @@ class Table:
     rate: np.ndarray
     time: np.ndarray
     replicas: np.ndarray
+
+
+BYTES_PER_STAGE = 160
+"""Bytes the solver holds per (first, last, type) entry while it builds and searches a table."""
+
+
+def check_table_size(inst: Instance) -> None:
+    """InstanceTooLarge when L·L·T table entries would take over half of this machine's memory."""
+    entries = inst.num_layers**2 * inst.num_types
+    needed = entries * BYTES_PER_STAGE
+    memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    if needed > memory / 2:
+        raise InstanceTooLarge(
+            f"the exact solver's stage table of {inst.num_layers} layers x {inst.num_types} types ({entries:,} "
+            f"stages) needs about {needed / 2**30:,.0f} GiB, over half of this machine's {memory / 2**30:,.0f} GiB"
+        )
 
 
 def stage_table(inst: Instance, stages: int) -> Table:
