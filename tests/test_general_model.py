@@ -27,6 +27,18 @@ def random_plan(rng: random.Random, num_layers: int, num_types: int):
     return tuple((bounds[i], bounds[i + 1] - 1, rng.randrange(num_types)) for i in range(len(bounds) - 1))
 
 
+def general_instance(rng: random.Random):
+    """A random instance whose job has random micro-batches and sharding, and whose dense
+    parameters are, half the time, 60x heavier (so that replicated states often do not fit)."""
+    workload, catalog, job = random_instance(rng)
+    if rng.random() < 0.5:
+        layers = tuple(
+            dataclasses.replace(layer, dense_param_bytes=60 * layer.dense_param_bytes) for layer in workload.layers
+        )
+        workload = dataclasses.replace(workload, layers=layers)
+    return workload, catalog, general_job(rng, job)
+
+
 def general_job(rng: random.Random, job: Job) -> Job:
     micro_batches = rng.choice([math.inf, 1, 4, 16])
     return dataclasses.replace(job, micro_batches=micro_batches, state_sharding=rng.choice(["none", "auto"]))
@@ -47,16 +59,18 @@ def assert_same(got: dict, want: dict) -> None:
 def test_numpy_model_equals_reference_on_random_plans():
     rng = random.Random(7)
     reasons = set()
+    modes = set()
     for _ in range(200):
-        workload, catalog, job = random_instance(rng)
-        job = general_job(rng, job)
+        workload, catalog, job = general_instance(rng)
         inst = build_instance(workload, catalog, job)
         for _ in range(3):
             plan = random_plan(rng, len(workload.layers), len(catalog.resources))
             want = reference_plan(workload, catalog, job, plan)
             assert_same(evaluate_plan(inst, plan), want)
             reasons.add(want["reason"])
+            modes.update(stage["mode"] for stage in want["stages"])
     assert reasons == {"feasible", "memory", "throughput", "pooled_cap"}
+    assert modes == {"replicated", "sharded"}
 
 
 def test_defaults_are_the_heterps_model():
@@ -126,3 +140,41 @@ def test_bad_plans_name_the_problem(text, problem):
 def test_parse_stages_shares_types():
     workload, catalog, _ = random_instance(random.Random(1), n_layers=8, n_types=2)
     assert parse_stages("0-3:t1,4-5:t1,6-7:t0", catalog, 8) == ((0, 3, 1), (4, 5, 1), (6, 7, 0))
+
+
+def test_jnp_general_model_equals_reference_on_random_plans():
+    """≥ 500 random plans (stages sharing types, finite micro-batches, sharded states) through
+    the jnp model's direct path, float32, against the float64 reference: to 1e-5 relative."""
+    import jax
+    import jax.numpy as jnp
+
+    from hps.placement.model import REASONS, build_params
+    from hps.placement.model.direct import evaluate_plans
+
+    evaluate = jax.jit(evaluate_plans)
+    rng = random.Random(5)
+    reasons, modes, plans = set(), set(), 0
+    for _ in range(130):
+        workload, catalog, job = general_instance(rng)
+        params = build_params(workload, catalog, job, max_layers=8, max_types=4, max_replicas=512)
+        batch = [random_plan(rng, len(workload.layers), len(catalog.resources)) for _ in range(4)]
+        types, ends = np.zeros((4, 8), np.int32), np.zeros((4, 8), bool)
+        for n, plan in enumerate(batch):
+            for first, last, t in plan:
+                types[n, first : last + 1], ends[n, last] = t, True
+        got = jax.device_get(evaluate(params, jnp.asarray(types), jnp.asarray(ends)))
+        for n, plan in enumerate(batch):
+            want = reference_plan(workload, catalog, job, plan)
+            plans += 1
+            reasons.add(want["reason"])
+            assert REASONS[int(got.reason[n])] == want["reason"] and int(got.failed_layer[n]) == want["failed_layer"]
+            assert float(got.throughput[n]) == pytest.approx(want["throughput"], rel=1e-5)
+            assert float(got.cost[n]) == pytest.approx(want["cost"], rel=1e-5)
+            for stage in want["stages"]:
+                end = stage["last_layer"]
+                assert int(got.replicas[n, end]) == stage["replicas"]
+                assert bool(got.stage_sharded[n, end]) == (stage["mode"] == "sharded")
+                assert float(got.stage_time[n, end]) == pytest.approx(stage["time"], rel=1e-5)
+                modes.add(stage["mode"])
+    assert plans >= 500 and reasons == {"feasible", "memory", "throughput", "pooled_cap"}
+    assert modes == {"replicated", "sharded"}

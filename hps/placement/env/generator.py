@@ -154,6 +154,8 @@ def generate_instance(key, split: InstanceSplit | SplitBounds = TRAIN) -> Placem
         samples=log_uniform(k_samples, (), SAMPLES_LOW, SAMPLES_HIGH),
         use_themis=jnp.asarray(True),
         chunks=jnp.int32(CHUNKS),
+        micro_batches=jnp.float32(jnp.inf),
+        shard=jnp.asarray(False),
     )
     params = params.replace(throughput=_floor(k_floor, params, alpha, beta, split))
     return make_instance(params, alpha, beta)

@@ -16,6 +16,7 @@ from hps.placement.model.allreduce import allreduce_table
 from hps.placement.model.params import PlacementParams
 
 REASONS = ("feasible", "invalid_type", "memory", "throughput", "pooled_cap")
+SHARDED_SYNC = 1.5  # a sharded stage's traffic in All-Reduces (docs/pipeline-plans.md)
 FEASIBLE, INVALID_TYPE, MEMORY, THROUGHPUT, POOLED_CAP = range(len(REASONS))
 
 
@@ -45,6 +46,7 @@ class ScheduleResult:
     stage_first: jnp.ndarray
     replicas: jnp.ndarray
     stage_time: jnp.ndarray  # seconds per iteration
+    stage_sharded: jnp.ndarray  # bool: the stage shards its state
 
 
 def layer_time(params: PlacementParams) -> jnp.ndarray:
@@ -85,14 +87,25 @@ def stage_memory(dense_bytes, sparse_bytes, act_sum_bytes, replicas, per_replica
 
 
 def provision(params, time_sum, boundary, dense, sparse, act_sum, alpha, beta, types=slice(None)):
-    """Provisioning, vectorised over k = 1..K: k = the smallest k ≤ max_units with
-    B/time(k) ≥ R and mem(k) ≤ memory; otherwise k = max_units and a reason code.
+    """Provisioning of replicated stages at bubble 1 (the schedule model): `provision_modes`
+    without the sharded mode. Returns (replicas, time s, reason), each S."""
+    replicas, time, reason, _ = provision_modes(params, time_sum, boundary, dense, sparse, act_sum, alpha, beta, types)
+    return replicas, time, reason
+
+
+def provision_modes(
+    params, time_sum, boundary, dense, sparse, act_sum, alpha, beta, types=slice(None), dense_max=None, bubble=1.0
+):
+    """Provisioning, vectorised over k = 1..K: k = the smallest k ≤ max_units at which an
+    allowed state mode fits memory and meets B/(bubble·time(k)) ≥ R (replicated where both do);
+    otherwise k = max_units and a reason code.
 
     Stage inputs broadcast to one shape S: time_sum (s/sample), boundary (a_in + a_out bytes),
-    dense / sparse / act_sum (bytes). types: each stage's resource type (int, shape S), or by
-    default every type (S = (..., T)); the type's NIC bandwidth, memory, max_units and mask come
-    from params, its All-Reduce coefficients from alpha, beta (T, K). Returns (replicas, time s,
-    reason), each S.
+    dense / sparse / act_sum (bytes), bubble (the plan's 1 + (S−1)/M). types: each stage's
+    resource type (int, shape S), or by default every type (S = (..., T)); the type's NIC
+    bandwidth, memory, max_units and mask come from params, its All-Reduce coefficients from
+    alpha, beta (T, K). dense_max (bytes, the stage's largest layer), when given, allows the
+    sharded mode where params.shard. Returns (replicas, time s, reason, sharded), each S.
     """
     nic_bw, memory_cap = params.nic_bw[types], params.memory[types]
     max_units, type_ok = params.max_units[types], params.type_mask[types]
@@ -107,15 +120,27 @@ def provision(params, time_sum, boundary, dense, sparse, act_sum, alpha, beta, t
     time = stage_time(compute_s, boundary_s, sync_s)  # (S..., K)
     memory = stage_memory(dense, expand(sparse), expand(act_sum), k, per_replica_batch)
 
-    fits = (k <= expand(max_units)) & (memory <= expand(memory_cap))
-    ok = fits & (params.batch / time >= params.throughput)
+    bubble = expand(bubble)
+    available = k <= expand(max_units)
+    fits = available & (memory <= expand(memory_cap))
+    ok = fits & (params.batch / (bubble * time) >= params.throughput)
+    sharded_ok = jnp.zeros_like(ok)
+    if dense_max is not None:
+        sharded_time = stage_time(compute_s, boundary_s, SHARDED_SYNC * sync_s)
+        sharded_memory = 4.0 * dense / k + expand(dense_max) + expand(sparse) / k + per_replica_batch * expand(act_sum)
+        sharded_fits = available & (k > 1) & params.shard & (sharded_memory <= expand(memory_cap))
+        sharded_ok = sharded_fits & ~ok & (params.batch / (bubble * sharded_time) >= params.throughput)
+        time = jnp.where(sharded_ok, sharded_time, time)
+        fits = fits | sharded_fits
+    ok = ok | sharded_ok
     any_ok = jnp.any(ok, axis=-1)
     chosen = jnp.where(any_ok, jnp.argmax(ok, axis=-1), jnp.maximum(max_units - 1, 0))
     reason = jnp.where(any_ok, FEASIBLE, THROUGHPUT)
     reason = jnp.where(jnp.any(fits, axis=-1), reason, MEMORY)
     reason = jnp.where(type_ok, reason, INVALID_TYPE)
     chosen_time = jnp.take_along_axis(time, chosen[..., None], axis=-1)[..., 0]
-    return (chosen + 1).astype(jnp.int32), chosen_time, reason.astype(jnp.int32)
+    sharded = jnp.take_along_axis(sharded_ok, chosen[..., None], axis=-1)[..., 0] & any_ok
+    return (chosen + 1).astype(jnp.int32), chosen_time, reason.astype(jnp.int32), sharded
 
 
 def segment_table(params: PlacementParams) -> SegmentTable:
@@ -182,9 +207,12 @@ def evaluate_with_table(table: SegmentTable, params: PlacementParams, schedules)
     return score_stages(params, types, first, ends, bad_type, *stages)
 
 
-def score_stages(params, types, first, ends, bad_type, replicas, time, stage_thr, stage_rate, stage_reason):
+def score_stages(
+    params, types, first, ends, bad_type, replicas, time, stage_thr, stage_rate, stage_reason, stage_sharded=None
+):
     """Plan-level scores from per-layer stage values (N, L), valid at stage ends: replicas,
-    time (s), throughput (samples/s), $/hour and reason code of the stage ending at each layer."""
+    time (s), throughput (samples/s, the bubble included), $/hour, reason code and (optionally)
+    whether the state is sharded, of the stage ending at each layer."""
     n_types, n_layers = params.max_types, params.max_layers
     replicas = jnp.where(ends, replicas, 0.0)
     stage_reason = jnp.where(ends, stage_reason.astype(jnp.int32), FEASIBLE)
@@ -218,6 +246,7 @@ def score_stages(params, types, first, ends, bad_type, replicas, time, stage_thr
         stage_first=first,
         replicas=replicas.astype(jnp.int32),
         stage_time=jnp.where(ends, time, 0.0),
+        stage_sharded=jnp.zeros_like(ends) if stage_sharded is None else ends & stage_sharded,
     )
 
 

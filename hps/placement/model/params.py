@@ -53,6 +53,8 @@ class PlacementParams:
     samples: jnp.ndarray
     use_themis: jnp.ndarray  # bool scalar
     chunks: jnp.ndarray  # int32 scalar
+    micro_batches: jnp.ndarray  # float32 scalar, inf: no pipeline bubble
+    shard: jnp.ndarray  # bool scalar: a stage may shard its state (state_sharding "auto")
 
     @property
     def max_layers(self) -> int:
@@ -158,4 +160,6 @@ def build_params(
         samples=jnp.float32(job.samples),
         use_themis=jnp.asarray(job.collective == "themis"),
         chunks=jnp.int32(job.chunks),
+        micro_batches=jnp.float32(job.micro_batches),
+        shard=jnp.asarray(job.state_sharding == "auto"),
     )
