@@ -15,43 +15,43 @@ def lex_argmin(values: np.ndarray, peaks: np.ndarray, axis: int) -> np.ndarray:
 
 
 def best_before(values: np.ndarray, peaks: np.ndarray, heterps: bool):
-    """For a row (T,) of bests (and their peaks) by last type: the best a stage of each type
-    may follow, its peak, and which type gives it (with heterps, never the same type)."""
-    first = int(lex_argmin(values, peaks, 0))
+    """For rows (R, T) of bests (and their peaks) by last type: (R, T) the best a stage of each
+    type may follow, its peak, and which type gives it (with heterps, never the same type)."""
+    rows, types = np.arange(values.shape[0])[:, None], np.arange(values.shape[1])
+    first = lex_argmin(values, peaks, 1)[:, None]
     value, peak, which = (
-        np.full(len(values), values[first]),
-        np.full(len(values), peaks[first]),
-        np.full(len(values), first),
+        np.broadcast_to(a, values.shape).copy() for a in (values[rows, first], peaks[rows, first], first)
     )
     if heterps:
-        others = np.where(np.arange(len(values)) == first, np.inf, values)
-        second = int(lex_argmin(others, peaks, 0)) if len(values) > 1 else first
-        value[first], peak[first], which[first] = (
-            (others[second], peaks[second], second) if len(values) > 1 else (np.inf, np.inf, first)
-        )
+        others = np.where(types == first, np.inf, values)
+        second = lex_argmin(others, peaks, 1)[:, None]
+        own = types == first
+        value = np.where(own, others[rows, second], value)
+        peak = np.where(own, np.where(np.isfinite(others[rows, second]), peaks[rows, second], np.inf), peak)
+        which = np.where(own, second, which)
     return value, peak, which
 
 
 def least_rate(rate: np.ndarray, seconds: np.ndarray, stages: int | None, heterps: bool):
     """(least Σ r, plan) over plans of layers 0..L−1 with exactly `stages` stages (None: any
     number), adjacent stages on different types when heterps; of the plans with the least Σ r,
-    one whose largest stage time (seconds, (L, L, T)) is least. (inf, None) when none exists."""
+    one whose largest stage time (seconds, (L, L, T)) is least. (inf, None) when none exists.
+    The state is (stages so far, boundary, last type); every stage count advances at once."""
     n, t = rate.shape[0], rate.shape[2]
     levels = stages or 1
     shape = (levels + 1, n + 1, t)
     best, peak, before, before_peak = (np.full(shape, np.inf) for _ in range(4))
     which, came = np.full(shape, -1), np.zeros(shape, np.int64)
     before[0, 0], before_peak[0, 0] = 0.0, 0.0
-    columns = np.arange(t)
+    sources, targets = (slice(0, levels), slice(1, levels + 1)) if stages else (slice(0, 1), slice(0, 1))
+    rows, columns = np.arange(levels)[:, None], np.arange(t)[None, :]
     for i in range(1, n + 1):
-        for s in range(1, levels + 1):
-            source, target = (s - 1, s) if stages else (0, 0)
-            total = before[source, :i] + rate[:i, i - 1, :]  # (i, T): the last stage j..i−1
-            peaks = np.maximum(before_peak[source, :i], seconds[:i, i - 1, :])
-            j = lex_argmin(total, peaks, 0)
-            best[target, i], peak[target, i], came[target, i] = total[j, columns], peaks[j, columns], j
-        for s in range(levels + 1) if stages else (0,):
-            before[s, i], before_peak[s, i], which[s, i] = best_before(best[s, i], peak[s, i], heterps)
+        total = before[sources, :i] + rate[None, :i, i - 1, :]  # (S, i, T): the last stage j..i−1
+        peaks = np.maximum(before_peak[sources, :i], seconds[None, :i, i - 1, :])
+        j = lex_argmin(total, peaks, 1)  # (S, T)
+        best[targets, i], peak[targets, i], came[targets, i] = total[rows, j, columns], peaks[rows, j, columns], j
+        done = slice(None) if stages else slice(0, 1)
+        before[done, i], before_peak[done, i], which[done, i] = best_before(best[done, i], peak[done, i], heterps)
     level = levels if stages else 0
     last_type = int(lex_argmin(best[level, n], peak[level, n], 0))
     total = float(best[level, n, last_type])
