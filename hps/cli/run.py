@@ -27,6 +27,10 @@ KIND_DESCRIPTIONS = {
         "hps.experiments.heterps_zoo",
         "the placement policy vs every search method over the zoo at several throughput floors",
     ),
+    "LlmPlansConfig": (
+        "hps.experiments.llm_plans",
+        "large language models on a catalogue at several floors: the exact optimum and its Pareto front",
+    ),
     "PlacementPolicyConfig": (
         "hps.experiments.placement_policy",
         "placement checkpoints vs the optimum, the GA and the gradient search on held-out instances",
