@@ -28,6 +28,7 @@ def register(subparsers) -> None:
 def run(args) -> int:
     from hps.config.loaders import parse_schedule
     from hps.placement.model.plan import parse_stages, schedule_plan
+    from hps.placement.model.provisioning import build_instance
     from hps.report.placement import format_report, plan_report
 
     workload, catalog, job = resolve_instance(args)
@@ -35,7 +36,7 @@ def run(args) -> int:
         plan = parse_stages(args.stages, catalog, len(workload.layers))
     else:
         plan = schedule_plan(parse_schedule(args.schedule, catalog, len(workload.layers)))
-    report = plan_report(workload, catalog, job, plan)
+    report = plan_report(build_instance(workload, catalog, job), plan)
     if args.sensitivity:
         report["sensitivity"] = _sensitivity(args, workload, catalog, job, plan, report)
     if args.json:
@@ -63,7 +64,7 @@ def _sensitivity(args, workload, catalog, job, plan, report):
     from hps.placement.model.sensitivity import sensitivity
 
     schedule = [t for first, last, t in plan for _ in range(first, last + 1)]
-    if plan != schedule_plan(schedule) or job.micro_batches != float("inf") or job.state_sharding != "none":
+    if plan != schedule_plan(schedule) or not job.schedule_model:
         problem = "needs a schedule (no adjacent stages of one type), --micro-batches inf and --state-sharding none"
         raise ConfigError("--sensitivity", "sensitivity", problem)
     if not report["feasible"]:

@@ -79,11 +79,6 @@ def _run_methods(methods, params, args, show_progress):
     return results, skipped
 
 
-def _heterps_job(job) -> bool:
-    """Whether the jnp searches can score this job: they model HeterPS schedules only."""
-    return math.isinf(job.micro_batches) and job.state_sharding == "none"
-
-
 def _exact(workload, catalog, job, seconds: float) -> tuple[dict, dict]:
     """(the `hps evaluate` report of the optimal plan plus its certificate, its summary row)."""
     from hps.placement.exact import solve_exact
@@ -93,7 +88,7 @@ def _exact(workload, catalog, job, seconds: float) -> tuple[dict, dict]:
     inst = build_instance(workload, catalog, job)
     found = solve_exact(inst, seconds=seconds)
     plan = found.plan if found.plan is not None else closest_plan(inst)
-    report = plan_report(workload, catalog, job, plan)
+    report = plan_report(inst, plan, found.score if found.plan is not None else None)
     certificate = {
         "bound": found.bound if math.isfinite(found.bound) else None,
         "gap": found.gap if found.plan is not None else None,
@@ -116,7 +111,7 @@ def _exact(workload, catalog, job, seconds: float) -> tuple[dict, dict]:
 
 def _baselines(methods, workload, catalog, job, args, skipped):
     """Summary rows of the jnp searches that can run this instance (the rest go to skipped)."""
-    if not _heterps_job(job):
+    if not job.schedule_model:  # the jnp searches score HeterPS schedules only
         why = "the baselines score HeterPS schedules only (--micro-batches inf, --state-sharding none)"
         if len(methods) == 1:
             from hps.errors import ConfigError

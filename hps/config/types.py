@@ -173,3 +173,8 @@ class Job:
     chunks: int = 64
     micro_batches: float = math.inf
     state_sharding: str = "none"
+
+    @property
+    def schedule_model(self) -> bool:
+        """Whether the job is the schedule (HeterPS) model's: no bubble, replicated states."""
+        return math.isinf(self.micro_batches) and self.state_sharding == "none"

@@ -54,8 +54,11 @@ def run_item(config: LlmPlansConfig, params: tuple[str, float]) -> dict:
     job = job_at(workload, scale)
     found = solve_exact(build_instance(workload, catalog, job), seconds=config.seconds)
     methods = {"exact": _row(found)}
-    heterps = job.micro_batches == float("inf") and job.state_sharding == "none"
-    skipped = {} if heterps else {"baselines": "they score schedules only (micro_batches inf, state_sharding none)"}
+    skipped = (
+        {}
+        if job.schedule_model
+        else {"baselines": "they score schedules only (micro_batches inf, state_sharding none)"}
+    )
     return json_ready(
         {
             "workload": name,

@@ -6,7 +6,7 @@ import math
 
 from hps.config.types import Catalog, Job, Workload
 from hps.placement.model.plan import Plan, evaluate_plan, schedule_plan
-from hps.placement.model.provisioning import build_instance
+from hps.placement.model.provisioning import Instance, build_instance
 from hps.report.tables import format_table
 
 
@@ -14,14 +14,15 @@ def _finite_or_none(value: float):
     return value if math.isfinite(value) else None
 
 
-def plan_report(workload: Workload, catalog: Catalog, job: Job, plan: Plan) -> dict:
+def plan_report(inst: Instance, plan: Plan, score: dict | None = None) -> dict:
     """Score one plan ((first layer, last layer, type index) per stage) and return the `hps
     evaluate` JSON keys: feasible, reason (null when feasible, else the reason and the failing
     stage, e.g. "memory at the stage starting at layer 0 (embedding): ..."), reason_code,
     throughput, dollars_per_hour, cost (null when infeasible), stages (type, first_layer,
-    last_layer, replicas, time, mode, dollars_per_hour) and schedule (type name per layer)."""
-    inst = build_instance(workload, catalog, job)
-    score = evaluate_plan(inst, plan)
+    last_layer, replicas, time, mode, dollars_per_hour) and schedule (type name per layer).
+    score: the plan's `evaluate_plan`, when the caller has it already."""
+    workload, catalog, job = inst.workload, inst.catalog, inst.job
+    score = evaluate_plan(inst, plan) if score is None else score
     stages = [{key: stage[key] for key in STAGE_KEYS} for stage in score["stages"]]
     reason, code = None, score["reason"] or "feasible"
     if not score["feasible"]:
@@ -54,7 +55,7 @@ STAGE_KEYS = ("type", "first_layer", "last_layer", "replicas", "time", "mode", "
 
 def schedule_report(workload: Workload, catalog: Catalog, job: Job, schedule: list[int]) -> dict:
     """`plan_report` of a schedule (type index per layer): its maximal runs are its stages."""
-    return plan_report(workload, catalog, job, schedule_plan(schedule))
+    return plan_report(build_instance(workload, catalog, job), schedule_plan(schedule))
 
 
 def infeasible_because(code: str, stage: dict, stages: list[dict], catalog: Catalog, job: Job, bubble: float) -> str:

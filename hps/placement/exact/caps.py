@@ -38,7 +38,6 @@ def rate_to_end(rate: np.ndarray, stages: int | None) -> np.ndarray:
     least = np.min(rate, axis=2)  # [first, last]: the cheapest type of each stage
     rows = 1 if stages is None else stages + 1
     out = np.full((rows, n + 1), np.inf)
-    out[:, n] = 0.0 if stages is None else np.inf
     out[0, n] = 0.0
     for r in range(1, rows) if stages is not None else (0,):
         source = r - 1 if stages is not None else 0
@@ -125,4 +124,4 @@ def capped_search(table: Table, allowed: np.ndarray, inst: Instance, stages: int
                     frontier, (estimate, cost, end + 1, s + 1, int(t), grown, (*plan, (j, int(end), int(t))))
                 )
     lowest = min(frontier[0][0], upper) if frontier else upper
-    return upper, found, max(dual, lowest) if found is None else min(upper, max(dual, lowest))
+    return upper, found, min(upper, max(dual, lowest))

@@ -30,7 +30,7 @@ from hps.placement.exact.caps import capped_search, meets_caps
 from hps.placement.exact.dp import cover_bound, least_rate
 from hps.placement.exact.table import Table, check_table_size, stage_table
 from hps.placement.model.plan import Plan, evaluate_plan
-from hps.placement.model.provisioning import Instance
+from hps.placement.model.provisioning import Instance, boundary_bytes
 
 
 @dataclass(frozen=True)
@@ -52,9 +52,7 @@ def _work_bound(inst: Instance) -> float:
     n = inst.num_layers
     first, last = np.triu_indices(n)
     per_sample = inst.time_prefix[last + 1] - inst.time_prefix[first]  # (N, T)
-    act_in = np.where(first > 0, inst.act[np.maximum(first - 1, 0)], 0.0)
-    act_out = np.where(last < n - 1, inst.act[last], 0.0)
-    per_sample = per_sample + 2 * (act_in + act_out)[:, None] / inst.nic_bw[None]
+    per_sample = per_sample + 2 * boundary_bytes(inst, first, last)[:, None] / inst.nic_bw[None]
     work = np.full((n, n, inst.num_types), np.inf)
     work[first, last] = inst.price[None] * inst.job.batch * per_sample
     return least_rate(work, work, None, False)[0]

@@ -81,7 +81,6 @@ class Instance:
     workload: Workload
     catalog: Catalog
     job: Job
-    layer_time: np.ndarray
     time_prefix: np.ndarray
     dense_prefix: np.ndarray
     sparse_prefix: np.ndarray
@@ -130,7 +129,6 @@ def build_instance(workload: Workload, catalog: Catalog, job: Job) -> Instance:
     """The arrays `provision` reads, for one workload × catalogue × job."""
     per_layer = lambda name: np.array([getattr(l, name) for l in workload.layers], np.float64)  # noqa: E731
     prefix = lambda values: np.concatenate([np.zeros((1, *values.shape[1:])), np.cumsum(values, axis=0)])  # noqa: E731
-    times = layer_times(workload, catalog)
     res = catalog.resources
     k_max = max(r.max_units for r in res)
     themis = job.collective == "themis"
@@ -142,8 +140,7 @@ def build_instance(workload: Workload, catalog: Catalog, job: Job) -> Instance:
         workload=workload,
         catalog=catalog,
         job=job,
-        layer_time=times,
-        time_prefix=prefix(times),
+        time_prefix=prefix(layer_times(workload, catalog)),
         dense_prefix=prefix(dense),
         sparse_prefix=prefix(per_layer("sparse_param_bytes")),
         act_prefix=prefix(per_layer("act_bytes")),
@@ -172,16 +169,21 @@ class Stages:
     mode: np.ndarray
 
 
+def boundary_bytes(inst: Instance, first, last) -> np.ndarray:
+    """a_in + a_out (bytes per sample) of stages first..last: the activation of the layer
+    before the stage (none for the first stage) and of its last layer (none for the last)."""
+    act_in = np.where(first > 0, inst.act[np.maximum(first - 1, 0)], 0.0)
+    act_out = np.where(last < inst.num_layers - 1, inst.act[last], 0.0)
+    return act_in + act_out
+
+
 class _Segments:
     """The per-sample sums and bytes of stages first..last on types, each (N,)."""
 
     def __init__(self, inst: Instance, first, last, types, dense_max):
-        n_layers = inst.num_layers
         self.types = types
         self.time_sum = inst.time_prefix[last + 1, types] - inst.time_prefix[first, types]
-        act_in = np.where(first > 0, inst.act[np.maximum(first - 1, 0)], 0.0)
-        act_out = np.where(last < n_layers - 1, inst.act[last], 0.0)
-        self.boundary = act_in + act_out
+        self.boundary = boundary_bytes(inst, first, last)
         self.dense = inst.dense_prefix[last + 1] - inst.dense_prefix[first]
         self.dense_max = dense_max
         self.sparse = inst.sparse_prefix[last + 1] - inst.sparse_prefix[first]
