@@ -12,6 +12,9 @@ import pytest
 
 from hps.config.types import Catalog, Dimension, Job, Layer, Network, ResourceType, Workload
 from hps.placement.exact import solve_exact
+from hps.placement.exact.caps import meets_caps, repair
+from hps.placement.exact.dp import least_rate
+from hps.placement.exact.table import stage_table
 from hps.placement.model import build_params
 from hps.placement.model.plan import evaluate_plan
 from hps.placement.model.provisioning import build_instance
@@ -89,3 +92,26 @@ def test_a_plan_may_split_one_type_into_several_stages():
     general = solve_exact(inst)
     assert general.plan == ((0, 0, 0), (1, 1, 0)) and general.gap == 0.0
     assert general.score["cost"] == pytest.approx(brute_force(inst, heterps=False), rel=1e-12)
+
+
+def test_repair_meets_the_caps_on_the_same_boundaries():
+    """Where the cheapest plan breaks a pooled cap, `repair` keeps its boundaries, meets every
+    cap (evaluate_plan: feasible) and costs no less than brute force's optimum."""
+    rng = random.Random(5)
+    repaired = 0
+    for _ in range(400):
+        workload, catalog, job = random_instance(rng, n_layers=rng.randint(2, 5), n_types=rng.randint(2, 3))
+        inst = build_instance(workload, catalog, job)
+        table = stage_table(inst, 1)
+        _, plan = least_rate(table.rate, table.time, None, False)
+        if plan is None or meets_caps(plan, table, inst):
+            continue
+        fixed = repair(plan, table, table.rate, inst, heterps=False)
+        if fixed is None:
+            continue
+        repaired += 1
+        assert [stage[:2] for stage in fixed] == [stage[:2] for stage in plan]
+        score = evaluate_plan(inst, fixed)
+        assert score["feasible"]
+        assert score["cost"] >= brute_force(inst, heterps=False) * (1 - 1e-12)
+    assert repaired >= 10

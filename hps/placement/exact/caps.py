@@ -31,6 +31,52 @@ def plan_units(plan: Plan, table: Table, num_types: int) -> np.ndarray:
     return units
 
 
+def _fits_neighbours(plan: list, j: int, t: int, heterps: bool) -> bool:
+    """Whether stage j of `plan` may take type t: with heterps, no neighbour has it."""
+    if not heterps:
+        return True
+    return all(plan[i][2] != t for i in (j - 1, j + 1) if 0 <= i < len(plan))
+
+
+def _moves(plan: list, table: Table, rate, units: np.ndarray, caps: np.ndarray, heterps: bool, only_over: bool):
+    """(Δrate per unit freed, stage, new type) of every type change of one stage to an allowed
+    stage (finite `rate`, (L, L, T)) that keeps the new type within its cap; with only_over,
+    of stages on types over their cap only."""
+    for j, (first, last, t) in enumerate(plan):
+        if only_over and units[t] <= caps[t]:
+            continue
+        k = table.replicas[first, last, t]
+        for other in np.flatnonzero(np.isfinite(rate[first, last])):
+            grown = units[other] + table.replicas[first, last, other]
+            if other == t or grown > caps[other] or not _fits_neighbours(plan, j, int(other), heterps):
+                continue
+            yield (rate[first, last, other] - rate[first, last, t]) / k, j, int(other)
+
+
+def repair(plan: Plan, table: Table, rate: np.ndarray, inst: Instance, heterps: bool) -> Plan | None:
+    """A plan of allowed stages (finite `rate`) on the same boundaries as `plan` that meets the
+    pooled caps, or None: stages of types
+    over their cap move, one at a time, to the type with room that adds the least rate per unit
+    freed; then any stage moves to a cheaper type with room while one exists."""
+    caps = inst.max_units.astype(np.float64)
+    plan, units = list(plan), plan_units(plan, table, inst.num_types)
+    for only_over in (True, False):
+        while not only_over or np.any(units > caps):
+            move = min(_moves(plan, table, rate, units, caps, heterps, only_over), default=None)
+            if move is None:
+                if only_over:
+                    return None
+                break
+            if not only_over and move[0] >= 0:
+                break
+            _, j, other = move
+            first, last, t = plan[j]
+            units[t] -= table.replicas[first, last, t]
+            units[other] += table.replicas[first, last, other]
+            plan[j] = (first, last, other)
+    return tuple(plan)
+
+
 def rate_to_end(rate: np.ndarray, stages: int | None) -> np.ndarray:
     """[r, j]: the least rate from boundary j to the end in exactly r stages, (stages + 1, L + 1);
     with stages None, one row [0, j] over any number of stages. rate (L, L, T)."""
@@ -49,7 +95,8 @@ def rate_to_end(rate: np.ndarray, stages: int | None) -> np.ndarray:
 def cap_prices(table: Table, rate: np.ndarray, inst: Instance, stages: int | None, heterps: bool, rounds: int = 40):
     """Lagrange prices λ (T,) $/h per unit on the pooled caps, by subgradient ascent on the dual
     g(λ) = min_P Σ_j (r_j + λ_t·k_j) − Σ_t λ_t·max_units_t ≤ the least Σ r of plans meeting the
-    caps. Returns (λ, g(λ), the cheapest plan that met the caps on the way, or None)."""
+    caps. Returns (λ, g(λ), (Σ r, plan) of the cheapest plan that met the caps on the way,
+    each iterate's plan `repair`ed where it broke them; (inf, None) when none did)."""
     caps = inst.max_units.astype(np.float64)
     lam = np.zeros(inst.num_types)
     best, incumbent = (-math.inf, lam), (math.inf, None)
@@ -63,9 +110,10 @@ def cap_prices(table: Table, rate: np.ndarray, inst: Instance, stages: int | Non
         if value > best[0]:
             best = (value, lam.copy())
         over = used - caps
-        if np.all(over <= 0):
-            plain = float(sum(table.rate[f, e, t] for f, e, t in plan))
-            incumbent = min(incumbent, (plain, plan))
+        meeting = plan if np.all(over <= 0) else repair(plan, table, rate, inst, heterps)
+        if meeting is not None:
+            plain = float(sum(rate[f, e, t] for f, e, t in meeting))
+            incumbent = min(incumbent, (plain, meeting))
             if incumbent[0] - best[0] <= 1e-12 * incumbent[0]:
                 break
         norm = float(over @ over)
@@ -76,12 +124,14 @@ def cap_prices(table: Table, rate: np.ndarray, inst: Instance, stages: int | Non
     return best[1], best[0], incumbent
 
 
-def capped_search(table: Table, allowed: np.ndarray, inst: Instance, stages: int | None, heterps: bool, deadline):
+def capped_search(
+    table: Table, allowed: np.ndarray, inst: Instance, stages: int | None, heterps: bool, deadline, nodes=NODE_LIMIT
+):
     """(least Σ r, plan, proven lower bound on Σ r) over plans meeting the pooled caps. Lagrange
     prices give a bound and usually the plan; otherwise a best-first search over (boundary,
     stages, last type, units per type) finishes, its bound on the rest of a plan the larger of
     the cap-free least rate to the end and its priced form less λ·(caps − units used). It stops
-    early after NODE_LIMIT expansions or at `deadline` (time.perf_counter()), and then the bound
+    early after `nodes` expansions or at `deadline` (time.perf_counter()), and then the bound
     it returns is below the rate it found."""
     n = inst.num_layers
     rate = np.where(allowed, table.rate, np.inf)
@@ -101,7 +151,7 @@ def capped_search(table: Table, allowed: np.ndarray, inst: Instance, stages: int
 
     start = (max(dual, rest(0, 0, (0,) * inst.num_types)), 0.0, 0, 0, -1, (0,) * inst.num_types, ())
     frontier, seen, expanded = [start], set(), 0
-    while frontier and expanded < NODE_LIMIT and frontier[0][0] < upper:
+    while frontier and expanded < nodes and frontier[0][0] < upper:
         if expanded % 256 == 0 and time.perf_counter() > deadline:
             break
         bound, spent, j, s, last, units, plan = heapq.heappop(frontier)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hps.placement.exact.caps import capped_search, meets_caps
+from hps.placement.exact.caps import NODE_LIMIT, capped_search, meets_caps
 from hps.placement.exact.dp import cover_bound, least_rate
 from hps.placement.exact.table import Table, check_table_size, stage_table
 from hps.placement.model.plan import Plan, evaluate_plan
@@ -58,10 +58,10 @@ def _work_bound(inst: Instance) -> float:
     return least_rate(work, work, None, False)[0]
 
 
-def _solve_count(inst: Instance, table: Table, stages: int | None, heterps: bool, scale: float, best, deadline):
+def _solve_count(inst: Instance, table: Table, stages: int | None, heterps: bool, scale: float, best, deadline, nodes):
     """Lower ρ until the bound proves `best` (cost, plan) optimal among plans of this stage
-    count, or time.perf_counter() passes `deadline`. Returns (best, the bound left unproven:
-    inf when every class was closed)."""
+    count, or time.perf_counter() passes `deadline`; a pooled-cap search expands at most
+    `nodes` states. Returns (best, the bound left unproven: inf when every class was closed)."""
     allowed = np.isfinite(table.rate)
     while True:
         seconds = np.where(allowed, table.time, np.inf)
@@ -78,7 +78,7 @@ def _solve_count(inst: Instance, table: Table, stages: int | None, heterps: bool
             return best, floor
         least, proven = total, True
         if not meets_caps(plan, table, inst):
-            total, plan, lowest = capped_search(table, allowed, inst, stages, heterps, deadline)
+            total, plan, lowest = capped_search(table, allowed, inst, stages, heterps, deadline, nodes)
             if plan is None:
                 return best, scale * lowest * cover if math.isfinite(lowest) else math.inf
             proven = lowest >= total * (1 - 1e-12)
@@ -92,29 +92,45 @@ def _solve_count(inst: Instance, table: Table, stages: int | None, heterps: bool
         allowed &= table.time < min(rho, best[0] / (scale * least))
 
 
+def _stage_counts(inst: Instance, heterps: bool, best, deadline: float, nodes: int, counts, left: dict):
+    """Solve plans of each stage count S of `counts` (finite M) in turn, unless bubble(S) times
+    the work bound already reaches the best cost or `deadline` has passed. `left` ({S: a proven
+    lower bound on the cost of plans of S stages that are not proven no better than the best})
+    is updated in place; returns the best (cost, plan)."""
+    per_cost = inst.job.samples / (3600.0 * inst.job.batch)
+    work = _work_bound(inst)
+    for stages in counts:
+        scale = inst.bubble(stages) * per_cost
+        bound = scale * work
+        if bound < best[0] and time.perf_counter() <= deadline:
+            best, bound = _solve_count(inst, stage_table(inst, stages), stages, heterps, scale, best, deadline, nodes)
+        left[stages] = max(left.get(stages, bound), bound)
+    return best
+
+
 def solve_exact(inst: Instance, *, heterps: bool = False, seconds: float = math.inf) -> ExactResult:
     """The cheapest plan of `inst` (with heterps, the cheapest HeterPS schedule: adjacent
     stages on different types) and its certificate. Past `seconds` of search the solver stops
-    with the best plan found and the bound it has proven (then gap > 0)."""
+    with the best plan found and the bound it has proven (then gap > 0).
+
+    With finite M, a first pass over the stage counts prices the pooled caps without searching
+    (a cap-meeting plan for every S early); a second one searches the counts left open,
+    least bound first."""
     check_table_size(inst)
     started = time.perf_counter()
     deadline = started + seconds
     job = inst.job
-    per_cost = job.samples / (3600.0 * job.batch)
     best, unproven = (math.inf, None), math.inf
     if math.isinf(job.micro_batches):
-        best, unproven = _solve_count(inst, stage_table(inst, 1), None, heterps, per_cost, best, deadline)
+        per_cost = job.samples / (3600.0 * job.batch)
+        table = stage_table(inst, 1)
+        best, unproven = _solve_count(inst, table, None, heterps, per_cost, best, deadline, NODE_LIMIT)
     else:
-        work = _work_bound(inst)
-        for stages in range(1, inst.num_layers + 1):
-            scale = inst.bubble(stages) * per_cost
-            if scale * work >= best[0]:
-                break
-            if time.perf_counter() > deadline:  # every larger S costs at least scale·work
-                unproven = min(unproven, scale * work)
-                break
-            best, left = _solve_count(inst, stage_table(inst, stages), stages, heterps, scale, best, deadline)
-            unproven = min(unproven, left)
+        left = {}
+        best = _stage_counts(inst, heterps, best, deadline, 0, range(1, inst.num_layers + 1), left)
+        reopen = sorted((bound, stages) for stages, bound in left.items() if bound < best[0])
+        best = _stage_counts(inst, heterps, best, deadline, NODE_LIMIT, [stages for _, stages in reopen], left)
+        unproven = min(left.values())
     cost, plan = best
     bound = min(cost, unproven)
     score = evaluate_plan(inst, plan) if plan is not None else None
