@@ -36,7 +36,10 @@ def least_rate(rate: np.ndarray, seconds: np.ndarray, stages: int | None, heterp
     """(least Σ r, plan) over plans of layers 0..L−1 with exactly `stages` stages (None: any
     number), adjacent stages on different types when heterps; of the plans with the least Σ r,
     one whose largest stage time (seconds, (L, L, T)) is least. (inf, None) when none exists.
-    The state is (stages so far, boundary, last type); every stage count advances at once."""
+    The state is (stages so far, boundary, last type); every stage count advances at once.
+    Without heterps the last type does not matter, so each span keeps its best type only."""
+    if not heterps and rate.shape[2] > 1:
+        return _least_rate_any_type(rate, seconds, stages)
     n, t = rate.shape[0], rate.shape[2]
     levels = stages or 1
     shape = (levels + 1, n + 1, t)
@@ -66,10 +69,49 @@ def least_rate(rate: np.ndarray, seconds: np.ndarray, stages: int | None, heterp
     return total, tuple(reversed(plan))
 
 
-def cover_bound(seconds: np.ndarray) -> float:
-    """τ_lb: the largest over layers l of the least τ of a stage covering l (inf: some layer
-    has no allowed stage)."""
-    least = np.min(seconds, axis=2)  # [first, last]
+def _least_rate_any_type(rate: np.ndarray, seconds: np.ndarray, stages: int | None):
+    """least_rate without heterps: each span keeps its type of least rate (ties: least time)."""
+    best = lex_argmin(rate, seconds, 2)[..., None]  # (L, L, 1)
+    pick = lambda values: np.take_along_axis(values, best, 2)[..., 0]  # noqa: E731
+    total, spans = least_span_rate(pick(rate), pick(seconds), stages)
+    if spans is None:
+        return total, None
+    return total, tuple((first, last, int(best[first, last, 0])) for first, last in spans)
+
+
+def least_span_rate(rate: np.ndarray, seconds: np.ndarray, stages: int | None):
+    """(least Σ r, spans) over plans of spans [first, last] (rate and seconds (L, L), inf where
+    a span is not allowed) with exactly `stages` stages (None: any number), ties to the least
+    largest time; (inf, None) when none exists. The state is (stages so far, boundary), and the
+    program reads rows of the transposed spans."""
+    n = rate.shape[0]
+    by_last, time_by_last = rate.T.copy(), seconds.T.copy()  # [last, first]
+    levels = stages or 1
+    total, peak = np.full((levels + 1, n + 1), np.inf), np.full((levels + 1, n + 1), np.inf)
+    came = np.zeros((levels + 1, n + 1), np.int64)
+    total[0, 0] = peak[0, 0] = 0.0
+    src, dst = (slice(0, levels), slice(1, levels + 1)) if stages else (slice(0, 1), slice(0, 1))
+    rows = np.arange(levels)
+    for i in range(1, n + 1):
+        sums = total[src, :i] + by_last[i - 1, :i]  # (S, i): the last stage j..i−1
+        peaks = np.maximum(peak[src, :i], time_by_last[i - 1, :i])
+        least = np.min(sums, axis=1, keepdims=True)
+        j = np.argmin(np.where(sums == least, peaks, np.inf), axis=1)
+        total[dst, i], peak[dst, i], came[dst, i] = sums[rows, j], peaks[rows, j], j
+    level = levels if stages else 0
+    if not math.isfinite(total[level, n]):
+        return math.inf, None
+    spans, i = [], n
+    while i > 0:
+        j = int(came[level, i])
+        spans.append((j, i - 1))
+        i, level = j, (level - 1 if stages else 0)
+    return float(total[stages or 0, n]), tuple(reversed(spans))
+
+
+def cover_bound(least: np.ndarray) -> float:
+    """τ_lb from the least allowed stage time of each span [first, last] (L, L): the largest
+    over layers l of the least time of a span covering l (inf: some layer has no allowed stage)."""
     to_right = np.minimum.accumulate(least[:, ::-1], axis=1)[:, ::-1]  # [f, l]: min over last >= l
     covering = np.minimum.accumulate(to_right, axis=0)  # [f, l]: min over first <= f as well
     return float(np.max(np.diagonal(covering)))

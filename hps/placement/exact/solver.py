@@ -27,7 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from hps.placement.exact.caps import NODE_LIMIT, capped_search, meets_caps
-from hps.placement.exact.dp import cover_bound, least_rate
+from hps.placement.exact.classes import SpanBests, TypedStages
+from hps.placement.exact.dp import least_rate
 from hps.placement.exact.table import Table, check_table_size, stage_table
 from hps.placement.model.plan import Plan, evaluate_plan
 from hps.placement.model.provisioning import Instance, boundary_bytes
@@ -62,23 +63,20 @@ def _solve_count(inst: Instance, table: Table, stages: int | None, heterps: bool
     """Lower ρ until the bound proves `best` (cost, plan) optimal among plans of this stage
     count, or time.perf_counter() passes `deadline`; a pooled-cap search expands at most
     `nodes` states. Returns (best, the bound left unproven: inf when every class was closed)."""
-    allowed = np.isfinite(table.rate)
+    plans = TypedStages(table, heterps) if heterps else SpanBests(table)
     while True:
-        seconds = np.where(allowed, table.time, np.inf)
-        total, plan = least_rate(np.where(allowed, table.rate, np.inf), seconds, stages, heterps)
+        total, plan = plans.least(stages)
         if plan is None:
             return best, math.inf
         # Σ r · max τ ≥ Σ_j r_j · max(τ_j, τ_lb) for every plan of the class
-        cover = cover_bound(seconds)
-        mixed = np.where(allowed, table.rate * np.maximum(table.time, cover), np.inf)
-        floor = scale * least_rate(mixed, seconds, stages, heterps)[0]
-        if floor >= best[0]:
+        floor, cover = plans.floor(stages)
+        if scale * floor >= best[0]:
             return best, math.inf
         if time.perf_counter() > deadline:
-            return best, floor
+            return best, scale * floor
         least, proven = total, True
         if not meets_caps(plan, table, inst):
-            total, plan, lowest = capped_search(table, allowed, inst, stages, heterps, deadline, nodes)
+            total, plan, lowest = capped_search(table, plans.allowed(), inst, stages, heterps, deadline, nodes)
             if plan is None:
                 return best, scale * lowest * cover if math.isfinite(lowest) else math.inf
             proven = lowest >= total * (1 - 1e-12)
@@ -89,7 +87,7 @@ def _solve_count(inst: Instance, table: Table, stages: int | None, heterps: bool
         if not proven:  # the search stopped at its limit: what it could not close stays open
             return best, scale * lowest * cover
         # A plan of max τ ≥ best / (scale · least) costs at least the best: skip them all.
-        allowed &= table.time < min(rho, best[0] / (scale * least))
+        plans.lower(min(rho, best[0] / (scale * least)))
 
 
 def _stage_counts(inst: Instance, heterps: bool, best, deadline: float, nodes: int, counts, left: dict):

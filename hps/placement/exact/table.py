@@ -40,13 +40,13 @@ def check_table_size(inst: Instance) -> None:
 
 def stage_table(inst: Instance, stages: int) -> Table:
     n, t = inst.num_layers, inst.num_types
-    first, last, types = np.meshgrid(np.arange(n), np.arange(n), np.arange(t), indexing="ij")
-    upper = first <= last
-    got = provision(inst, first[upper], last[upper], types[upper], stages)
+    first, last = np.triu_indices(n)  # every stage span, first <= last
+    types = np.tile(np.arange(t), len(first))
+    got = provision(inst, np.repeat(first, t), np.repeat(last, t), types, stages)
+    ok = got.reason == FEASIBLE
     rate, seconds = np.full((n, n, t), np.inf), np.full((n, n, t), np.inf)
     replicas = np.zeros((n, n, t), np.int64)
-    ok = got.reason == FEASIBLE
-    rate[upper] = np.where(ok, got.replicas * inst.price[types[upper]], np.inf)
-    seconds[upper] = np.where(ok, got.time, np.inf)
-    replicas[upper] = got.replicas
+    rate[first, last] = np.where(ok, got.replicas * inst.price[types], np.inf).reshape(-1, t)
+    seconds[first, last] = np.where(ok, got.time, np.inf).reshape(-1, t)
+    replicas[first, last] = got.replicas.reshape(-1, t)
     return Table(rate, seconds, replicas)

@@ -190,15 +190,25 @@ class _Segments:
         self.act_sum = inst.act_prefix[last + 1] - inst.act_prefix[first]
 
 
+def _sync(inst: Instance, dense, types, k):
+    """allreduce_t(W, k), seconds: W·alpha + beta at k (0 for k = 1 or no dense bytes)."""
+    index = types * inst.alpha.shape[1] + np.minimum(k, inst.alpha.shape[1]) - 1
+    raw = dense * inst.alpha.ravel()[index] + inst.beta.ravel()[index]
+    return np.where((k > 1) & (dense > 0), raw, 0.0)
+
+
+def _seconds(inst: Instance, time_sum, boundary, types, k, sync, mode):
+    """time_j(k, mode), seconds per iteration, as the reference writes it, from the stage's
+    per-sample compute (time_sum), boundary bytes and All-Reduce time `sync`."""
+    batch = inst.job.batch
+    compute = batch / k * time_sum
+    transfer = batch / k * 2 * boundary / inst.nic_bw[types]
+    return compute + transfer + np.where(mode == SHARDED, SHARDED_SYNC * sync, sync)
+
+
 def _time(inst: Instance, seg: _Segments, k, mode):
     """time_j(k, mode), seconds per iteration, as the reference writes it."""
-    batch = inst.job.batch
-    compute = batch / k * seg.time_sum
-    boundary = batch / k * 2 * seg.boundary / inst.nic_bw[seg.types]
-    index = np.minimum(k, inst.alpha.shape[1]) - 1
-    raw = seg.dense * inst.alpha[seg.types, index] + inst.beta[seg.types, index]
-    sync = np.where((k > 1) & (seg.dense > 0), raw, 0.0)
-    return compute + boundary + np.where(mode == SHARDED, SHARDED_SYNC * sync, sync)
+    return _seconds(inst, seg.time_sum, seg.boundary, seg.types, k, _sync(inst, seg.dense, seg.types, k), mode)
 
 
 def _memory(inst: Instance, seg: _Segments, k, mode):
@@ -218,11 +228,6 @@ def _memory_bound(inst: Instance, seg: _Segments, mode: int):
         return np.where(room > 0, shrinking / room, np.where((room == 0) & (shrinking == 0), 1.0, np.inf))
 
 
-def _meets_floor(inst: Instance, seg: _Segments, k, mode, bubble: float):
-    """Where k units in `mode` meet the floor, B / (bubble·time) ≥ R, as the reference tests it."""
-    return inst.job.batch / (bubble * _time(inst, seg, k, mode)) >= inst.job.throughput
-
-
 def _least_fitting(inst: Instance, seg: _Segments, mode: int, start: int):
     """The least k ≥ start whose memory fits (memory falls as k grows); inf where none can."""
     k = np.maximum(start, np.ceil(_memory_bound(inst, seg, mode) * (1 - 1e-12)))
@@ -238,7 +243,8 @@ def _smallest_k(inst: Instance, seg: _Segments, mode: int, bubble: float, start:
 
     Each pass raises k to the floor's lower bound; where k already meets it but the floor
     fails (the All-Reduce time at k is above its suffix minimum), k moves to the least k of
-    its coefficient region that could meet the floor, or past the region."""
+    its coefficient region that could meet the floor, or past the region. A pass touches only
+    the stages still open."""
     cap = inst.max_units[seg.types]
     lowest = _least_fitting(inst, seg, mode, start)
     fits_memory = lowest <= cap
@@ -246,35 +252,31 @@ def _smallest_k(inst: Instance, seg: _Segments, mode: int, bubble: float, start:
     target = inst.job.batch / (inst.job.throughput * bubble)
     per_sample = inst.job.batch * (seg.time_sum + 2 * seg.boundary / inst.nic_bw[seg.types])
     scale = SHARDED_SYNC if mode == SHARDED else 1.0
-    active = k <= cap
-    while np.any(active):
-        idx = np.nonzero(active)[0]
-        sub, kk = _Slice(seg, idx), k[idx]
-        col = np.minimum(kk, inst.alpha.shape[1]) - 1
-        syncs = (kk > 1) & (sub.dense > 0)
-        lower = np.where(syncs, sub.dense * inst.alpha_lb[sub.types, col] + inst.beta_lb[sub.types, col], 0.0)
-        exact = np.where(syncs, sub.dense * inst.alpha[sub.types, col] + inst.beta[sub.types, col], 0.0)
+    width = inst.alpha.shape[1]
+    alpha_lb, beta_lb, region_end = (a.ravel() for a in (inst.alpha_lb, inst.beta_lb, inst.region_end))
+    open_ = np.flatnonzero(k <= cap)
+    while open_.size:
+        kk, dense, types = k[open_], seg.dense[open_], seg.types[open_]
+        column = types * width + np.minimum(kk, width) - 1
+        lower = np.where((kk > 1) & (dense > 0), dense * alpha_lb[column] + beta_lb[column], 0.0)
+        room = target - scale * lower
         with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-            bound = np.ceil(per_sample[idx] / (target - scale * lower) * (1 - 1e-12))
-            need = np.ceil(per_sample[idx] / (target - scale * exact) * (1 - 1e-12))
-        bound = np.where(target - scale * lower > 0, bound, np.inf)
-        need = np.where(target - scale * exact > 0, need, np.inf)
-        moved = bound > kk
-        ok = ~moved & _meets_floor(inst, sub, kk, mode, bubble)
-        region_end = inst.region_end[sub.types, col]
-        in_region = np.where(need <= region_end, np.maximum(kk + 1, need), region_end + 1)
-        following = np.minimum(np.where(moved, bound, in_region), cap[idx] + 1).astype(np.int64)
-        k[idx] = np.where(ok, kk, following)
-        active[idx] = ~ok & (k[idx] <= cap[idx])
+            following = np.where(room > 0, np.ceil(per_sample[open_] / room * (1 - 1e-12)), np.inf)
+        at_bound = np.flatnonzero(following <= kk)  # the floor's lower bound allows kk: test it
+        here, k_here = open_[at_bound], kk[at_bound]
+        sync = _sync(inst, dense[at_bound], types[at_bound], k_here)
+        seconds = _seconds(inst, seg.time_sum[here], seg.boundary[here], types[at_bound], k_here, sync, mode)
+        ok = inst.job.batch / (bubble * seconds) >= inst.job.throughput
+        room = target - scale * sync
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            need = np.where(room > 0, np.ceil(per_sample[here] / room * (1 - 1e-12)), np.inf)
+        end = region_end[column[at_bound]]
+        following[at_bound] = np.where(ok, k_here, np.where(need <= end, np.maximum(k_here + 1, need), end + 1))
+        k[open_] = np.minimum(following, cap[open_] + 1).astype(np.int64)
+        keep = k[open_] <= cap[open_]
+        keep[at_bound[ok]] = False
+        open_ = open_[keep]
     return k, fits_memory
-
-
-class _Slice(_Segments):
-    """The stages `idx` of a _Segments."""
-
-    def __init__(self, seg: _Segments, idx):
-        for name, value in vars(seg).items():
-            setattr(self, name, value[idx])
 
 
 def range_max(values: np.ndarray, first, last) -> np.ndarray:
