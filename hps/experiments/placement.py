@@ -111,23 +111,27 @@ def compare_on_instance(
     *,
     plans: int = 64,
     seed: int = 0,
-    methods=tuple(METHODS),
+    methods=("exact", *METHODS),
     pad_layers: int | None = None,
 ) -> dict:
-    """Every search method (skipping exhaustive where the space is too large), every single-type
-    plan ("only:TYPE") and each policy of `policies` ({name: (functions, params)}; its best of
-    `plans` samples + greedy as "NAME", then refined by stage moves as "NAME_refined") on one
-    instance. Per entry: cost ($, None if infeasible), dollars_per_hour, throughput, evaluations,
-    seconds (search wall time, compile excluded; the policy's plan_seconds), and ratio = cost /
-    the best cost found (the optimum when exhaustive ran). pad_layers: pad the instance to this
-    many layers (masked), so instances of different depths share the searches' compiles."""
+    """The exact solver's HeterPS optimum ("exact", with its certificate), every search method
+    (skipping exhaustive, the independent check, where the space is too large), every
+    single-type plan ("only:TYPE") and each policy of `policies` ({name: (functions, params)};
+    its best of `plans` samples + greedy as "NAME", then refined by stage moves as
+    "NAME_refined") on one instance. Per entry: cost ($, None if infeasible), dollars_per_hour,
+    throughput, evaluations (the exact solver: stages it provisioned), seconds (search wall
+    time, compile excluded; the policy's plan_seconds), and ratio = cost / the best cost found,
+    which is the proven optimum when optimum_known. pad_layers: pad the instance to this many
+    layers (masked), so instances of different depths share the searches' compiles."""
     from hps.placement.agent.planner import plan
 
-    exact = build_params(workload, catalog, job, max_layers=pad_layers or len(workload.layers))
-    rows = {}
-    for method in methods:
+    params = build_params(workload, catalog, job, max_layers=pad_layers or len(workload.layers))
+    rows, proven = {}, False
+    if "exact" in methods:
+        rows["exact"], proven = _exact_row(workload, catalog, job)
+    for method in (m for m in methods if m != "exact"):
         try:
-            result = run_search(method, exact, key=jax.random.key(seed), warmup=True)
+            result = run_search(method, params, key=jax.random.key(seed), warmup=True)
         except SearchSpaceTooLarge:
             continue
         rows[method] = _row(workload, catalog, job, list(result.schedule), result.evaluations, result.wall_seconds)
@@ -155,7 +159,24 @@ def compare_on_instance(
     best = min(costs) if costs else None
     for row in rows.values():
         row["ratio"] = row["cost"] / best if best and row["cost"] is not None else None
-    return {"layers": len(workload.layers), "optimum_known": "exhaustive" in rows, "best_cost": best, "methods": rows}
+    return {"layers": len(workload.layers), "optimum_known": proven, "best_cost": best, "methods": rows}
+
+
+def _exact_row(workload, catalog, job) -> tuple[dict, bool]:
+    """The exact solver's row (its HeterPS optimum, bound and gap) and whether it is proven."""
+    from hps.placement.exact import solve_exact
+    from hps.placement.model.provisioning import build_instance
+
+    inst = build_instance(workload, catalog, job)
+    found = solve_exact(inst, heterps=True)
+    schedule = [t for first, last, t in found.plan or () for _ in range(first, last + 1)]
+    stages = inst.num_layers * (inst.num_layers + 1) // 2 * inst.num_types
+    if not schedule:
+        row = {"cost": None, "dollars_per_hour": None, "throughput": None, "schedule": None}
+        row |= {"evaluations": stages, "seconds": found.seconds}
+    else:
+        row = _row(workload, catalog, job, schedule, stages, found.seconds)
+    return row | {"bound": found.bound, "gap": found.gap}, found.gap == 0.0
 
 
 def _row(workload, catalog, job, schedule, evaluations, seconds) -> dict:
