@@ -235,4 +235,8 @@ def test_llm_plans_plans_each_floor_with_its_certificate_and_draws_the_front(tmp
     catalog = load_catalog(resolve_topology("small", "catalogs", "--catalog"))
     want = solve_exact(build_instance(workload, catalog, job_at(workload, 2.0))).score["cost"]
     assert points[1]["methods"]["exact"]["cost"] == pytest.approx(want)
+    # each single-type plan is a plan of the full catalogue, so none beats the optimum
+    singles = {k: r for k, r in points[1]["methods"].items() if k.startswith("only:")}
+    assert len(singles) == len(catalog.resources)
+    assert all(r["cost"] >= want * (1 - 1e-12) for r in singles.values() if r["feasible"])
     assert (tmp_path / "out" / "transformer-small_pareto.png").read_bytes()[:8] == PNG

@@ -32,6 +32,8 @@ class LlmPlansConfig(ExperimentConfig):
     """Each workload's default throughput floor times these."""
     seconds: float = 60.0
     """The exact solver's time limit per plan; past it, the best plan and its proven gap."""
+    single_seconds: float = 2.0
+    """The time limit of each single-type plan (the exact solver on a one-type catalogue)."""
 
 
 def items(config: LlmPlansConfig) -> list[tuple[str, tuple[str, float]]]:
@@ -54,10 +56,15 @@ def run_item(config: LlmPlansConfig, params: tuple[str, float]) -> dict:
     job = job_at(workload, scale)
     found = solve_exact(build_instance(workload, catalog, job), seconds=config.seconds)
     methods = {"exact": _row(found)}
+    for resource in catalog.resources:  # the best homogeneous plan: every stage on one type
+        alone = dataclasses.replace(catalog, resources=(resource,))
+        methods[f"only:{resource.name}"] = _row(
+            solve_exact(build_instance(workload, alone, job), seconds=config.single_seconds)
+        )
     skipped = (
         {}
         if job.schedule_model
-        else {"baselines": "they score schedules only (micro_batches inf, state_sharding none)"}
+        else {"searches": "the jnp searches score schedules only (micro_batches inf, state_sharding none)"}
     )
     return json_ready(
         {
@@ -85,6 +92,12 @@ def _row(found) -> dict:
     }
 
 
+def _best_single(methods: dict) -> tuple[str, dict] | None:
+    """(type, row) of the cheapest feasible single-type plan, or None."""
+    rows = [(k.removeprefix("only:"), r) for k, r in methods.items() if k.startswith("only:") and r["feasible"]]
+    return min(rows, key=lambda item: item[1]["cost"]) if rows else None
+
+
 def summarize(config: LlmPlansConfig, results: dict[str, dict]) -> Summary:
     from hps.experiments.llm_figures import pareto_figure
 
@@ -97,11 +110,35 @@ def summarize(config: LlmPlansConfig, results: dict[str, dict]) -> Summary:
             exact = p["methods"]["exact"]
             types = sorted({s["type"] for s in p["stages"]})
             why = "; ".join(f"{s['type']} x{s['replicas']} ${s['dollars_per_hour']:,.0f}/h" for s in p["stages"])
-            rows.append([name, p["floor"], exact["cost"], exact["gap"], len(p["stages"]), ",".join(types), why])
+            single = _best_single(p["methods"])
+            over = single[1]["cost"] / exact["cost"] if single and exact["cost"] else None
+            rows.append(
+                [
+                    name,
+                    p["floor"],
+                    exact["cost"],
+                    exact["gap"],
+                    single[0] if single else "none feasible",
+                    over,
+                    len(p["stages"]),
+                    ",".join(types),
+                    why,
+                ]
+            )
     figures = [pareto_figure(f"{name}_pareto.png", name, points) for name, points in by_workload.items()]
     return Summary(
         results={"catalog": config.catalog, "workloads": by_workload},
-        headers=["workload", "floor_per_s", "cost_$", "gap", "stages", "types", "stages (type x units, $/h)"],
+        headers=[
+            "workload",
+            "floor_per_s",
+            "cost_$",
+            "gap",
+            "best_single_type",
+            "its_cost/exact",
+            "stages",
+            "types",
+            "stages (type x units, $/h)",
+        ],
         rows=rows,
         figures=figures,
         title=f"LLM plans on {config.catalog}: the exact solver's optimum at {len(config.floor_scales)} floors",
