@@ -45,13 +45,13 @@ class TypedStages:
 
 
 def _suffix_bests(rate: np.ndarray, seconds: np.ndarray):
-    """For stages sorted by time, longest first, (L, L, T) each: (T + 1, L, L) int8 indices of
-    the least rate (ties: least time) and of the least r·τ among positions m..T−1 (T: none)."""
-    types = rate.shape[2]
-    best, least_work = np.full((2, types + 1, *rate.shape[:2]), types, np.int8)
-    best_rate, best_time, best_work = (np.full(rate.shape[:2], np.inf) for _ in range(3))
+    """For stages sorted by time, longest first, (A, T) each: (T + 1, A) int8 positions of the
+    least rate (ties: least time) and of the least r·τ among positions m..T−1 (T: none)."""
+    types = rate.shape[1]
+    best, least_work = np.full((2, types + 1, rate.shape[0]), types, np.int8)
+    best_rate, best_time, best_work = (np.full(rate.shape[0], np.inf) for _ in range(3))
     for m in range(types - 1, -1, -1):
-        r, t = rate[..., m], seconds[..., m]
+        r, t = rate[:, m], seconds[:, m]
         better = (r < best_rate) | ((r == best_rate) & (t < best_time))
         best_rate, best_time = np.where(better, r, best_rate), np.where(better, t, best_time)
         best[m] = np.where(better, m, best[m + 1])
@@ -63,59 +63,58 @@ def _suffix_bests(rate: np.ndarray, seconds: np.ndarray):
 
 
 class SpanBests:
-    """Per span [first, last] (L, L), over the types still allowed (time < ρ): the least rate
-    (ties: least time), its time and type; the least r·τ; the least time.
+    """Per span, over the types still allowed (time < ρ): the least rate (ties: least time),
+    its time and type; the least r·τ; the least time. Arrays (L, L) are indexed [last, first],
+    the layout the DP reads; inf where a span has no allowed type.
 
-    Each span's stages are sorted by time once, longest first, with the best of every suffix:
-    lowering ρ only advances each span's first allowed position."""
+    The spans with some stage are kept apart ((A,) and (A, T)); each one's stages are sorted
+    by time once, longest first, with the best of every suffix, so lowering ρ only advances
+    each span's first allowed position."""
 
     def __init__(self, table: Table):
         self.table, self.rho = table, np.inf
-        types = table.rate.shape[2]
-        self.order = np.argsort(-table.time, axis=2, kind="stable").astype(np.int8)
-        self.rate_sorted = np.take_along_axis(table.rate, self.order, 2)
-        self.time_sorted = np.take_along_axis(table.time, self.order, 2)
-        self.best, self.least_work = _suffix_bests(self.rate_sorted, self.time_sorted)
-        self.start = np.sum(np.isinf(self.time_sorted), axis=2).astype(np.int64)  # first allowed position
-        padded = lambda values: np.concatenate([values, np.full((*values.shape[:2], 1), np.inf)], 2)  # noqa: E731
-        self.rate_sorted, self.time_sorted = padded(self.rate_sorted), padded(self.time_sorted)
-        self.order = np.concatenate([self.order, np.zeros((*self.order.shape[:2], 1), np.int8)], 2)
-        self.types = types
-        self.rate, self.time, self.type, self.work = (None,) * 4
-        self._refresh(np.nonzero(np.ones(self.start.shape, bool)))
-        self.least_time = np.min(table.time, axis=2)
+        n, self.types = table.rate.shape[0], table.rate.shape[2]
+        first, last = np.nonzero(np.any(np.isfinite(table.rate), axis=2))
+        self.last, self.first = last, first
+        seconds = table.time[first, last]  # (A, T)
+        order = np.argsort(-seconds, axis=1, kind="stable")
+        rate_sorted = np.take_along_axis(table.rate[first, last], order, 1)
+        time_sorted = np.take_along_axis(seconds, order, 1)
+        self.best, self.least_work = _suffix_bests(rate_sorted, time_sorted)
+        self.start = np.sum(np.isinf(time_sorted), axis=1)  # each span's first allowed position
+        pad = np.full((len(first), 1), np.inf)
+        self.rate_sorted = np.concatenate([rate_sorted, pad], 1)
+        self.time_sorted = np.concatenate([time_sorted, pad], 1)
+        self.order = order.astype(np.int8)
+        self.rate, self.time, self.work = (np.full((n, n), np.inf) for _ in range(3))
+        self.type = np.zeros((n, n), np.int64)
+        self.longest = np.empty(len(first))
+        self._refresh(np.arange(len(first)))
+        self.least_time = np.full((n, n), np.inf)
+        self.least_time[last, first] = np.min(seconds, axis=1)
 
-    def _refresh(self, spans) -> None:
-        first, last = spans
-        m = self.start[first, last]
-        best = self.best[m, first, last].astype(np.int64)
-        work = self.least_work[m, first, last].astype(np.int64)
-        values = (
-            self.rate_sorted[first, last, best],
-            self.time_sorted[first, last, best],
-            self.order[first, last, best].astype(np.int64),
-            self.rate_sorted[first, last, work] * self.time_sorted[first, last, work],
-        )
-        if self.rate is None:
-            self.rate, self.time, self.type, self.work = (v.reshape(self.start.shape) for v in values)
-            return
-        for target, value in zip((self.rate, self.time, self.type, self.work), values):
-            target[first, last] = value
+    def _refresh(self, spans: np.ndarray) -> None:
+        """Recompute the bests of the kept spans `spans` from their first allowed positions."""
+        m = self.start[spans]
+        best = self.best[m, spans].astype(np.int64)
+        work = self.least_work[m, spans].astype(np.int64)
+        at = (self.last[spans], self.first[spans])
+        self.rate[at] = self.rate_sorted[spans, best]
+        self.time[at] = self.time_sorted[spans, best]
+        self.type[at] = self.order[spans, np.minimum(best, self.types - 1)]
+        self.work[at] = self.rate_sorted[spans, work] * self.time_sorted[spans, work]
+        self.longest[spans] = self.time_sorted[spans, m]  # inf past the last type
 
     def lower(self, rho: float) -> None:
         """Exclude every stage of time ≥ rho: only spans with such a stage change."""
         self.rho = rho
-        longest = np.take_along_axis(self.time_sorted, self.start[..., None], 2)[..., 0]
-        first, last = np.nonzero(longest >= rho)
-        moved = np.zeros(len(first), bool)
-        while True:
-            m = self.start[first, last]
-            over = (m < self.types) & (self.time_sorted[first, last, m] >= rho)
-            if not over.any():
-                break
-            moved |= over
-            self.start[first[over], last[over]] += 1
-        self._refresh((first[moved], last[moved]))
+        spans = np.flatnonzero((self.longest >= rho) & (self.start < self.types))
+        moving = spans
+        while moving.size:
+            m = self.start[moving]
+            moving = moving[(m < self.types) & (self.time_sorted[moving, np.minimum(m, self.types)] >= rho)]
+            self.start[moving] += 1
+        self._refresh(spans)
         self.least_time[self.least_time >= rho] = np.inf
 
     def allowed(self) -> np.ndarray:
@@ -125,10 +124,10 @@ class SpanBests:
         total, spans = least_span_rate(self.rate, self.time, stages)
         if spans is None:
             return total, None
-        return total, tuple((first, last, int(self.type[first, last])) for first, last in spans)
+        return total, tuple((first, last, int(self.type[last, first])) for first, last in spans)
 
     def floor(self, stages: int | None) -> tuple[float, float]:
         """A lower bound on min over allowed plans of Σ_j r_j · max(τ_j, τ_lb), by the span
         bound min_t r_t·max(τ_t, τ_lb) ≥ max(min_t r_t·τ_t, τ_lb · min_t r_t); and τ_lb."""
-        cover = cover_bound(self.least_time)
+        cover = cover_bound(self.least_time.T)
         return least_span_rate(np.maximum(self.work, cover * self.rate), self.time, stages)[0], cover

@@ -73,31 +73,35 @@ def _least_rate_any_type(rate: np.ndarray, seconds: np.ndarray, stages: int | No
     """least_rate without heterps: each span keeps its type of least rate (ties: least time)."""
     best = lex_argmin(rate, seconds, 2)[..., None]  # (L, L, 1)
     pick = lambda values: np.take_along_axis(values, best, 2)[..., 0]  # noqa: E731
-    total, spans = least_span_rate(pick(rate), pick(seconds), stages)
+    total, spans = least_span_rate(pick(rate).T.copy(), pick(seconds).T.copy(), stages)
     if spans is None:
         return total, None
     return total, tuple((first, last, int(best[first, last, 0])) for first, last in spans)
 
 
-def least_span_rate(rate: np.ndarray, seconds: np.ndarray, stages: int | None):
-    """(least Σ r, spans) over plans of spans [first, last] (rate and seconds (L, L), inf where
-    a span is not allowed) with exactly `stages` stages (None: any number), ties to the least
-    largest time; (inf, None) when none exists. The state is (stages so far, boundary), and the
-    program reads rows of the transposed spans."""
-    n = rate.shape[0]
-    by_last, time_by_last = rate.T.copy(), seconds.T.copy()  # [last, first]
+def least_span_rate(by_last: np.ndarray, time_by_last: np.ndarray, stages: int | None):
+    """(least Σ r, spans (first, last)) over plans of spans whose rate and time are
+    by_last[last, first] and time_by_last[last, first] ((L, L), inf where a span is not
+    allowed), with exactly `stages` stages (None: any number), ties to the least largest time;
+    (inf, None) when none exists. The state is (stages so far, boundary)."""
+    n = by_last.shape[0]
     levels = stages or 1
     total, peak = np.full((levels + 1, n + 1), np.inf), np.full((levels + 1, n + 1), np.inf)
     came = np.zeros((levels + 1, n + 1), np.int64)
     total[0, 0] = peak[0, 0] = 0.0
     src, dst = (slice(0, levels), slice(1, levels + 1)) if stages else (slice(0, 1), slice(0, 1))
     rows = np.arange(levels)
+    finite = np.isfinite(by_last)
+    starts = np.where(finite.any(axis=1), np.argmax(finite, axis=1), n)  # each row's first allowed span
     for i in range(1, n + 1):
-        sums = total[src, :i] + by_last[i - 1, :i]  # (S, i): the last stage j..i−1
-        peaks = np.maximum(peak[src, :i], time_by_last[i - 1, :i])
+        lo = starts[i - 1]
+        if lo >= i:
+            continue
+        sums = total[src, lo:i] + by_last[i - 1, lo:i]  # (S, i − lo): the last stage j..i−1
+        peaks = np.maximum(peak[src, lo:i], time_by_last[i - 1, lo:i])
         least = np.min(sums, axis=1, keepdims=True)
         j = np.argmin(np.where(sums == least, peaks, np.inf), axis=1)
-        total[dst, i], peak[dst, i], came[dst, i] = sums[rows, j], peaks[rows, j], j
+        total[dst, i], peak[dst, i], came[dst, i] = sums[rows, j], peaks[rows, j], j + lo
     level = levels if stages else 0
     if not math.isfinite(total[level, n]):
         return math.inf, None

@@ -29,7 +29,8 @@ import numpy as np
 from hps.placement.exact.caps import NODE_LIMIT, capped_search, meets_caps
 from hps.placement.exact.classes import SpanBests, TypedStages
 from hps.placement.exact.dp import least_rate
-from hps.placement.exact.table import Table, check_table_size, stage_table
+from hps.placement.exact.prune import pruned_table
+from hps.placement.exact.table import Table, check_table_size
 from hps.placement.model.plan import Plan, evaluate_plan
 from hps.placement.model.provisioning import Instance, boundary_bytes
 
@@ -101,7 +102,8 @@ def _stage_counts(inst: Instance, heterps: bool, best, deadline: float, nodes: i
         scale = inst.bubble(stages) * per_cost
         bound = scale * work
         if bound < best[0] and time.perf_counter() <= deadline:
-            best, bound = _solve_count(inst, stage_table(inst, stages), stages, heterps, scale, best, deadline, nodes)
+            table, best = pruned_table(inst, stages, heterps, best)
+            best, bound = _solve_count(inst, table, stages, heterps, scale, best, deadline, nodes)
         left[stages] = max(left.get(stages, bound), bound)
     return best
 
@@ -121,7 +123,7 @@ def solve_exact(inst: Instance, *, heterps: bool = False, seconds: float = math.
     best, unproven = (math.inf, None), math.inf
     if math.isinf(job.micro_batches):
         per_cost = job.samples / (3600.0 * job.batch)
-        table = stage_table(inst, 1)
+        table, best = pruned_table(inst, 1, heterps, best)
         best, unproven = _solve_count(inst, table, None, heterps, per_cost, best, deadline, NODE_LIMIT)
     else:
         left = {}

@@ -39,14 +39,21 @@ def check_table_size(inst: Instance) -> None:
 
 
 def stage_table(inst: Instance, stages: int) -> Table:
+    """Every stage of a plan of `stages` stages, provisioned."""
+    first, last = np.triu_indices(inst.num_layers)  # every stage span, first <= last
+    t = inst.num_types
+    return fill_table(inst, np.repeat(first, t), np.repeat(last, t), np.tile(np.arange(t), len(first)), stages)
+
+
+def fill_table(inst: Instance, first, last, types, stages: int) -> Table:
+    """The table of the stages first..last on types (N,) each, provisioned; the others inf."""
     n, t = inst.num_layers, inst.num_types
-    first, last = np.triu_indices(n)  # every stage span, first <= last
-    types = np.tile(np.arange(t), len(first))
-    got = provision(inst, np.repeat(first, t), np.repeat(last, t), types, stages)
+    got = provision(inst, first, last, types, stages)
     ok = got.reason == FEASIBLE
     rate, seconds = np.full((n, n, t), np.inf), np.full((n, n, t), np.inf)
     replicas = np.zeros((n, n, t), np.int64)
-    rate[first, last] = np.where(ok, got.replicas * inst.price[types], np.inf).reshape(-1, t)
-    seconds[first, last] = np.where(ok, got.time, np.inf).reshape(-1, t)
-    replicas[first, last] = got.replicas.reshape(-1, t)
+    flat = (first * n + last) * t + types
+    rate.ravel()[flat] = np.where(ok, got.replicas * inst.price[types], np.inf)
+    seconds.ravel()[flat] = np.where(ok, got.time, np.inf)
+    replicas.ravel()[flat] = got.replicas
     return Table(rate, seconds, replicas)
