@@ -8,12 +8,14 @@ import itertools
 import math
 import random
 
+import numpy as np
 import pytest
 
 from hps.config.types import Catalog, Dimension, Job, Layer, Network, ResourceType, Workload
 from hps.placement.exact import solve_exact
 from hps.placement.exact.caps import meets_caps, repair
 from hps.placement.exact.dp import least_rate
+from hps.placement.exact.prune import work_bounds
 from hps.placement.exact.table import stage_table
 from hps.placement.model import build_params
 from hps.placement.model.plan import evaluate_plan
@@ -115,3 +117,25 @@ def test_repair_meets_the_caps_on_the_same_boundaries():
         assert score["feasible"]
         assert score["cost"] >= brute_force(inst, heterps=False) * (1 - 1e-12)
     assert repaired >= 10
+
+
+def test_work_bounds_hold_for_every_provisioned_stage():
+    """The closed-form bounds the table's pruning uses: k_lb ≤ k and w ≤ r·τ for every stage
+    the provisioning finds feasible, in every mode and stage count; inf only where none is."""
+    rng = random.Random(7)
+    checked = 0
+    for _ in range(80):
+        workload, catalog, job = random_instance(rng, n_layers=rng.randint(1, 6), n_types=rng.randint(1, 3))
+        job = dataclasses.replace(
+            job, micro_batches=rng.choice([math.inf, 1, 4]), state_sharding=rng.choice(["none", "auto"])
+        )
+        inst = build_instance(workload, catalog, job)
+        stages = rng.randint(1, 3)
+        table = stage_table(inst, stages)
+        first, last = np.triu_indices(inst.num_layers)
+        work, k_lb = work_bounds(inst, first, last, stages)
+        rate, seconds, units = (a[first, last] for a in (table.rate, table.time, table.replicas))
+        ok = np.isfinite(rate)
+        assert np.all(k_lb[ok] <= units[ok]) and np.all(work[ok] <= rate[ok] * seconds[ok] * (1 + 1e-12))
+        checked += int(ok.sum())
+    assert checked >= 500
