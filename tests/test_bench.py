@@ -28,7 +28,14 @@ def test_bench_exact_times_the_solver_and_proves_each_point():
     result = exact.run(layer_grid=(6,), type_grid=(2, 3))
     points = result["by_layers"] + result["by_types"]
     assert [(p["layers"], p["types"]) for p in points] == [(6, 16), (256, 2), (256, 3)]
-    assert all(p["solve_s"] > 0 and p["gap"] == 0.0 and p["stages"] >= 1 for p in points)
+    assert all(p["solve_s"] > 0 and p["gap"] == 0.0 and p["stages"] >= 1 and p["refused"] is None for p in points)
+
+
+def test_bench_exact_reports_a_size_past_memory_as_refused():
+    from hps.bench import exact
+
+    (point,) = exact.run(layer_grid=(20_000,), type_grid=())["by_layers"]
+    assert point["solve_s"] is None and "20000 layers x 16 types" in point["refused"]
 
 
 def test_the_exact_solver_names_a_table_too_large_for_memory():

@@ -15,12 +15,13 @@ import time
 import numpy as np
 
 from hps.config.types import Catalog, Dimension, Job, Layer, Network, ResourceType, Workload
+from hps.errors import InstanceTooLarge
 from hps.placement.exact import solve_exact
 from hps.placement.model.provisioning import build_instance
 
 GIB = 2.0**30
 UNITS = 65_536
-LAYER_GRID = (64, 256, 1024)
+LAYER_GRID = (64, 256, 1024, 4096)
 TYPE_GRID = (4, 8, 16, 32)
 BASE_TYPES, BASE_LAYERS = 16, 256
 
@@ -59,13 +60,20 @@ def synthetic_instance(layers: int, types: int, seed: int = 0) -> tuple[Workload
 
 
 def time_point(layers: int, types: int) -> dict:
-    """{"layers", "types", "build_s", "solve_s", "stages", "gap"} of one instance."""
+    """{"layers", "types", "build_s", "solve_s", "stages", "gap", "refused"} of one instance;
+    refused: None, or why the solver would not take it (its stage table is past memory), and
+    then solve_s, stages and gap are None."""
     workload, catalog, job = synthetic_instance(layers, types)
     started = time.perf_counter()
     inst = build_instance(workload, catalog, job)
     built = time.perf_counter()
-    result = solve_exact(inst)
+    try:
+        result = solve_exact(inst)
+    except InstanceTooLarge as error:
+        refused = {"solve_s": None, "stages": None, "gap": None, "refused": str(error)}
+        return {"layers": layers, "types": types, "build_s": built - started, **refused}
     return {
+        "refused": None,
         "layers": layers,
         "types": types,
         "build_s": built - started,

@@ -17,7 +17,7 @@ def register(subparsers) -> None:
     parser.add_argument("--seconds", type=float, default=2.0, help="minimum timing per side")
     parser.add_argument(
         "--exact-layers",
-        default="64,256,1024",
+        default="64,256,1024,4096",
         help="placement: layer counts the exact solver is timed at, 16 types (default: %(default)s)",
     )
     parser.add_argument(
@@ -51,9 +51,12 @@ def run(args) -> int:
         )
         print(_sides(result, "jax (jit, batched)", "evaluations"))
         print(f"exhaustive search over 4^10 schedules: {result['exhaustive_4pow10_s']:.2f} s after compile")
-        rows = [[e["layers"], e["types"], e["solve_s"], e["stages"], e["gap"]] for e in result["exact"]["points"]]
-        print("\nexact solver (65,536 units per type):")
+        points = result["exact"]["points"]
+        rows = [[e["layers"], e["types"], e["solve_s"], e["stages"], e["gap"]] for e in points if not e["refused"]]
+        print(f"\nexact solver (65,536 units per type), load average {result['exact']['load_average']:.2f}:")
         print(format_table(["layers", "types", "solve_s", "stages", "gap"], rows))
+        for e in (e for e in points if e["refused"]):
+            print(f"{e['layers']} layers x {e['types']} types: refused, {e['refused']}")
     else:
         print(
             f"collective simulator, {result['networks']:,} random networks x {result['chunks']} chunks "
