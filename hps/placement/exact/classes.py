@@ -12,9 +12,11 @@ stage covering the layer (docs/pipeline-plans.md, "The exact solver").
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from hps.placement.exact.dp import cover_bound, least_rate, least_span_rate
+from hps.placement.exact.dp import cover_bound, cover_bound_by_last, least_rate, least_span_rate
 from hps.placement.exact.table import Table
 
 
@@ -34,14 +36,15 @@ class TypedStages:
     def allowed(self) -> np.ndarray:
         return np.isfinite(self.rate)
 
-    def least(self, stages: int | None):
-        """(least Σ r, plan) over allowed plans, ties to the least bottleneck."""
-        return least_rate(self.rate, self.time, stages, self.heterps)
-
-    def floor(self, stages: int | None) -> float:
-        """min over allowed plans of Σ_j r_j · max(τ_j, τ_lb) ($·s/h); and τ_lb."""
+    def least_and_floor(self, stages: int | None):
+        """((least Σ r, plan) over allowed plans, ties to the least bottleneck, (the least
+        Σ_j r_j · max(τ_j, τ_lb) over them ($·s/h), τ_lb))."""
+        least = least_rate(self.rate, self.time, stages, self.heterps)
+        if least[1] is None:
+            return least, (math.inf, math.inf)
         cover = cover_bound(np.min(self.time, axis=2))
-        return least_rate(self.rate * np.maximum(self.time, cover), self.time, stages, self.heterps)[0], cover
+        mixed = self.rate * np.maximum(self.time, cover)
+        return least, (least_rate(mixed, self.time, stages, self.heterps)[0], cover)
 
 
 def _suffix_bests(rate: np.ndarray, seconds: np.ndarray):
@@ -86,7 +89,8 @@ class SpanBests:
         self.rate_sorted = np.concatenate([rate_sorted, pad], 1)
         self.time_sorted = np.concatenate([time_sorted, pad], 1)
         self.order = order.astype(np.int8)
-        self.rate, self.time, self.work = (np.full((n, n), np.inf) for _ in range(3))
+        self._rates = np.full((2, n, n), np.inf)  # the DP's rates, and the floor's
+        self.rate, self.time, self.work = self._rates[0], np.full((n, n), np.inf), np.full((n, n), np.inf)
         self.type = np.zeros((n, n), np.int64)
         self.longest = np.empty(len(first))
         self._refresh(np.arange(len(first)))
@@ -120,14 +124,14 @@ class SpanBests:
     def allowed(self) -> np.ndarray:
         return np.isfinite(self.table.rate) & (self.table.time < self.rho)
 
-    def least(self, stages: int | None):
-        total, spans = least_span_rate(self.rate, self.time, stages)
+    def least_and_floor(self, stages: int | None):
+        """((least Σ r, plan), (floor, τ_lb)) in one pass: the floor is a lower bound on
+        min over allowed plans of Σ_j r_j · max(τ_j, τ_lb), by the span bound
+        min_t r_t·max(τ_t, τ_lb) ≥ max(min_t r_t·τ_t, τ_lb · min_t r_t)."""
+        cover = cover_bound_by_last(self.least_time)
+        np.maximum(self.work, cover * self.rate, out=self._rates[1])
+        (total, spans), (floor, _) = least_span_rate(self._rates, self.time[None], stages)
         if spans is None:
-            return total, None
-        return total, tuple((first, last, int(self.type[last, first])) for first, last in spans)
-
-    def floor(self, stages: int | None) -> tuple[float, float]:
-        """A lower bound on min over allowed plans of Σ_j r_j · max(τ_j, τ_lb), by the span
-        bound min_t r_t·max(τ_t, τ_lb) ≥ max(min_t r_t·τ_t, τ_lb · min_t r_t); and τ_lb."""
-        cover = cover_bound(self.least_time.T)
-        return least_span_rate(np.maximum(self.work, cover * self.rate), self.time, stages)[0], cover
+            return (total, None), (floor, cover)
+        plan = tuple((first, last, int(self.type[last, first])) for first, last in spans)
+        return (total, plan), (floor, cover)

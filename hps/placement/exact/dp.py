@@ -83,26 +83,40 @@ def least_span_rate(by_last: np.ndarray, time_by_last: np.ndarray, stages: int |
     """(least Σ r, spans (first, last)) over plans of spans whose rate and time are
     by_last[last, first] and time_by_last[last, first] ((L, L), inf where a span is not
     allowed), with exactly `stages` stages (None: any number), ties to the least largest time;
-    (inf, None) when none exists. The state is (stages so far, boundary)."""
-    n = by_last.shape[0]
+    (inf, None) when none exists. The state is (stages so far, boundary). With a leading batch
+    axis, by_last (B, L, L) and time_by_last (B or 1, L, L), a list of B such results from one
+    pass over the boundaries."""
+    if by_last.ndim == 3:
+        return _least_span_rates(by_last, time_by_last, stages)
+    return _least_span_rates(by_last[None], time_by_last[None], stages)[0]
+
+
+def _least_span_rates(by_last: np.ndarray, time_by_last: np.ndarray, stages: int | None) -> list:
+    batch, n = by_last.shape[:2]
     levels = stages or 1
-    total, peak = np.full((levels + 1, n + 1), np.inf), np.full((levels + 1, n + 1), np.inf)
-    came = np.zeros((levels + 1, n + 1), np.int64)
-    total[0, 0] = peak[0, 0] = 0.0
+    total, peak = np.full((batch, levels + 1, n + 1), np.inf), np.full((batch, levels + 1, n + 1), np.inf)
+    came = np.zeros((batch, levels + 1, n + 1), np.int64)
+    total[:, 0, 0] = peak[:, 0, 0] = 0.0
     src, dst = (slice(0, levels), slice(1, levels + 1)) if stages else (slice(0, 1), slice(0, 1))
-    rows = np.arange(levels)
-    finite = np.isfinite(by_last)
+    finite = np.isfinite(by_last).any(axis=0)
     starts = np.where(finite.any(axis=1), np.argmax(finite, axis=1), n)  # each row's first allowed span
+    b, s = np.meshgrid(np.arange(batch), np.arange(levels), indexing="ij")
     for i in range(1, n + 1):
         lo = starts[i - 1]
         if lo >= i:
             continue
-        sums = total[src, lo:i] + by_last[i - 1, lo:i]  # (S, i − lo): the last stage j..i−1
-        peaks = np.maximum(peak[src, lo:i], time_by_last[i - 1, lo:i])
-        least = np.min(sums, axis=1, keepdims=True)
-        j = np.argmin(np.where(sums == least, peaks, np.inf), axis=1)
-        total[dst, i], peak[dst, i], came[dst, i] = sums[rows, j], peaks[rows, j], j + lo
-    level = levels if stages else 0
+        sums = total[:, src, lo:i] + by_last[:, None, i - 1, lo:i]  # (B, S, i − lo): the last stage j..i−1
+        peaks = np.maximum(peak[:, src, lo:i], time_by_last[:, None, i - 1, lo:i])
+        least = np.min(sums, axis=2, keepdims=True)
+        j = np.argmin(np.where(sums == least, peaks, np.inf), axis=2)
+        total[:, dst, i], peak[:, dst, i], came[:, dst, i] = sums[b, s, j], peaks[b, s, j], j + lo
+    return [_spans(total[b], came[b], stages) for b in range(batch)]
+
+
+def _spans(total: np.ndarray, came: np.ndarray, stages: int | None):
+    """(least Σ r, spans) read back from one program's totals and choices."""
+    n = total.shape[1] - 1
+    level = stages or 0
     if not math.isfinite(total[level, n]):
         return math.inf, None
     spans, i = [], n
@@ -111,6 +125,13 @@ def least_span_rate(by_last: np.ndarray, time_by_last: np.ndarray, stages: int |
         spans.append((j, i - 1))
         i, level = j, (level - 1 if stages else 0)
     return float(total[stages or 0, n]), tuple(reversed(spans))
+
+
+def cover_bound_by_last(least: np.ndarray) -> float:
+    """cover_bound of least times indexed [last, first] (L, L)."""
+    from_below = np.minimum.accumulate(least[::-1], axis=0)[::-1]  # [e, f]: min over last >= e
+    covering = np.minimum.accumulate(from_below, axis=1)  # [e, f]: min over first <= f as well
+    return float(np.max(np.diagonal(covering)))
 
 
 def cover_bound(least: np.ndarray) -> float:

@@ -66,11 +66,10 @@ def _solve_count(inst: Instance, table: Table, stages: int | None, heterps: bool
     `nodes` states. Returns (best, the bound left unproven: inf when every class was closed)."""
     plans = TypedStages(table, heterps) if heterps else SpanBests(table)
     while True:
-        total, plan = plans.least(stages)
+        # Σ r · max τ ≥ Σ_j r_j · max(τ_j, τ_lb) for every plan of the class (the floor)
+        (total, plan), (floor, cover) = plans.least_and_floor(stages)
         if plan is None:
             return best, math.inf
-        # Σ r · max τ ≥ Σ_j r_j · max(τ_j, τ_lb) for every plan of the class
-        floor, cover = plans.floor(stages)
         if scale * floor >= best[0]:
             return best, math.inf
         if time.perf_counter() > deadline:
