@@ -88,22 +88,22 @@ def random_instance(rng: random.Random, n_layers=None, n_types=None):
 PAD = Dimension(1, 1.0, 0.0, "ring")
 
 
-def random_network(rng: random.Random) -> Network:
-    """1–4 dimensions, sizes 1–16, 1–1000 GiB/s, 0–10 µs per step, every algorithm."""
+def random_network(rng: random.Random, min_dims: int = 1, max_dims: int = 4) -> Network:
+    """min_dims–max_dims dimensions, sizes 1–16, 1–1000 GiB/s, 0–10 µs per step, every algorithm."""
     dims = []
-    for _ in range(rng.randint(1, 4)):
+    for _ in range(rng.randint(min_dims, max_dims)):
         size, bandwidth, latency = rng.randint(1, 16), rng.uniform(1, 1000) * GiB, rng.uniform(0, 10e-6)
         dims.append(Dimension(size, bandwidth, latency, rng.choice(ALGORITHMS)))
     return Network("random", tuple(dims))
 
 
-def random_case(rng: random.Random):
+def random_case(rng: random.Random, min_dims: int = 1, max_dims: int = 4):
     """(network, total bytes 1 KiB–4 GiB, chunks 1–128), both log-uniform."""
     total = math.exp(rng.uniform(math.log(1024), math.log(4 * GiB)))
     chunks = int(round(math.exp(rng.uniform(0, math.log(128)))))
-    return random_network(rng), total, chunks
+    return random_network(rng, min_dims, max_dims), total, chunks
 
 
-def padded(network: Network) -> list[Dimension]:
-    """The network's dimensions padded to 4 with size-1 rings."""
-    return list(network.dimensions) + [PAD] * (4 - len(network.dimensions))
+def padded(network: Network, width: int = 4) -> list[Dimension]:
+    """The network's dimensions padded to `width` with size-1 rings."""
+    return list(network.dimensions) + [PAD] * (width - len(network.dimensions))

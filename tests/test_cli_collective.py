@@ -75,3 +75,41 @@ def test_collective_bad_input_exits_2_with_a_clear_message(argv, needle, capsys)
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert needle in err and "Traceback" not in err
+
+
+def network_file(tmp_path, dims: int):
+    """A network TOML of `dims` 2-NPU ring dimensions of decreasing bandwidth."""
+    body = "".join(
+        f'\n[[dimension]]\nsize = 2\nbandwidth_GiBps = {200.0 / (d + 1)}\nlatency_ns = 100.0\nalgorithm = "ring"\n'
+        for d in range(dims)
+    )
+    path = tmp_path / f"net{dims}.toml"
+    path.write_text(f'name = "net{dims}"\n{body}')
+    return str(path)
+
+
+def test_six_dimension_networks_run_and_seven_are_refused(tmp_path, capsys):
+    from hps.collective.model.network import network_params
+    from hps.config.loaders import load_network
+    from hps.reference import collective as reference
+
+    six = network_file(tmp_path, 6)
+    for policy in ("baseline", "themis", "best-fixed"):
+        out = run_json(
+            capsys, ["collective", "--network", six, "--size", "64MiB", "--chunks", "8", "--policy", policy, "--json"]
+        )
+        assert len(out["busy"]) == 6 and all(sorted(order) == list(range(6)) for order in out["orders"])
+        want = reference.allreduce(list(load_network(six).dimensions), 64 * 2**20, 8, out["orders"], True)
+        assert out["time"] == pytest.approx(want["time"], rel=1e-5)
+    assert network_params(load_network(six)).size.shape == (6,)
+    assert main(["collective", "--network", network_file(tmp_path, 7), "--size", "1MiB"]) == 2
+    assert "dimension" in capsys.readouterr().err
+
+
+def test_the_learned_collective_policy_refuses_networks_past_its_dimensions(tmp_path):
+    from hps.collective.agent.checkpoint import checkpoint_orders
+    from hps.config.loaders import load_network
+    from hps.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="up to 4 dimensions"):
+        checkpoint_orders(tmp_path, load_network(network_file(tmp_path, 5)), 2**20, 4)

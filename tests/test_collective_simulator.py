@@ -122,7 +122,7 @@ def assert_matches_reference(got, want, chunks):
     scale = max(want["time"], 1e-30)
     assert float(got.time) == pytest.approx(want["time"], rel=1e-5, abs=1e-30)
     np.testing.assert_allclose(np.asarray(got.busy), want["busy"], rtol=1e-5, atol=1e-30)
-    slots = {(c, s) for c in range(chunks) for s in range(8) if got.phase_dim[c, s] >= 0}
+    slots = {(c, s) for c in range(chunks) for s in range(got.phase_dim.shape[1]) if got.phase_dim[c, s] >= 0}
     assert slots == set(want["start"])
     assert (np.asarray(got.phase_dim)[chunks:] == -1).all()  # padded chunks take no part
     for (c, s), start in want["start"].items():
@@ -149,6 +149,25 @@ def test_simulator_equals_reference_on_random_cases(policy, scf):
         orders, got = results[i]
         want = reference_run(i, tuple(map(tuple, orders[:chunks].tolist())), scf)
         assert_matches_reference(got, want, chunks)
+
+
+@pytest.mark.parametrize("scf", [False, True], ids=["fifo", "scf"])
+def test_six_dimension_networks_equal_the_reference(scf):
+    """60 random networks of 5–6 dimensions, padded to 6 (their bucket): every jnp policy's
+    orders (best-fixed over all 720 orders) simulate as the reference does."""
+    cases = [random_case(random.Random(f"six-{i}"), 5, 6) for i in range(60)]
+    nets = network_batch([n for n, _, _ in cases])
+    assert nets.size.shape == (60, 6)
+    sizes = jnp.asarray([s for _, s, _ in cases], jnp.float32)
+    counts = jnp.asarray([min(c, 16) for _, _, c in cases], jnp.int32)
+    for policy in ("baseline", "themis", "roundrobin", "best-fixed"):
+        orders = policy_orders_batch(policy, nets, sizes, counts, scf, 16)
+        result = jax.device_get(simulate_batch(nets, sizes, counts, orders, scf, 16))
+        for k, (network, total, _) in enumerate(cases):
+            chunks = int(counts[k])
+            rows = np.asarray(orders[k])[:chunks].tolist()
+            want = reference.allreduce(padded(network, 6), total, chunks, rows, scf)
+            assert_matches_reference(jax.tree.map(itemgetter(k), result), want, chunks)
 
 
 @pytest.mark.parametrize("scf", [False, True], ids=["fifo", "scf"])

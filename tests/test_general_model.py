@@ -178,3 +178,46 @@ def test_jnp_general_model_equals_reference_on_random_plans():
                 modes.add(stage["mode"])
     assert plans >= 500 and reasons == {"feasible", "memory", "throughput", "pooled_cap"}
     assert modes == {"replicated", "sharded"}
+
+
+def six_dimension_instance(rng: random.Random):
+    """A general instance whose first type's network has 5 or 6 dimensions (sizes 1–3)."""
+    workload, catalog, job = general_instance(rng)
+    dims = tuple(
+        Dimension(rng.choice([1, 2, 3]), rng.uniform(1, 300) * 2**30, rng.uniform(0, 1e-5), "ring")
+        for _ in range(rng.randint(5, 6))
+    )
+    first = catalog.resources[0]
+    network = Network(first.name, dims)
+    first = dataclasses.replace(first, network=network, max_units=rng.randint(1, network.total_size))
+    return workload, dataclasses.replace(catalog, resources=(first, *catalog.resources[1:])), job
+
+
+def test_six_dimension_networks_in_both_models_equal_the_reference():
+    """Types on 5–6-dimensional networks: the numpy path to 1e-12 and the jnp model (padded to
+    its 6-wide bucket) to 1e-5 against the reference, on random plans."""
+    import jax
+    import jax.numpy as jnp
+
+    from hps.placement.model import REASONS, build_params
+    from hps.placement.model.direct import evaluate_plans
+
+    evaluate = jax.jit(evaluate_plans)
+    rng = random.Random(17)
+    for _ in range(40):
+        workload, catalog, job = six_dimension_instance(rng)
+        inst = build_instance(workload, catalog, job)
+        params = build_params(workload, catalog, job, max_layers=8, max_types=4, max_replicas=1024)
+        assert params.net_size.shape[-1] == 6
+        batch = [random_plan(rng, len(workload.layers), len(catalog.resources)) for _ in range(3)]
+        types, ends = np.zeros((3, 8), np.int32), np.zeros((3, 8), bool)
+        for n, plan in enumerate(batch):
+            for first, last, t in plan:
+                types[n, first : last + 1], ends[n, last] = t, True
+        got = jax.device_get(evaluate(params, jnp.asarray(types), jnp.asarray(ends)))
+        for n, plan in enumerate(batch):
+            want = reference_plan(workload, catalog, job, plan)
+            assert_same(evaluate_plan(inst, plan), want)
+            assert REASONS[int(got.reason[n])] == want["reason"]
+            if want["feasible"]:
+                assert float(got.cost[n]) == pytest.approx(want["cost"], rel=1e-5)

@@ -19,9 +19,17 @@ This module imports nothing, so every layer of hps may import it.
 
 from __future__ import annotations
 
-MAX_DIMS = 4
-"""Network dimensions: a network file or resource type has 1 to 4 ``[[dimension]]`` tables, and
-every network array is padded to 4 (padded dimensions have size 1 and take no part)."""
+MAX_DIMS = 6
+"""Network dimensions: a network file or resource type has 1 to 6 ``[[dimension]]`` tables."""
+
+DIMS_BUCKETS = (4, 6)
+"""The padded widths of network arrays: a network is padded to the least that holds it
+(padded dimensions have size 1 and take no part), so one compile serves every network of a
+bucket and networks of up to 4 dimensions keep their 4-wide shapes."""
+
+POLICY_DIMS = 4
+"""Dimensions the learned collective policy plans: its actions are the 4! = 24 orders of 4
+padded dimensions; a network with more is refused."""
 
 MAX_DIMENSION_SIZE = 2**16
 """NPUs of one network dimension up to which the jnp step count of halving-doubling (⌈log2 P⌉,

@@ -91,7 +91,7 @@ def parse_dimension(table: dict[str, Any], source: str, prefix: str) -> Dimensio
 
 
 def parse_dimensions(table: dict[str, Any], source: str, prefix: str) -> tuple[Dimension, ...]:
-    """The 1 to 4 ``[[dimension]]`` tables of `table`, dimension 1 (innermost) first."""
+    """The 1 to MAX_DIMS ``[[dimension]]`` tables of `table`, dimension 1 (innermost) first."""
     items = get_table_array(table, "dimension", source, prefix, min_len=1, max_len=MAX_DIMS)
     path = field_path(prefix, "dimension")
     return tuple(parse_dimension(d, source, field_path(path, i)) for i, d in enumerate(items))

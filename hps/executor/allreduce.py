@@ -79,7 +79,7 @@ def planned_orders(
     `network`: the policy (PLANNED_POLICIES) applied to one All-Reduce of total_bytes (bytes) in
     `chunks` chunks on the network those units span (``used_network``: used dimensions at their
     used sizes). "learned" asks `learned_orders(network, total_bytes, chunks)` for the
-    (≥ chunks, MAX_DIMS) orders of a trained collective policy (the caller loads the policy;
+    (≥ chunks, D) orders of a trained collective policy (the caller loads the policy;
     the executor only receives orders)."""
     if policy not in PLANNED_POLICIES:
         raise ConfigError("--policy", "policy", f"unknown policy {policy!r}; expected one of {PLANNED_POLICIES}")
@@ -100,6 +100,6 @@ def planned_orders(
 
 
 def dims_to_axes(orders: np.ndarray, n_axes: int) -> np.ndarray:
-    """Orders over the padded dimensions of a used network (C, MAX_DIMS) -> (C, A) orders over
+    """Orders over the padded dimensions of a used network (C, D) -> (C, A) orders over
     mesh axes: padding dimensions (≥ A) dropped; used dimension j is mesh axis j."""
     return np.array([[d for d in row if d < n_axes] for row in orders.tolist()], np.int32)

@@ -7,6 +7,7 @@ import os
 from hps.collective.agent.evaluation import learned_orders
 from hps.collective.agent.train import COLLECTIVE
 from hps.collective.env.generator import collective_instance
+from hps.config.limits import POLICY_DIMS
 from hps.errors import ConfigError
 from hps.rl import checkpoint
 
@@ -20,6 +21,13 @@ def load_policy(path: str | os.PathLike, step: int | None = None):
 def checkpoint_orders(checkpoint, network, size_bytes: float, chunks: int):
     """(max_chunks, D) orders the collective policy saved in `checkpoint` (a run folder or its
     checkpoints/) picks for one All-Reduce of size_bytes in `chunks` chunks on `network`."""
+    if len(network.dimensions) > POLICY_DIMS:
+        raise ConfigError(
+            "--network",
+            "dimension",
+            f"the learned collective policy plans networks of up to {POLICY_DIMS} dimensions; "
+            f"{network.name!r} has {len(network.dimensions)} (use --policy themis or best-fixed)",
+        )
     policy, params, spec = load_policy(checkpoint)
     max_chunks = spec["train"]["max_chunks"]
     if chunks > max_chunks:

@@ -1,5 +1,5 @@
 """Observation features of the CollectiveEnv: per dimension, per candidate permutation and
-position, per permutation, and per episode. Pure jnp of one instance (D = MAX_DIMS, K = D! = 24).
+position, per permutation, and per episode. Pure jnp of one instance (D = POLICY_DIMS = 4, K = D! = 24).
 
 Every time is made dimensionless: loads by T_ideal of the whole collective, per-chunk times by
 the chunk's ideal time c_ideal = T_ideal / C; ratios that grow without bound (a slow dimension's

@@ -1,7 +1,7 @@
 """Random collective instances: a network, a collective size and a chunk count (the
 CollectiveEnv *params*). Keyed, pure jnp, jit- and vmap-able.
 
-A network has D ∈ [min_dims, max_dims] real dimensions (the first D slots of MAX_DIMS = 4; the
+A network has D ∈ [min_dims, max_dims] real dimensions (the first D slots of POLICY_DIMS = 4; the
 rest are size-1 padding), each with a size uniform in [min_size, max_size], a bandwidth
 log-uniform in [bandwidth_low, bandwidth_high] GiB/s, a latency uniform in [0, latency_high] s
 per step and any algorithm. The collective moves S bytes, log-uniform in [bytes_low,
@@ -28,7 +28,7 @@ from hps.collective.model.network import (
     ideal_time,
     network_params,
 )
-from hps.config.limits import MAX_CHUNKS, MAX_DIMENSION_SIZE, MAX_DIMS
+from hps.config.limits import MAX_CHUNKS, MAX_DIMENSION_SIZE, POLICY_DIMS
 from hps.config.types import ALGORITHMS, Network
 from hps.config.validation import GIB, MIB, check_range
 from hps.rl.env import traced_bounds
@@ -41,7 +41,7 @@ class NetworkSplit:
 
     name: str
     min_dims: int = 1
-    max_dims: int = MAX_DIMS
+    max_dims: int = POLICY_DIMS
     min_size: int = 2
     max_size: int = 16
     bandwidth_low_GiBps: float = 1.0
@@ -54,7 +54,7 @@ class NetworkSplit:
     salt: int = 0
 
     def __post_init__(self):
-        check_range(self, "dims", self.min_dims, self.max_dims, least=1, most=MAX_DIMS)
+        check_range(self, "dims", self.min_dims, self.max_dims, least=1, most=POLICY_DIMS)
         check_range(self, "sizes", self.min_size, self.max_size, least=2, most=MAX_DIMENSION_SIZE)
         check_range(self, "bandwidths", self.bandwidth_low_GiBps, self.bandwidth_high_GiBps, above=0)
         check_range(self, "latency", 0, self.latency_high_s, least=0)
@@ -97,9 +97,9 @@ class CollectiveInstance:
 
 def collective_instance(net: NetworkParams | Network, total_bytes, n_chunks) -> CollectiveInstance:
     """The env params of one All-Reduce of total_bytes in n_chunks chunks on `net` (a typed
-    Network, padded to MAX_DIMS, or NetworkParams)."""
+    Network, padded to POLICY_DIMS, or NetworkParams)."""
     if isinstance(net, Network):
-        net = network_params(net)
+        net = network_params(net, POLICY_DIMS)
     total_bytes = jnp.asarray(total_bytes, jnp.float32)
     return CollectiveInstance(net, total_bytes, jnp.asarray(n_chunks, jnp.int32), ideal_time(net, total_bytes))
 
@@ -115,11 +115,11 @@ def log_scale(u, low, high):
 
 
 def random_network(u, split: NetworkSplit | NetworkBounds = TRAIN_NETWORKS) -> NetworkParams:
-    """One random network of `split` from uniforms u (5, MAX_DIMS) in [0, 1) (rows: dimension
+    """One random network of `split` from uniforms u (5, POLICY_DIMS) in [0, 1) (rows: dimension
     count (first entry), sizes, bandwidths, latencies, algorithms): real dimensions first, size-1
     padding after. One draw of uniforms per instance keeps the generator cheap to compile."""
     n_dims = uniform_int(u[0, 0], split.min_dims, split.max_dims)
-    real = jnp.arange(MAX_DIMS) < n_dims
+    real = jnp.arange(POLICY_DIMS) < n_dims
     size = uniform_int(u[1], split.min_size, split.max_size)
     bandwidth = log_scale(u[2], split.bandwidth_low_GiBps, split.bandwidth_high_GiBps) * GIB
     latency = u[3] * split.latency_high_s
@@ -151,7 +151,7 @@ def stratified_chunks(count: int, split: NetworkSplit) -> np.ndarray:
 def generate_collective(key, split: NetworkSplit | NetworkBounds = TRAIN_NETWORKS, chunks=None) -> CollectiveInstance:
     """One random instance of `split` (the split's numbers may be traced); `chunks`, when
     given, replaces the drawn chunk count."""
-    u = jax.random.uniform(jax.random.fold_in(key, split.salt), (6, MAX_DIMS))
+    u = jax.random.uniform(jax.random.fold_in(key, split.salt), (6, POLICY_DIMS))
     net = random_network(u[:5], split)
     total_bytes = log_scale(u[5, 0], split.bytes_low, split.bytes_high)
     chunks = draw_chunks(u[5, 1], split) if chunks is None else jnp.asarray(chunks, jnp.int32)

@@ -1,8 +1,9 @@
 """Padded jnp parameters of one multi-dimensional network (docs/collective-model.md, "Network").
 
-Shapes: D = MAX_DIMS = 4 dimensions; padded dimensions have size 1, so they take no part in a
-collective. A batch of networks is the same pytree with a leading axis (``network_batch``), so
-one compiled simulator serves networks of any sizes, bandwidths, latencies and algorithms.
+Shapes: D dimensions, padded to the least of DIMS_BUCKETS = (4, 6) that holds the network;
+padded dimensions have size 1, so they take no part in a collective. A batch of networks is
+the same pytree with a leading axis (``network_batch``), so one compiled simulator serves
+networks of any sizes, bandwidths, latencies and algorithms within a bucket.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from hps.config.limits import MAX_DIMENSION_SIZE, MAX_DIMS
+from hps.config.limits import DIMS_BUCKETS, MAX_DIMENSION_SIZE, MAX_DIMS
 from hps.config.types import ALGORITHM_CODE, ALGORITHMS, Network
 
 _RING = ALGORITHMS.index("ring")
@@ -32,9 +33,19 @@ class NetworkParams:
     algorithm: jnp.ndarray
 
 
-def network_arrays(network: Network, max_dims: int = MAX_DIMS) -> dict[str, np.ndarray]:
-    """The padded numpy arrays (max_dims,) of one typed network, keyed like NetworkParams."""
+def dims_bucket(count: int) -> int:
+    """The padded width of a network of `count` dimensions: the least of DIMS_BUCKETS ≥ count."""
+    for width in DIMS_BUCKETS:
+        if count <= width:
+            return width
+    raise ValueError(f"a network has at most {MAX_DIMS} dimensions, got {count}")
+
+
+def network_arrays(network: Network, max_dims: int | None = None) -> dict[str, np.ndarray]:
+    """The padded numpy arrays (max_dims,) of one typed network, keyed like NetworkParams;
+    max_dims None: its bucket (`dims_bucket`)."""
     dims = network.dimensions
+    max_dims = dims_bucket(len(dims)) if max_dims is None else max_dims
     if len(dims) > max_dims:
         raise ValueError(f"network {network.name!r} has {len(dims)} dimensions, at most {max_dims}")
     arrays = dict(
@@ -51,13 +62,17 @@ def network_arrays(network: Network, max_dims: int = MAX_DIMS) -> dict[str, np.n
     return arrays
 
 
-def network_params(network: Network) -> NetworkParams:
-    """NetworkParams of one typed network (hps.config.types.Network), padded to D = 4."""
-    return NetworkParams(**{k: jnp.asarray(v) for k, v in network_arrays(network).items()})
+def network_params(network: Network, max_dims: int | None = None) -> NetworkParams:
+    """NetworkParams of one typed network (hps.config.types.Network), padded to max_dims
+    (None: its bucket)."""
+    return NetworkParams(**{k: jnp.asarray(v) for k, v in network_arrays(network, max_dims).items()})
 
 
-def network_batch(networks: Sequence[Network], max_dims: int = MAX_DIMS) -> NetworkParams:
-    """NetworkParams with a leading batch axis (N, max_dims), for vmap over networks."""
+def network_batch(networks: Sequence[Network], max_dims: int | None = None) -> NetworkParams:
+    """NetworkParams with a leading batch axis (N, max_dims), for vmap over networks; max_dims
+    None: the widest bucket among them."""
+    if max_dims is None:
+        max_dims = max(dims_bucket(len(n.dimensions)) for n in networks)
     per_net = [network_arrays(n, max_dims) for n in networks]
     return NetworkParams(**{k: jnp.asarray(np.stack([a[k] for a in per_net])) for k in per_net[0]})
 

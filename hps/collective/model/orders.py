@@ -10,7 +10,7 @@ lists in Python; ``policy_orders`` dispatches by name for the CLI and experiment
 from __future__ import annotations
 
 import itertools
-from functools import partial
+from functools import cache, partial
 
 import jax
 import jax.numpy as jnp
@@ -18,17 +18,27 @@ import numpy as np
 
 from hps.collective.model.network import (
     NetworkParams,
+    dims_bucket,
     ideal_time,
     network_params,
 )
 from hps.collective.model.simulator import simulate_allreduce
 from hps.collective.model.themis import collective_orders
-from hps.config.limits import MAX_CHUNKS, MAX_DIMS
+from hps.config.limits import MAX_CHUNKS, POLICY_DIMS
 from hps.config.types import Network
 from hps.errors import ConfigError
 
 ORDER_POLICIES = ("baseline", "themis", "roundrobin", "best-fixed", "explicit", "learned")  # chunk-order policies
-PERMUTATIONS = np.array(list(itertools.permutations(range(MAX_DIMS))), np.int32)  # (D!, D)
+
+
+@cache
+def permutations(dims: int) -> np.ndarray:
+    """(dims!, dims) int32: every order of `dims` dimensions, in lexicographic order."""
+    return np.array(list(itertools.permutations(range(dims))), np.int32)
+
+
+PERMUTATIONS = permutations(POLICY_DIMS)
+"""(24, 4): the learned collective policy's actions."""
 
 
 def baseline_orders(net: NetworkParams, max_chunks=MAX_CHUNKS):
@@ -62,13 +72,13 @@ def roundrobin_orders(net: NetworkParams, max_chunks=MAX_CHUNKS):
 
 @partial(jax.jit, static_argnames="max_chunks")
 def permutation_times(net: NetworkParams, total_bytes, n_chunks, scf, max_chunks=MAX_CHUNKS):
-    """(D!,) s: the completion time when every chunk uses permutation k of PERMUTATIONS."""
+    """(D!,) s: the completion time when every chunk uses permutation k of permutations(D)."""
 
     def one(perm):
         orders = jnp.tile(perm, (max_chunks, 1))
         return simulate_allreduce(net, total_bytes, n_chunks, orders, scf, max_chunks).time
 
-    return jax.vmap(one)(jnp.asarray(PERMUTATIONS))
+    return jax.vmap(one)(jnp.asarray(permutations(net.size.shape[-1])))
 
 
 def best_fixed_orders(net: NetworkParams, total_bytes, n_chunks, scf, max_chunks=MAX_CHUNKS):
@@ -76,7 +86,7 @@ def best_fixed_orders(net: NetworkParams, total_bytes, n_chunks, scf, max_chunks
     uses it (all D! enumerated; ties: the first in lexicographic order, so the baseline wins
     ties). Returns (orders (max_chunks, D) int32, permutation (D,) int32)."""
     times = permutation_times(net, total_bytes, n_chunks, scf, max_chunks)
-    perm = jnp.asarray(PERMUTATIONS)[jnp.argmin(times)]
+    perm = jnp.asarray(permutations(net.size.shape[-1]))[jnp.argmin(times)]
     return jnp.tile(perm, (max_chunks, 1)), perm
 
 
@@ -86,7 +96,7 @@ def ideal(net: NetworkParams, total_bytes):
 
 
 def explicit_orders(orders, n_dims, n_chunks, max_chunks=MAX_CHUNKS, source="--orders"):
-    """Validate a user's order lists -> (max_chunks, MAX_DIMS) int32 (numpy).
+    """Validate a user's order lists -> (max_chunks, D) int32 (numpy), D = dims_bucket(n_dims).
 
     orders: one permutation of 0..n_dims−1 for every chunk (n_chunks lists), or one list used by
     all chunks. Dimensions ≥ n_dims (padding) follow in index order. Wrong input raises
@@ -106,7 +116,7 @@ def explicit_orders(orders, n_dims, n_chunks, max_chunks=MAX_CHUNKS, source="--o
         ok = isinstance(order, (list, tuple)) and all(type(d) is int for d in order)
         if not ok or sorted(order) != list(range(n_dims)):
             raise ConfigError(source, f"orders[{i}]", f"must be a permutation of 0..{n_dims - 1}, got {order!r}")
-        rows.append(list(order) + list(range(n_dims, MAX_DIMS)))
+        rows.append(list(order) + list(range(n_dims, dims_bucket(n_dims))))
     out = np.tile(np.asarray(rows[0], np.int32), (max_chunks, 1))
     out[: len(rows)] = np.asarray(rows, np.int32)
     return out
@@ -122,7 +132,7 @@ def _as_params(net) -> tuple[NetworkParams, int]:
 def policy_orders(policy: str, net, total_bytes, n_chunks, *, orders=None, scf=True, max_chunks=MAX_CHUNKS):
     """Orders (max_chunks, D) int32 of a named policy for one All-Reduce of total_bytes in
     n_chunks chunks. net: hps.config.types.Network, or NetworkParams (then explicit orders
-    cover all D = 4 padded dimensions). policy: "baseline",
+    cover all D padded dimensions). policy: "baseline",
     "themis", "roundrobin", "best-fixed" (scf: the discipline it is chosen under) or "explicit"
     (with `orders`); anything else raises ConfigError."""
     params, n_dims = _as_params(net)

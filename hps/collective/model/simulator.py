@@ -1,6 +1,6 @@
 """Event-driven simulator of chunked hierarchical All-Reduce (docs/collective-model.md).
 
-Shapes: C chunks (padded, with a mask), D = 4 dimensions (padded with size 1), 2D phase slots
+Shapes: C chunks (padded, with a mask), D = 4 or 6 dimensions (padded with size 1), 2D phase slots
 per chunk: slot j < D is the Reduce-Scatter on orders[c, j], slot 2D−1−j the All-Gather on the
 same dimension. Slots on dimensions of size 1 are skipped (phase_dim −1).
 

@@ -1,6 +1,7 @@
 """Padded jnp pytrees of one placement instance (workload × catalogue × job).
 
-Shapes: L layers, T resource types, D = 4 network dimensions, K replica counts (k = 1..K).
+Shapes: L layers, T resource types, D network dimensions (4, or 6 where a type's network has
+more than 4), K replica counts (k = 1..K).
 Padding: layers and types carry masks; padded network dimensions have size 1 (they drop out).
 """
 
@@ -10,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from hps.collective.model.network import network_arrays
+from hps.collective.model.network import dims_bucket, network_arrays
 from hps.config.limits import DENSE_MODEL_BYTES
 from hps.config.types import LAYER_NUMBERS, Catalog, Job, Network, Workload
 from hps.config.validation import validate_job
@@ -97,8 +98,9 @@ def _layer_arrays(workload: Workload, catalog: Catalog, max_layers: int, max_typ
 def _type_arrays(catalog: Catalog, max_types: int):
     res = catalog.resources
     field = lambda name: _pad([getattr(r, name) for r in res], max_types, 1.0)  # noqa: E731
-    padding = network_arrays(Network("padding", ()))  # a padded type's network: every dimension padded
-    rows = [network_arrays(r.network) for r in res] + [padding] * (max_types - len(res))
+    width = max(dims_bucket(len(r.network.dimensions)) for r in res)  # every type's network padded alike
+    padding = network_arrays(Network("padding", ()), width)  # a padded type's network: every dimension padded
+    rows = [network_arrays(r.network, width) for r in res] + [padding] * (max_types - len(res))
     net = {key: np.stack([row[key] for row in rows]) for key in padding}
     return dict(
         type_mask=_pad([True] * len(res), max_types, False, bool),
