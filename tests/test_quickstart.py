@@ -29,6 +29,7 @@ def quickstart(tmp_path_factory):
 def test_quickstart_trains_compares_plans_and_executes(quickstart):
     out, text = quickstart
     assert "cost / best plan found" in text and "unseen workload ctr-dnn-small" in text
+    assert "planning time, ms (compile excluded): ctr-dnn: exact " in text
     summary = json.loads((out / "summary.json").read_text())
     (comparison,) = summary["comparisons"]
     methods = comparison["methods"]

@@ -74,7 +74,7 @@ def run(args) -> int:
 def format_summary(summary: dict) -> str:
     """The one table (cost / best found per method and workload), then the unseen workload's
     plan and its execution, then where the files are (texts of `hps.experiments.quickstart`)."""
-    from hps.experiments.quickstart import COMPARISON_CAPTION, comparison_table, unseen_lines
+    from hps.experiments.quickstart import COMPARISON_CAPTION, comparison_table, timing_line, unseen_lines
 
     headers, rows = comparison_table(summary["comparisons"])
     training = summary["training"]
@@ -84,6 +84,7 @@ def format_summary(summary: dict) -> str:
         "",
         COMPARISON_CAPTION,
         format_table(headers, rows),
+        timing_line(summary["comparisons"]),
         "",
         *unseen_lines(summary["unseen"]),
         "",

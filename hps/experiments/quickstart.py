@@ -233,9 +233,9 @@ def _write_json(path: Path, payload: dict) -> None:
 
 
 COMPARISON_CAPTION = (
-    "cost / best plan found, which is the exact solver's optimum where proven (exact s: its time; exhaustive: "
-    "the independent check; policy = best of 64 sampled plans + greedy; policy_refined = that plan after stage "
-    "moves, hps plan --refine):"
+    "cost / best plan found, which is the exact solver's optimum where proven (exhaustive: the independent "
+    "check; policy = best of 64 sampled plans + greedy; policy_refined = that plan after stage moves, "
+    "hps plan --refine):"
 )
 ORDER = ("exact", *METHODS, "policy", "policy_refined")
 """The methods' order in the table and figure."""
@@ -252,25 +252,28 @@ def _ratio(value) -> str:
 
 
 def comparison_table(comparisons: list[dict]) -> tuple[list[str], list[list[str]]]:
-    """(headers, rows): the best cost, the exact solver's time and each method's cost / best
-    found, per workload; the methods in ORDER (also where a JSON reading sorted the keys)."""
+    """(headers, rows): the best cost and each method's cost / best found, per workload; the
+    methods in ORDER (also where a JSON reading sorted the keys). No wall times: the table is
+    the same on any machine (`timing_line` has them)."""
     found = list(dict.fromkeys(m for c in comparisons for m in c["methods"] if not m.startswith("only:")))
     known = [m for m in ORDER if m in found]
     methods = known + [m for m in found if m not in known]
     rows = [
-        [
-            c["workload"],
-            _cost(c["best_cost"]),
-            _seconds(c["methods"].get("exact", {}).get("seconds")),
-            *(_ratio(c["methods"].get(m, {}).get("ratio")) for m in methods),
-        ]
+        [c["workload"], _cost(c["best_cost"]), *(_ratio(c["methods"].get(m, {}).get("ratio")) for m in methods)]
         for c in comparisons
     ]
-    return ["workload", "best $", "exact s", *methods], rows
+    return ["workload", "best $", *methods], rows
 
 
-def _seconds(value) -> str:
-    return "-" if value is None else f"{value:.3f}"
+def timing_line(comparisons: list[dict]) -> str:
+    """The planners' wall times per workload: the exact solver's, the genetic algorithm's and
+    the policy's (plan_seconds), in ms."""
+    parts = []
+    for c in comparisons:
+        times = {m: c["methods"].get(m, {}).get("seconds") for m in ("exact", "genetic", "policy")}
+        shown = ", ".join(f"{m} {t * 1e3:.1f}" for m, t in times.items() if t is not None)
+        parts.append(f"{c['workload']}: {shown}")
+    return "planning time, ms (compile excluded): " + "; ".join(parts)
 
 
 def unseen_lines(unseen: dict) -> list[str]:
@@ -340,6 +343,7 @@ def summarize(config: QuickstartConfig, results: dict[str, dict]) -> Summary:
         [
             f"Policy: {training['updates']} updates (checkpoint {files['checkpoint']}, learning curve "
             f"{files['learning_curve']}). Table: {COMPARISON_CAPTION.removesuffix(':')}.",
+            timing_line(comparisons),
             *unseen_lines(unseen),
         ]
     )

@@ -11,7 +11,7 @@ import time
 import numpy as np
 
 from hps.placement.exact.dp import least_rate
-from hps.placement.exact.table import Table
+from hps.placement.exact.table import DenseTable, Table
 from hps.placement.model.plan import Plan
 from hps.placement.model.provisioning import Instance
 
@@ -20,10 +20,13 @@ NODE_LIMIT = 200_000
 
 
 def meets_caps(plan: Plan, table: Table, inst: Instance) -> bool:
-    return bool(np.all(plan_units(plan, table, inst.num_types) <= inst.max_units))
+    units = np.zeros(inst.num_types)
+    for first, last, t in plan:
+        units[t] += table.stage_replicas(first, last, t)
+    return bool(np.all(units <= inst.max_units))
 
 
-def plan_units(plan: Plan, table: Table, num_types: int) -> np.ndarray:
+def plan_units(plan: Plan, table: DenseTable, num_types: int) -> np.ndarray:
     """(T,) units each type's stages of `plan` use."""
     units = np.zeros(num_types)
     for first, last, t in plan:
@@ -38,7 +41,7 @@ def _fits_neighbours(plan: list, j: int, t: int, heterps: bool) -> bool:
     return all(plan[i][2] != t for i in (j - 1, j + 1) if 0 <= i < len(plan))
 
 
-def _moves(plan: list, table: Table, rate, units: np.ndarray, caps: np.ndarray, heterps: bool, only_over: bool):
+def _moves(plan: list, table: DenseTable, rate, units: np.ndarray, caps: np.ndarray, heterps: bool, only_over: bool):
     """(Δrate per unit freed, stage, new type) of every type change of one stage to an allowed
     stage (finite `rate`, (L, L, T)) that keeps the new type within its cap; with only_over,
     of stages on types over their cap only."""
@@ -53,7 +56,7 @@ def _moves(plan: list, table: Table, rate, units: np.ndarray, caps: np.ndarray, 
             yield (rate[first, last, other] - rate[first, last, t]) / k, j, int(other)
 
 
-def repair(plan: Plan, table: Table, rate: np.ndarray, inst: Instance, heterps: bool) -> Plan | None:
+def repair(plan: Plan, table: DenseTable, rate: np.ndarray, inst: Instance, heterps: bool) -> Plan | None:
     """A plan of allowed stages (finite `rate`) on the same boundaries as `plan` that meets the
     pooled caps, or None: stages of types
     over their cap move, one at a time, to the type with room that adds the least rate per unit
@@ -92,7 +95,9 @@ def rate_to_end(rate: np.ndarray, stages: int | None) -> np.ndarray:
     return out
 
 
-def cap_prices(table: Table, rate: np.ndarray, inst: Instance, stages: int | None, heterps: bool, rounds: int = 40):
+def cap_prices(
+    table: DenseTable, rate: np.ndarray, inst: Instance, stages: int | None, heterps: bool, rounds: int = 40
+):
     """Lagrange prices λ (T,) $/h per unit on the pooled caps, by subgradient ascent on the dual
     g(λ) = min_P Σ_j (r_j + λ_t·k_j) − Σ_t λ_t·max_units_t ≤ the least Σ r of plans meeting the
     caps. Returns (λ, g(λ), (Σ r, plan) of the cheapest plan that met the caps on the way,
@@ -125,7 +130,13 @@ def cap_prices(table: Table, rate: np.ndarray, inst: Instance, stages: int | Non
 
 
 def capped_search(
-    table: Table, allowed: np.ndarray, inst: Instance, stages: int | None, heterps: bool, deadline, nodes=NODE_LIMIT
+    table: DenseTable,
+    allowed: np.ndarray,
+    inst: Instance,
+    stages: int | None,
+    heterps: bool,
+    deadline,
+    nodes=NODE_LIMIT,
 ):
     """(least Σ r, plan, proven lower bound on Σ r) over plans meeting the pooled caps. Lagrange
     prices give a bound and usually the plan; otherwise a best-first search over (boundary,

@@ -24,8 +24,8 @@ class TypedStages:
     """Every allowed stage [first, last, type], (L, L, T)."""
 
     def __init__(self, table: Table, heterps: bool):
-        self.table, self.heterps, self.rho = table, heterps, np.inf
-        self.rate, self.time = table.rate, table.time
+        self.table, self.heterps, self.rho = table.dense(), heterps, np.inf
+        self.rate, self.time = self.table.rate, self.table.time
 
     def lower(self, rho: float) -> None:
         """Exclude every stage of time ≥ rho."""
@@ -76,26 +76,33 @@ class SpanBests:
 
     def __init__(self, table: Table):
         self.table, self.rho = table, np.inf
-        n, self.types = table.rate.shape[0], table.rate.shape[2]
-        first, last = np.nonzero(np.any(np.isfinite(table.rate), axis=2))
-        self.last, self.first = last, first
-        seconds = table.time[first, last]  # (A, T)
-        order = np.argsort(-seconds, axis=1, kind="stable")
-        rate_sorted = np.take_along_axis(table.rate[first, last], order, 1)
-        time_sorted = np.take_along_axis(seconds, order, 1)
+        n = table.num_layers
+        span = table.first * n + table.last  # table entries are sorted by span, then type
+        starts = np.flatnonzero(np.r_[True, span[1:] != span[:-1]]) if len(span) else np.zeros(0, np.int64)
+        counts = np.diff(np.r_[starts, len(span)])
+        self.first, self.last = table.first[starts], table.last[starts]
+        self.types = width = int(counts.max()) if len(counts) else 1  # stages of the fullest span
+        group = np.repeat(np.arange(len(starts)), counts)
+        order = np.lexsort((-table.time, group))  # within each span, longest time first
+        position = np.arange(len(span)) - np.repeat(starts, counts) + np.repeat(width - counts, counts)  # right-aligned
+        rate_sorted, time_sorted = np.full((len(starts), width), np.inf), np.full((len(starts), width), np.inf)
+        kinds = np.zeros((len(starts), width), np.int64)
+        rate_sorted[group, position], time_sorted[group, position] = table.rate[order], table.time[order]
+        kinds[group, position] = table.type[order]
         self.best, self.least_work = _suffix_bests(rate_sorted, time_sorted)
-        self.start = np.sum(np.isinf(time_sorted), axis=1)  # each span's first allowed position
-        pad = np.full((len(first), 1), np.inf)
+        self.start = width - counts  # each span's first allowed position (the padding before it is inf)
+        pad = np.full((len(starts), 1), np.inf)
         self.rate_sorted = np.concatenate([rate_sorted, pad], 1)
         self.time_sorted = np.concatenate([time_sorted, pad], 1)
-        self.order = order.astype(np.int8)
+        self.order = kinds
         self._rates = np.full((2, n, n), np.inf)  # the DP's rates, and the floor's
         self.rate, self.time, self.work = self._rates[0], np.full((n, n), np.inf), np.full((n, n), np.inf)
         self.type = np.zeros((n, n), np.int64)
-        self.longest = np.empty(len(first))
-        self._refresh(np.arange(len(first)))
+        self.longest = np.empty(len(starts))
+        self._refresh(np.arange(len(starts)))
         self.least_time = np.full((n, n), np.inf)
-        self.least_time[last, first] = np.min(seconds, axis=1)
+        self.least_time[self.last, self.first] = np.min(time_sorted, axis=1)
+        self._cover = None  # τ_lb of least_time, recomputed when a span loses its last type
 
     def _refresh(self, spans: np.ndarray) -> None:
         """Recompute the bests of the kept spans `spans` from their first allowed positions."""
@@ -119,16 +126,22 @@ class SpanBests:
             moving = moving[(m < self.types) & (self.time_sorted[moving, np.minimum(m, self.types)] >= rho)]
             self.start[moving] += 1
         self._refresh(spans)
-        self.least_time[self.least_time >= rho] = np.inf
+        gone = self.least_time >= rho
+        if np.any(gone & np.isfinite(self.least_time)):  # some span lost its last type: τ_lb may rise
+            self._cover = None
+        self.least_time[gone] = np.inf
 
     def allowed(self) -> np.ndarray:
-        return np.isfinite(self.table.rate) & (self.table.time < self.rho)
+        dense = self.table.dense()
+        return np.isfinite(dense.rate) & (dense.time < self.rho)
 
     def least_and_floor(self, stages: int | None):
         """((least Σ r, plan), (floor, τ_lb)) in one pass: the floor is a lower bound on
         min over allowed plans of Σ_j r_j · max(τ_j, τ_lb), by the span bound
         min_t r_t·max(τ_t, τ_lb) ≥ max(min_t r_t·τ_t, τ_lb · min_t r_t)."""
-        cover = cover_bound_by_last(self.least_time)
+        if self._cover is None:
+            self._cover = cover_bound_by_last(self.least_time)
+        cover = self._cover
         np.maximum(self.work, cover * self.rate, out=self._rates[1])
         (total, spans), (floor, _) = least_span_rate(self._rates, self.time[None], stages)
         if spans is None:

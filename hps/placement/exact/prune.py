@@ -17,8 +17,9 @@ import math
 
 import numpy as np
 
+from hps.errors import InstanceTooLarge
 from hps.placement.exact.dp import least_rate, least_span_rate
-from hps.placement.exact.table import Table, fill_table
+from hps.placement.exact.table import CHUNK, Table, fill_table, refuse_dense
 from hps.placement.model.plan import evaluate_plan
 from hps.placement.model.provisioning import Instance, boundary_bytes, range_max
 
@@ -83,41 +84,59 @@ def _prefix_least(cost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return before, after
 
 
-def _guess(inst: Instance, first, last, rate: np.ndarray, stages: int | None, heterps: bool):
-    """The plan of least Σ rate over spans first..last (P,) × types, rate (P, T); None if none."""
+def _guess(inst: Instance, first, last, rate, kind, stages: int | None, heterps: bool, work):
+    """A plan to score first: the least Σ rate over spans first..last (P,) with each span's least
+    rate (P,) on its type `kind` (P,); with heterps, the least Σ price·k over HeterPS schedules,
+    k bounded by `work` (P, T) ≥ price·B·ps (where the dense form fits); None if none."""
     n = inst.num_layers
     if heterps:
+        try:
+            refuse_dense(inst)
+        except InstanceTooLarge:
+            return None
         typed = np.full((n, n, inst.num_types), np.inf)
-        typed[first, last] = rate
+        typed[first, last] = work
         return least_rate(typed, np.zeros_like(typed), stages, True)[1]
     by_last = np.full((n, n), np.inf)
-    by_last[last, first] = np.min(rate, axis=1)
+    by_last[last, first] = rate
     spans = least_span_rate(by_last, np.zeros_like(by_last), stages)[1]
     if spans is None:
         return None
-    kind = np.full((n, n), -1)
-    kind[first, last] = np.argmin(rate, axis=1)
-    return tuple((f, e, int(kind[f, e])) for f, e in spans)
+    kinds = np.full((n, n), -1)
+    kinds[first, last] = kind
+    return tuple((f, e, int(kinds[f, e])) for f, e in spans)
 
 
 def pruned_table(inst: Instance, stages: int, heterps: bool, best: tuple) -> tuple[Table, tuple]:
     """(table, best): the stage table of plans of `stages` stages, every stage that no plan
     cheaper than the best known (cost, plan) can use left out, and that best, improved by the
-    plan the rates price·k_lb pick where it is feasible."""
-    n = inst.num_layers
+    plan the rates price·k_lb pick where it is feasible. The bounds are computed CHUNK stages
+    at a time and kept as float32 rounded down (still lower bounds), so memory stays bounded."""
+    n, types = inst.num_layers, inst.num_types
     first, last = np.triu_indices(n)
-    work, k_lb = work_bounds(inst, first, last, stages)
+    work = np.empty((len(first), types), np.float32)
+    least_work, guess_rate, guess_type = (np.empty(len(first)) for _ in range(3))
+    step = max(1, CHUNK // types)
+    for start in range(0, len(first), step):
+        part = slice(start, start + step)
+        w, k_lb = work_bounds(inst, first[part], last[part], stages)
+        low = w.astype(np.float32)
+        work[part] = np.where(low > w, np.nextafter(low, np.float32(-np.inf)), low)
+        least_work[part] = np.min(w, axis=1)
+        rate = inst.price * k_lb
+        guess_type[part] = np.argmin(rate, axis=1)
+        guess_rate[part] = np.min(rate, axis=1)
     count = None if math.isinf(inst.job.micro_batches) else stages
-    plan = _guess(inst, first, last, inst.price * k_lb, count, heterps)
+    plan = _guess(inst, first, last, guess_rate, guess_type.astype(np.int64), count, heterps, work)
     if plan is not None:
         score = evaluate_plan(inst, plan)
         if score["feasible"] and score["cost"] < best[0]:
             best = (score["cost"], plan)
     scale = inst.bubble(stages) * inst.job.samples / (3600.0 * inst.job.batch)
     least = np.full((n, n), np.inf)
-    least[first, last] = np.min(work, axis=1)
+    least[first, last] = least_work
     before, after = _prefix_least(least)
-    keep = scale * (before[first][:, None] + work + after[last + 1][:, None]) <= best[0] * (1 + SAFETY)
-    keep &= np.isfinite(work)
-    spans, kinds = np.nonzero(keep)
+    with np.errstate(invalid="ignore"):  # nan where no plan passes the span: dropped below, rightly
+        room = best[0] * (1 + SAFETY) / scale - before[first] - after[last + 1]  # (P,): what a stage may cost
+    spans, kinds = np.nonzero((work <= room[:, None].astype(np.float64)) & np.isfinite(work))
     return fill_table(inst, first[spans], last[spans], kinds, stages), best

@@ -76,11 +76,12 @@ def _solve_count(inst: Instance, table: Table, stages: int | None, heterps: bool
             return best, scale * floor
         least, proven = total, True
         if not meets_caps(plan, table, inst):
-            total, plan, lowest = capped_search(table, plans.allowed(), inst, stages, heterps, deadline, nodes)
+            dense = table.dense()
+            total, plan, lowest = capped_search(dense, plans.allowed(), inst, stages, heterps, deadline, nodes)
             if plan is None:
                 return best, scale * lowest * cover if math.isfinite(lowest) else math.inf
             proven = lowest >= total * (1 - 1e-12)
-        rho = max(table.time[f, e, t] for f, e, t in plan)
+        rho = max(table.stage_time(f, e, t) for f, e, t in plan)
         cost = scale * total * rho
         if cost < best[0]:
             best = (cost, plan)

@@ -1,41 +1,117 @@
-"""The stage table of the exact solver: every stage (first layer, last layer, type) of a plan of
-S stages, provisioned once (hps.placement.model.provisioning), as (L, L, T) arrays."""
+"""The stage table of the exact solver: the provisioned stages (first layer, last layer, type) of
+a plan of S stages (hps.placement.model.provisioning), kept sparse.
+
+Only feasible stages are stored, sorted by (first, last, type); every other stage is not
+allowed (rate inf). The pooled-cap search and HeterPS schedules read the dense (L, L, T) form,
+which `Table.dense` builds once where memory allows.
+"""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from hps.errors import InstanceTooLarge
 from hps.placement.model.provisioning import FEASIBLE, Instance, provision
 
+CHUNK = 1 << 22
+"""Stages provisioned (or bounded) per pass, so that memory stays bounded at any size."""
+
+BYTES_PER_SPAN = 96
+"""Bytes the solver holds per span (first, last): its per-span arrays while it searches."""
+
+BYTES_PER_DENSE_STAGE = 48
+"""Bytes per (first, last, type) of the dense form (rate, time, replicas and a mask)."""
+
+
+def memory_bytes() -> int:
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def _refuse(what: str, needed: float) -> None:
+    memory = memory_bytes()
+    if needed > memory / 2:
+        raise InstanceTooLarge(
+            f"{what} needs about {needed / 2**30:,.0f} GiB, over half of this machine's {memory / 2**30:,.0f} GiB"
+        )
+
+
+def check_table_size(inst: Instance) -> None:
+    """InstanceTooLarge when the solver's per-span arrays would take over half of memory."""
+    n = inst.num_layers
+    _refuse(
+        f"the exact solver's span arrays of {n} layers x {inst.num_types} types ({n * n:,} spans)",
+        n * n * BYTES_PER_SPAN,
+    )
+
+
+def refuse_dense(inst_or_sizes) -> None:
+    """InstanceTooLarge when the dense (L, L, T) table would take over half of memory."""
+    n, t = (inst_or_sizes.num_layers, inst_or_sizes.num_types)
+    _refuse(
+        f"the dense stage table of {n} layers x {t} types ({n * n * t:,} stages)", n * n * t * BYTES_PER_DENSE_STAGE
+    )
+
 
 @dataclass(frozen=True)
-class Table:
-    """Every stage [first, last, t] of a plan of S stages, (L, L, T): cost rate r ($/h, inf
-    where the stage is not provisionable or not allowed), time τ (s), replicas."""
+class DenseTable:
+    """Every stage [first, last, t] (L, L, T): cost rate r ($/h, inf where not allowed), time τ
+    (s), replicas."""
 
     rate: np.ndarray
     time: np.ndarray
     replicas: np.ndarray
 
 
-BYTES_PER_STAGE = 160
-"""Bytes the solver holds per (first, last, type) entry while it builds and searches a table."""
+@dataclass(frozen=True)
+class Table:
+    """The feasible stages of a plan of S stages, (N,) each, sorted by (first, last, type):
+    first, last, type, rate ($/h), time (s per iteration), replicas."""
 
+    num_layers: int
+    num_types: int
+    first: np.ndarray
+    last: np.ndarray
+    type: np.ndarray
+    rate: np.ndarray
+    time: np.ndarray
+    replicas: np.ndarray
+    _dense: list = field(default_factory=list, repr=False, compare=False)
+    _stored: list = field(default_factory=list, repr=False, compare=False)
 
-def check_table_size(inst: Instance) -> None:
-    """InstanceTooLarge when L·L·T table entries would take over half of this machine's memory."""
-    entries = inst.num_layers**2 * inst.num_types
-    needed = entries * BYTES_PER_STAGE
-    memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    if needed > memory / 2:
-        raise InstanceTooLarge(
-            f"the exact solver's stage table of {inst.num_layers} layers x {inst.num_types} types ({entries:,} "
-            f"stages) needs about {needed / 2**30:,.0f} GiB, over half of this machine's {memory / 2**30:,.0f} GiB"
-        )
+    def _keys(self, first, last, types) -> np.ndarray:
+        return (np.asarray(first) * self.num_layers + np.asarray(last)) * self.num_types + np.asarray(types)
+
+    def index(self, first, last, types) -> np.ndarray:
+        """Positions of stages (arrays or scalars) in the table; KeyError for one not in it."""
+        keys = self._keys(first, last, types)
+        if not self._stored:
+            self._stored.append(self._keys(self.first, self.last, self.type))
+        stored = self._stored[0]
+        at = np.searchsorted(stored, keys)
+        if np.any(at >= len(stored)) or np.any(stored[np.minimum(at, len(stored) - 1)] != keys):
+            raise KeyError("a stage not in the table")
+        return at
+
+    def stage_time(self, first: int, last: int, t: int) -> float:
+        return float(self.time[self.index(first, last, t)])
+
+    def stage_replicas(self, first: int, last: int, t: int) -> int:
+        return int(self.replicas[self.index(first, last, t)])
+
+    def dense(self) -> DenseTable:
+        """The (L, L, T) form (built once); InstanceTooLarge past half of memory."""
+        if not self._dense:
+            refuse_dense(self)
+            n, t = self.num_layers, self.num_types
+            rate, seconds = np.full((n, n, t), np.inf), np.full((n, n, t), np.inf)
+            replicas = np.zeros((n, n, t), np.int64)
+            flat = self._keys(self.first, self.last, self.type)
+            rate.ravel()[flat], seconds.ravel()[flat], replicas.ravel()[flat] = self.rate, self.time, self.replicas
+            self._dense.append(DenseTable(rate, seconds, replicas))
+        return self._dense[0]
 
 
 def stage_table(inst: Instance, stages: int) -> Table:
@@ -46,14 +122,15 @@ def stage_table(inst: Instance, stages: int) -> Table:
 
 
 def fill_table(inst: Instance, first, last, types, stages: int) -> Table:
-    """The table of the stages first..last on types (N,) each, provisioned; the others inf."""
-    n, t = inst.num_layers, inst.num_types
-    got = provision(inst, first, last, types, stages)
-    ok = got.reason == FEASIBLE
-    rate, seconds = np.full((n, n, t), np.inf), np.full((n, n, t), np.inf)
-    replicas = np.zeros((n, n, t), np.int64)
-    flat = (first * n + last) * t + types
-    rate.ravel()[flat] = np.where(ok, got.replicas * inst.price[types], np.inf)
-    seconds.ravel()[flat] = np.where(ok, got.time, np.inf)
-    replicas.ravel()[flat] = got.replicas
-    return Table(rate, seconds, replicas)
+    """The table of the stages first..last on types (N,) each (sorted by (first, last, type)),
+    provisioned CHUNK at a time; those that are not feasible are left out."""
+    kept = []
+    for start in range(0, len(first), CHUNK):
+        part = slice(start, start + CHUNK)
+        got = provision(inst, first[part], last[part], types[part], stages)
+        ok = got.reason == FEASIBLE
+        f, e, t = first[part][ok], last[part][ok], types[part][ok]
+        kept.append((f, e, t, got.replicas[ok] * inst.price[t], got.time[ok], got.replicas[ok]))
+    f, e, t, rate, seconds, replicas = (np.concatenate(c) for c in zip(*kept)) if kept else [np.zeros(0)] * 6
+    ints = (f.astype(np.int64), e.astype(np.int64), t.astype(np.int64))
+    return Table(inst.num_layers, inst.num_types, *ints, rate, seconds, replicas.astype(np.int64))
