@@ -36,7 +36,7 @@ class TypedStages:
     def allowed(self) -> np.ndarray:
         return np.isfinite(self.rate)
 
-    def least_and_floor(self, stages: int | None):
+    def least_and_floor(self, stages: int | None, target: float = math.inf):
         """((least Σ r, plan) over allowed plans, ties to the least bottleneck, (the least
         Σ_j r_j · max(τ_j, τ_lb) over them ($·s/h), τ_lb))."""
         least = least_rate(self.rate, self.time, stages, self.heterps)
@@ -135,16 +135,22 @@ class SpanBests:
         dense = self.table.dense()
         return np.isfinite(dense.rate) & (dense.time < self.rho)
 
-    def least_and_floor(self, stages: int | None):
-        """((least Σ r, plan), (floor, τ_lb)) in one pass: the floor is a lower bound on
-        min over allowed plans of Σ_j r_j · max(τ_j, τ_lb), by the span bound
-        min_t r_t·max(τ_t, τ_lb) ≥ max(min_t r_t·τ_t, τ_lb · min_t r_t)."""
+    def least_and_floor(self, stages: int | None, target: float = np.inf):
+        """((least Σ r, plan), (floor, τ_lb)). The floor is a lower bound on min over allowed
+        plans of Σ_j r_j · max(τ_j, τ_lb), by the span bound min_t r_t·max(τ_t, τ_lb) ≥
+        max(min_t r_t·τ_t, τ_lb · min_t r_t), through a second DP, but only where it could
+        reach `target`: the plan found bounds it from above, and where that is below target
+        the floor returned is the cheaper bound τ_lb · least Σ r."""
+        total, spans = least_span_rate(self.rate, self.time, stages)
+        if spans is None:
+            return (total, None), (np.inf, np.inf)
         if self._cover is None:
             self._cover = cover_bound_by_last(self.least_time)
         cover = self._cover
-        np.maximum(self.work, cover * self.rate, out=self._rates[1])
-        (total, spans), (floor, _) = least_span_rate(self._rates, self.time[None], stages)
-        if spans is None:
-            return (total, None), (floor, cover)
         plan = tuple((first, last, int(self.type[last, first])) for first, last in spans)
-        return (total, plan), (floor, cover)
+        last, first = np.array([e for _, e in spans]), np.array([f for f, _ in spans])
+        above = float(np.sum(np.maximum(self.work[last, first], cover * self.rate[last, first])))
+        if above < target:  # the floor is at most `above`: it cannot close the class
+            return (total, plan), (cover * total, cover)
+        np.maximum(self.work, cover * self.rate, out=self._rates[1])
+        return (total, plan), (least_span_rate(self._rates[1], self.time, stages)[0], cover)

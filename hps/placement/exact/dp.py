@@ -88,7 +88,32 @@ def least_span_rate(by_last: np.ndarray, time_by_last: np.ndarray, stages: int |
     pass over the boundaries."""
     if by_last.ndim == 3:
         return _least_span_rates(by_last, time_by_last, stages)
+    if stages is None:
+        return _least_span_rate_any_count(by_last, time_by_last)
     return _least_span_rates(by_last[None], time_by_last[None], stages)[0]
+
+
+def _least_span_rate_any_count(by_last: np.ndarray, time_by_last: np.ndarray):
+    """least_span_rate over any number of stages, one program: per boundary the least sum, and
+    the least peak only among ties (most boundaries have none)."""
+    n = by_last.shape[0]
+    total, peak, came = np.full(n + 1, np.inf), np.full(n + 1, np.inf), np.zeros(n + 1, np.int64)
+    total[0] = peak[0] = 0.0
+    finite = np.isfinite(by_last)
+    starts = np.where(finite.any(axis=1), np.argmax(finite, axis=1), n)
+    for i in range(1, n + 1):
+        lo = int(starts[i - 1])
+        if lo >= i:
+            continue
+        sums = total[lo:i] + by_last[i - 1, lo:i]
+        j = int(sums.argmin())
+        ties = np.flatnonzero(sums == sums[j])
+        if len(ties) > 1:
+            peaks = np.maximum(peak[lo:i][ties], time_by_last[i - 1, lo:i][ties])
+            j = int(ties[peaks.argmin()])
+        total[i], came[i] = sums[j], j + lo
+        peak[i] = max(peak[j + lo], time_by_last[i - 1, j + lo])
+    return _spans(total[None], came[None], None)
 
 
 def _least_span_rates(by_last: np.ndarray, time_by_last: np.ndarray, stages: int | None) -> list:
@@ -128,10 +153,14 @@ def _spans(total: np.ndarray, came: np.ndarray, stages: int | None):
 
 
 def cover_bound_by_last(least: np.ndarray) -> float:
-    """cover_bound of least times indexed [last, first] (L, L)."""
-    from_below = np.minimum.accumulate(least[::-1], axis=0)[::-1]  # [e, f]: min over last >= e
-    covering = np.minimum.accumulate(from_below, axis=1)  # [e, f]: min over first <= f as well
-    return float(np.max(np.diagonal(covering)))
+    """cover_bound of least times indexed [last, first] (L, L): for layer l, the least over
+    first ≤ l of the least over last ≥ l."""
+    n = least.shape[0]
+    from_below, covering = least[n - 1].copy(), np.empty(n)  # row e: min over last >= e
+    for e in range(n - 1, -1, -1):  # row by row: faster than an accumulate down the columns
+        np.minimum(from_below, least[e], out=from_below)
+        covering[e] = from_below[: e + 1].min()  # first <= e only
+    return float(np.max(covering))
 
 
 def cover_bound(least: np.ndarray) -> float:

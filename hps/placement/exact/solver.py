@@ -67,7 +67,7 @@ def _solve_count(inst: Instance, table: Table, stages: int | None, heterps: bool
     plans = TypedStages(table, heterps) if heterps else SpanBests(table)
     while True:
         # Σ r · max τ ≥ Σ_j r_j · max(τ_j, τ_lb) for every plan of the class (the floor)
-        (total, plan), (floor, cover) = plans.least_and_floor(stages)
+        (total, plan), (floor, cover) = plans.least_and_floor(stages, best[0] / scale)
         if plan is None:
             return best, math.inf
         if scale * floor >= best[0]:
