@@ -47,21 +47,24 @@ class TypedStages:
         return least, (least_rate(mixed, self.time, stages, self.heterps)[0], cover)
 
 
-def _suffix_bests(rate: np.ndarray, seconds: np.ndarray):
-    """For stages sorted by time, longest first, (A, T) each: (T + 1, A) int8 positions of the
-    least rate (ties: least time) and of the least r·τ among positions m..T−1 (T: none)."""
-    types = rate.shape[1]
-    best, least_work = np.full((2, types + 1, rate.shape[0]), types, np.int8)
-    best_rate, best_time, best_work = (np.full(rate.shape[0], np.inf) for _ in range(3))
-    for m in range(types - 1, -1, -1):
-        r, t = rate[:, m], seconds[:, m]
-        better = (r < best_rate) | ((r == best_rate) & (t < best_time))
-        best_rate, best_time = np.where(better, r, best_rate), np.where(better, t, best_time)
-        best[m] = np.where(better, m, best[m + 1])
-        work = r * t
-        cheaper = work < best_work
-        best_work = np.where(cheaper, work, best_work)
-        least_work[m] = np.where(cheaper, m, least_work[m + 1])
+def _suffix_bests(rate: np.ndarray, seconds: np.ndarray, group_end: np.ndarray):
+    """For stages (N,) grouped by span and, within a span, sorted by time, longest first
+    (group_end (N,): the index past each stage's span): (N,) the index of the least rate (ties:
+    least time) and of the least r·τ among the stage and the later ones of its span. One
+    level per position from the end, over the spans that long, so the work is O(N)."""
+    size = len(rate)
+    best, least_work = np.arange(size), np.arange(size)
+    from_end = group_end - 1 - np.arange(size)  # 0 for each span's last stage
+    order = np.argsort(from_end, kind="stable")
+    bounds = np.searchsorted(from_end[order], np.arange(1, int(from_end.max(initial=0)) + 1))
+    work = rate * seconds
+    for level in np.split(order, bounds)[1:]:  # level k ≥ 1: the next stage is at level k − 1
+        following = level + 1
+        b = best[following]
+        keep = (rate[level] < rate[b]) | ((rate[level] == rate[b]) & (seconds[level] < seconds[b]))
+        best[level] = np.where(keep, level, b)
+        w = least_work[following]
+        least_work[level] = np.where(work[level] < work[w], level, w)
     return best, least_work
 
 
@@ -70,61 +73,57 @@ class SpanBests:
     its time and type; the least r·τ; the least time. Arrays (L, L) are indexed [last, first],
     the layout the DP reads; inf where a span has no allowed type.
 
-    The spans with some stage are kept apart ((A,) and (A, T)); each one's stages are sorted
-    by time once, longest first, with the best of every suffix, so lowering ρ only advances
-    each span's first allowed position."""
+    The stages are kept flat (N,), grouped by span and sorted by time within it, longest
+    first, with the best of every suffix: lowering ρ only advances each span's first allowed
+    stage (`cursor`, an index into the flat stages; the span's end when none is left)."""
 
     def __init__(self, table: Table):
         self.table, self.rho = table, np.inf
         n = table.num_layers
         span = table.first * n + table.last  # table entries are sorted by span, then type
         starts = np.flatnonzero(np.r_[True, span[1:] != span[:-1]]) if len(span) else np.zeros(0, np.int64)
-        counts = np.diff(np.r_[starts, len(span)])
+        self.end = np.r_[starts[1:], len(span)] if len(span) else np.zeros(0, np.int64)
+        counts = self.end - starts
         self.first, self.last = table.first[starts], table.last[starts]
-        self.types = width = int(counts.max()) if len(counts) else 1  # stages of the fullest span
         group = np.repeat(np.arange(len(starts)), counts)
         order = np.lexsort((-table.time, group))  # within each span, longest time first
-        position = np.arange(len(span)) - np.repeat(starts, counts) + np.repeat(width - counts, counts)  # right-aligned
-        rate_sorted, time_sorted = np.full((len(starts), width), np.inf), np.full((len(starts), width), np.inf)
-        kinds = np.zeros((len(starts), width), np.int64)
-        rate_sorted[group, position], time_sorted[group, position] = table.rate[order], table.time[order]
-        kinds[group, position] = table.type[order]
-        self.best, self.least_work = _suffix_bests(rate_sorted, time_sorted)
-        self.start = width - counts  # each span's first allowed position (the padding before it is inf)
-        pad = np.full((len(starts), 1), np.inf)
-        self.rate_sorted = np.concatenate([rate_sorted, pad], 1)
-        self.time_sorted = np.concatenate([time_sorted, pad], 1)
-        self.order = kinds
+        self.rate_flat, self.time_flat = np.r_[table.rate[order], np.inf], np.r_[table.time[order], np.inf]
+        self.type_flat = table.type[order]
+        self.best, self.least_work = _suffix_bests(table.rate[order], table.time[order], np.repeat(self.end, counts))
+        self.cursor = starts.copy()
         self._rates = np.full((2, n, n), np.inf)  # the DP's rates, and the floor's
         self.rate, self.time, self.work = self._rates[0], np.full((n, n), np.inf), np.full((n, n), np.inf)
         self.type = np.zeros((n, n), np.int64)
         self.longest = np.empty(len(starts))
         self._refresh(np.arange(len(starts)))
         self.least_time = np.full((n, n), np.inf)
-        self.least_time[self.last, self.first] = np.min(time_sorted, axis=1)
+        self.least_time[self.last, self.first] = self.time_flat[self.end - 1]
         self._cover = None  # τ_lb of least_time, recomputed when a span loses its last type
 
     def _refresh(self, spans: np.ndarray) -> None:
-        """Recompute the bests of the kept spans `spans` from their first allowed positions."""
-        m = self.start[spans]
-        best = self.best[m, spans].astype(np.int64)
-        work = self.least_work[m, spans].astype(np.int64)
+        """Recompute the bests of spans `spans` (indices of kept spans) from their cursors."""
         at = (self.last[spans], self.first[spans])
-        self.rate[at] = self.rate_sorted[spans, best]
-        self.time[at] = self.time_sorted[spans, best]
-        self.type[at] = self.order[spans, np.minimum(best, self.types - 1)]
-        self.work[at] = self.rate_sorted[spans, work] * self.time_sorted[spans, work]
-        self.longest[spans] = self.time_sorted[spans, m]  # inf past the last type
+        cursor = self.cursor[spans]
+        alive = cursor < self.end[spans]
+        here = np.where(alive, cursor, 0)
+        best, work = self.best[here], self.least_work[here]
+        self.rate[at] = np.where(alive, self.rate_flat[best], np.inf)
+        self.time[at] = np.where(alive, self.time_flat[best], np.inf)
+        self.type[at] = self.type_flat[best]
+        self.work[at] = np.where(alive, self.rate_flat[work] * self.time_flat[work], np.inf)
+        self.longest[spans] = np.where(alive, self.time_flat[here], -np.inf)
 
     def lower(self, rho: float) -> None:
         """Exclude every stage of time ≥ rho: only spans with such a stage change."""
         self.rho = rho
-        spans = np.flatnonzero((self.longest >= rho) & (self.start < self.types))
+        spans = np.flatnonzero(self.longest >= rho)
         moving = spans
         while moving.size:
-            m = self.start[moving]
-            moving = moving[(m < self.types) & (self.time_sorted[moving, np.minimum(m, self.types)] >= rho)]
-            self.start[moving] += 1
+            cursor = self.cursor[moving]
+            over = cursor < self.end[moving]
+            over[over] = self.time_flat[cursor[over]] >= rho
+            moving = moving[over]
+            self.cursor[moving] += 1
         self._refresh(spans)
         gone = self.least_time >= rho
         if np.any(gone & np.isfinite(self.least_time)):  # some span lost its last type: τ_lb may rise
