@@ -51,9 +51,8 @@ def work_bounds(inst: Instance, first: np.ndarray, last: np.ndarray, stages: int
             sharded = np.where(room > 0, (4 * dense + shrinking[:, None]) / room, np.inf)
             k_mem = np.minimum(k_mem, np.maximum(2.0, sharded))
         k = np.maximum(np.maximum(1.0, _ceil(k_mem)), _ceil(per_sample / target))
-        for _ in range(2):  # k ≥ B·ps / (target − sync_lb(k)): the floor with the least sync
-            sync = _sync_lower(inst, dense, k)
-            k = np.maximum(k, np.where(target - sync > 0, _ceil(per_sample / (target - sync)), np.inf))
+        sync = _sync_lower(inst, dense, k)  # k ≥ B·ps / (target − sync_lb(k)): the floor with the least sync
+        k = np.maximum(k, np.where(target - sync > 0, _ceil(per_sample / (target - sync)), np.inf))
         feasible = k <= inst.max_units
         k = np.where(feasible, k, np.inf)
         work = np.where(feasible, inst.price * (per_sample + k * _sync_lower(inst, dense, k)), np.inf)
