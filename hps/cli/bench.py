@@ -49,7 +49,11 @@ def run(args) -> int:
             f"placement model, {result['layers']} layers x {result['types']} types, "
             f"{result['schedules_per_call']:,} schedules per call, on {result['device']}"
         )
-        print(_sides(result, "jax (jit, batched)", "evaluations"))
+        print(_sides(result, "jax (jit, batched, table once)", "evaluations"))
+        print(
+            f"segment table {result['table_ms']:.2f} ms per instance; building it in every call: "
+            f"{result['jax_table_each_call_per_s']:,.0f} evaluations/s"
+        )
         print(f"exhaustive search over 4^10 schedules: {result['exhaustive_4pow10_s']:.2f} s after compile")
         points = result["exact"]["points"]
         rows = [[e["layers"], e["types"], e["solve_s"], e["stages"], e["gap"]] for e in points if not e["refused"]]
