@@ -139,3 +139,26 @@ def test_work_bounds_hold_for_every_provisioned_stage():
         assert np.all(k_lb[ok] <= units[ok]) and np.all(work[ok] <= rate[ok] * seconds[ok] * (1 + 1e-12))
         checked += int(ok.sum())
     assert checked >= 500
+
+
+def test_exact_on_generated_instances_equals_exhaustive_search():
+    """The placement env's generated instances (jnp params, float32), turned into the solver's
+    numpy Instance: its HeterPS optimum equals exhaustive search's to 1e-5, gap 0."""
+    from operator import itemgetter
+
+    import jax
+
+    from hps.placement.env.generator import InstanceSplit, generate_instances
+    from hps.placement.model.from_params import instance_from_params
+
+    pool = generate_instances(jax.random.PRNGKey(3), 40, InstanceSplit("exact-check", 4, 8, 2, 4, salt=9))
+    feasible = 0
+    for i in range(40):
+        one = jax.device_get(jax.tree.map(itemgetter(i), pool))
+        got = solve_exact(instance_from_params(one.placement, one.alpha, one.beta, one.layer_time), heterps=True)
+        want = exhaustive(one.placement)
+        assert (got.plan is not None) == bool(want.feasible) and got.gap == 0.0
+        if got.plan is not None:
+            feasible += 1
+            assert got.score["cost"] == pytest.approx(float(want.cost), rel=1e-5)
+    assert feasible >= 30

@@ -50,9 +50,11 @@ def _fake_small(policy, params, *, count, samples):
 def _fake_large(policy, params, *, count, samples):
     names = ("policy", "policy_refined", "genetic", "genetic_equal", "single", "climb")
     out = {"instances": count, "samples": samples}
+    out |= {"optimum_feasible": count, "exact_seconds": 0.01}
     for name in names:
         out[f"{name}_feasible"] = count
         out[f"{name}_vs_single"] = 1.0 if name == "single" else 0.9
+        out[f"{name}_vs_optimum"] = 1.1
     return out
 
 

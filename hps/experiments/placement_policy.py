@@ -1,13 +1,14 @@
 """Placement policy evaluation: a trained placement policy (and further checkpoints, e.g. a
 PPO-trained one) on held-out instances (`hps.placement.agent.evaluation`).
 
-- small held-out instances (≤ 10 layers, ≤ 4 types): feasibility and mean cost / the exhaustive
-  optimum of the best of `samples` sampled plans + greedy, of greedy alone, of the best sample
-  refined by stage moves, beside the genetic algorithm and the gradient search at the same
-  evaluations and the training teacher (`compare_with_optimum`);
-- held-out 24–32-layer instances: mean cost / the best single-type plan of the policy, its
-  refinement, the genetic algorithm at the policy's evaluations and at its default 51,200, and
-  the teacher (`compare_on_large`).
+- small held-out instances (≤ 10 layers, ≤ 4 types): feasibility and mean cost / the exact
+  solver's optimum (exhaustive search checks it) of the best of `samples` sampled plans +
+  greedy, of greedy alone, of the best sample refined by stage moves, beside the genetic
+  algorithm and the gradient search at the same evaluations and the training teacher
+  (`compare_with_optimum`);
+- held-out 24–32-layer instances: mean cost / the exact solver's optimum of the policy, its
+  refinement, the genetic algorithm at the policy's evaluations and at its default 51,200, the
+  teacher and the best single-type plan, with the solver's time (`compare_on_large`).
 
 One item per checkpoint × split, after a training item when train_minutes > 0 (which trains the
 default recipe in `checkpoint` when that folder holds none, as the other placement experiments do).
@@ -131,7 +132,7 @@ def summarize(config: PlacementPolicyConfig, results: dict[str, dict]) -> Summar
     for folder in evaluated:
         headers += [f"{names[folder]} small: cost/optimum", "feasible"]
         if config.large:
-            headers += [f"{names[folder]} large: cost/single", "feasible"]
+            headers += [f"{names[folder]} large: cost/optimum", "feasible"]
     for label, ratio, feasible, large in ROWS:
         row = [label]
         for entry in evaluated.values():
@@ -140,7 +141,7 @@ def summarize(config: PlacementPolicyConfig, results: dict[str, dict]) -> Summar
             if config.large:
                 big = entry["large"]
                 row += [
-                    _fmt(big.get(f"{large}_vs_single")),
+                    _fmt(big.get(f"{large}_vs_optimum")),
                     f"{big[f'{large}_feasible']}/{big['instances']}" if large else "-",
                 ]
         rows.append(row)
@@ -153,11 +154,14 @@ def summarize(config: PlacementPolicyConfig, results: dict[str, dict]) -> Summar
             f"{s['within_3_percent']} (refined: {s['refined_within_3_percent']}), "
             f"worst {_fmt(s['worst_sampled_ratio'])}, median {_fmt(s['median_sampled_ratio'])}; "
             f"{s['evaluations_per_instance']} evaluations per instance, "
-            f"refinement {s['refine_evaluations']:.0f} more, the teacher {s['climb_evaluations']:.0f}."
+            f"refinement {s['refine_evaluations']:.0f} more, the teacher {s['climb_evaluations']:.0f}; "
+            f"exact solver {s.get('exact_seconds', float('nan')) * 1e3:.1f} ms per instance (exhaustive search "
+            f"agreed on {s.get('exhaustive_agrees', '-')}), "
+            f"{entry['large'].get('exact_seconds', float('nan')) * 1e3:.1f} ms on the large ones."
         )
     text = (
-        "Small instances: cost / the exhaustive optimum, over the instances where the method found a feasible "
-        f"plan; large ({config.large} instances of 24-32 layers): cost / the best single-type plan. "
+        "Cost / the exact solver's optimum, over the instances where the method found a feasible plan: small "
+        f"instances (exhaustive search checks the optimum) and large ({config.large} instances of 24-32 layers). "
         f"{config.samples} sampled plans + greedy per instance.\n\n" + "\n".join(lines)
     )
 
@@ -167,8 +171,8 @@ def summarize(config: PlacementPolicyConfig, results: dict[str, dict]) -> Summar
             (entry["small"].get(r) or 0.0) if r else 0.0 for _, r, _, _ in ROWS
         ]
         if config.large:
-            series[f"{names[folder]} large / single"] = [
-                (entry["large"].get(f"{m}_vs_single") or 0.0) if m else 0.0 for *_, m in ROWS
+            series[f"{names[folder]} large / optimum"] = [
+                (entry["large"].get(f"{m}_vs_optimum") or 0.0) if m else 0.0 for *_, m in ROWS
             ]
     groups = [label for label, *_ in ROWS]
     title = "placement policy on held-out instances"

@@ -1,12 +1,14 @@
-"""How good is a trained placement policy? Compared with the exhaustive optimum and the genetic
-algorithm on held-out instances small enough to enumerate (≤ 10 layers, ≤ 4 types).
+"""How good is a trained placement policy? Compared with the exact solver's proven optimum and
+the genetic algorithm on held-out instances, small ones (≤ 10 layers, ≤ 4 types, where
+exhaustive search checks the optimum independently) and large ones (24–32 layers).
 
 Per instance: the policy's best of `samples` sampled plans plus its greedy plan, and its greedy
 plan alone, all scored by the exact cost model; the genetic algorithm given the same number of
 evaluations (one generation of samples + 1 individuals, so it is seeded with single-type
-plans and random ones); and the exhaustive optimum. Costs are compared as cost / optimum over
-the instances where a feasible plan exists. `heldout_evaluator` is the cheaper greedy-only check
-a training session runs for its learning curve.
+plans and random ones); and the optimum (HeterPS schedules, `hps.placement.exact`). Costs are
+compared as cost / optimum over the instances where a feasible plan exists.
+`heldout_evaluator` is the cheaper greedy-only check a training session runs for its learning
+curve.
 """
 
 from __future__ import annotations
@@ -50,7 +52,9 @@ class Comparison:
     scored refine_evaluations more plans per instance on average; genetic_refined_ratio: the GA
     given the same total evaluations as the policy and its refinement on each instance.
     climb_*: the training teacher alone (stage moves from the best single-type plan,
-    `hps.placement.search.refine.climb_from_single`), which scored climb_evaluations plans on average."""
+    `hps.placement.search.refine.climb_from_single`), which scored climb_evaluations plans on average.
+    exact_seconds: the exact solver's mean time per instance; exhaustive_agrees: instances
+    where exhaustive search, the independent check, found the same optimum (to 1e-5)."""
 
     instances: int
     with_feasible: int
@@ -75,6 +79,8 @@ class Comparison:
     climb_feasible: int
     climb_ratio: float
     climb_evaluations: float
+    exact_seconds: float
+    exhaustive_agrees: int
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -181,20 +187,26 @@ def compare_with_optimum(policy, params, *, count: int = 50, samples: int = 64, 
         "climb",
         "climb_ok",
         "climb_evals",
+        "exact_s",
+        "agrees",
     )
     rows = {name: [] for name in names}
     for i in range(count):
         instance = jax.tree.map(itemgetter(i), pool)
         placement = instance.placement
-        optimum = exhaustive(placement)
+        optimum = exact_optimum(instance)
+        checked = exhaustive(placement)
+        agrees = (checked.feasible == optimum["feasible"]) and (
+            not optimum["feasible"] or abs(float(checked.cost) - optimum["cost"]) <= 1e-5 * optimum["cost"]
+        )
         policy_figures = _policy_best(policy, params, instance, i, samples, split.max_layers)
         key = jax.random.PRNGKey(i)
         ga = genetic_at(placement, key, samples + 1)
         descent = gradient(placement, key=key, budget=samples + 1)
         ga_refined = genetic_at(placement, key, samples + 1 + int(policy_figures[-1]))
         values = (
-            optimum.cost,
-            optimum.feasible,
+            optimum["cost"],
+            optimum["feasible"],
             *policy_figures,
             ga.cost,
             ga.feasible,
@@ -203,6 +215,8 @@ def compare_with_optimum(policy, params, *, count: int = 50, samples: int = 64, 
             ga_refined.cost,
             ga_refined.feasible,
             *jax.device_get(_climb(placement)),
+            optimum["seconds"],
+            agrees,
         )
         for name, value in zip(names, values):
             rows[name].append(value)
@@ -237,7 +251,23 @@ def compare_with_optimum(policy, params, *, count: int = 50, samples: int = 64, 
         climb_feasible=int(climb_found.sum()),
         climb_ratio=_mean_ratio(rows["climb"], rows["optimum"], climb_found)[0],
         climb_evaluations=float(np.mean(rows["climb_evals"])),
+        exact_seconds=float(np.mean(rows["exact_s"])),
+        exhaustive_agrees=int(np.sum(rows["agrees"])),
     )
+
+
+def exact_optimum(instance) -> dict:
+    """{"cost" ($, inf when infeasible), "feasible", "seconds"}: the exact solver's proven
+    optimum over HeterPS schedules of one unbatched PlacementInstance."""
+    from hps.placement.exact import solve_exact
+    from hps.placement.model.from_params import instance_from_params
+
+    arrays = jax.device_get(instance)
+    found = solve_exact(
+        instance_from_params(arrays.placement, arrays.alpha, arrays.beta, arrays.layer_time), heterps=True
+    )
+    feasible = found.plan is not None
+    return {"cost": found.score["cost"] if feasible else np.inf, "feasible": feasible, "seconds": found.seconds}
 
 
 def compare_on_large(
@@ -252,11 +282,12 @@ def compare_on_large(
     """Held-out 24–32-layer instances (too large to enumerate): the policy's best of samples + 1
     against the genetic algorithm (at `genetic_budget` evaluations, default its own 51,200, and
     at the policy's samples + 1), the policy's best refined by stage moves (which scores more
-    plans), the training teacher alone ("climb") and the best single-type plan. Returns mean cost / best
-    single-type cost for each, over instances where both are feasible, and feasible counts."""
+    plans), the training teacher alone ("climb") and the best single-type plan. Returns mean cost / the
+    exact solver's optimum ({name}_vs_optimum) and / the best single-type cost ({name}_vs_single)
+    for each, over instances where both are feasible, feasible counts and the solver's mean time."""
     pool = generate_instances(jax.random.PRNGKey(EVAL_KEY), count, split)
     names = ("policy", "policy_refined", "genetic", "genetic_equal", "single", "climb")
-    costs = {name: [] for name in names}
+    costs, seconds = {name: [] for name in (*names, "optimum")}, []
     for i in range(count):
         instance = jax.tree.map(itemgetter(i), pool)
         placement = instance.placement
@@ -267,6 +298,9 @@ def compare_on_large(
         ga_equal = genetic_at(placement, jax.random.PRNGKey(i), samples + 1)
         one = single(placement)
         climb, climb_ok, _ = _climb(placement)
+        optimum = exact_optimum(instance)
+        costs["optimum"].append(optimum["cost"])
+        seconds.append(optimum["seconds"])
         for name, (cost, ok) in zip(
             names,
             (
@@ -280,10 +314,12 @@ def compare_on_large(
         ):
             costs[name].append(float(cost) if ok else float("inf"))
     table = {name: np.asarray(values) for name, values in costs.items()}
-    base = table["single"]
-    out = {"instances": count, "samples": samples}
+    out = {"instances": count, "samples": samples, "exact_seconds": float(np.mean(seconds))}
+    out["optimum_feasible"] = int(np.isfinite(table["optimum"]).sum())
     for name in names:
-        both = np.isfinite(table[name]) & np.isfinite(base)
         out[f"{name}_feasible"] = int(np.isfinite(table[name]).sum())
-        out[f"{name}_vs_single"] = float(np.mean(table[name][both] / base[both])) if both.any() else float("nan")
+        for base in ("single", "optimum"):
+            both = np.isfinite(table[name]) & np.isfinite(table[base])
+            ratio = float(np.mean(table[name][both] / table[base][both])) if both.any() else float("nan")
+            out[f"{name}_vs_{base}"] = ratio
     return out

@@ -66,7 +66,8 @@ def allreduce_coefficients(network: Network, max_units: int, chunks: int, themis
     return alpha, beta, ends[inverse]
 
 
-def _suffix_min(values: np.ndarray) -> np.ndarray:
+def suffix_min(values: np.ndarray) -> np.ndarray:
+    """min over positions ≥ k along the last axis, for every k."""
     return np.minimum.accumulate(values[..., ::-1], axis=-1)[..., ::-1]
 
 
@@ -152,8 +153,8 @@ def build_instance(workload: Workload, catalog: Catalog, job: Job) -> Instance:
         max_units=np.array([r.max_units for r in res], np.int64),
         alpha=alpha,
         beta=beta,
-        alpha_lb=_suffix_min(alpha),
-        beta_lb=_suffix_min(beta),
+        alpha_lb=suffix_min(alpha),
+        beta_lb=suffix_min(beta),
         region_end=region_end,
     )
 
