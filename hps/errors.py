@@ -27,7 +27,7 @@ class InstanceTooLarge(HpsError):
 
 
 class SearchSpaceTooLarge(HpsError):
-    """An exhaustive search was asked for a space larger than it will enumerate."""
+    """A search was asked for a space larger than it will take on (exhaustive: enumerate; gradient: relax)."""
 
 
 class TrainingDiverged(HpsError):

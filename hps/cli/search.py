@@ -60,7 +60,7 @@ def _summary(result, catalog) -> dict:
     }
 
 
-def _run_methods(methods, params, args, show_progress):
+def _run_methods(methods, params, args, show_progress, table=None):
     import jax
     from tqdm import tqdm
 
@@ -71,7 +71,10 @@ def _run_methods(methods, params, args, show_progress):
     for method in bar:
         bar.set_postfix_str(method)
         try:
-            results.append(run_search(method, params, key=jax.random.key(args.seed), budget=args.budget, warmup=True))
+            found = run_search(
+                method, params, key=jax.random.key(args.seed), budget=args.budget, warmup=True, table=table
+            )
+            results.append(found)
         except SearchSpaceTooLarge as error:
             if len(methods) == 1:
                 raise
@@ -120,15 +123,20 @@ def _baselines(methods, workload, catalog, job, args, skipped):
         skipped.update(dict.fromkeys(methods, why))
         return []
     from hps.placement.model import build_params
+    from hps.placement.model.numpy_table import searchable
 
+    table = None
     try:
         params = build_params(workload, catalog, job)
-    except InstanceTooLarge as error:
-        if len(methods) == 1:
-            raise
-        skipped.update(dict.fromkeys(methods, str(error)))
-        return []
-    results, skipped_here = _run_methods(methods, params, args, show_progress=not args.json)
+    except InstanceTooLarge:  # the jnp model's replica scan is too large: the numpy table, bucketed
+        try:
+            params, table = searchable(workload, catalog, job)
+        except InstanceTooLarge as error:
+            if len(methods) == 1:
+                raise
+            skipped.update(dict.fromkeys(methods, str(error)))
+            return []
+    results, skipped_here = _run_methods(methods, params, args, show_progress=not args.json, table=table)
     skipped.update(skipped_here)
     return [_summary(r, catalog) for r in results]
 

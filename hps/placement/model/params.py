@@ -140,17 +140,22 @@ def build_params(
     max_layers: int | None = None,
     max_types: int | None = None,
     max_replicas: int | None = None,
+    scan_replicas: bool = True,
 ) -> PlacementParams:
-    """Pad one instance to (max_layers, max_types, max_replicas); defaults fit it exactly."""
+    """Pad one instance to (max_layers, max_types, max_replicas); defaults fit it exactly.
+    scan_replicas False: no replica grid (K = 0), for searches given a segment table built
+    elsewhere (`hps.placement.model.numpy_table`); the jnp model's own provisioning then
+    refuses these params rather than scan nothing."""
     validate_job(job)
     max_layers = max_layers or len(workload.layers)
     max_types = max_types or len(catalog.resources)
-    max_replicas = max_replicas or max(r.max_units for r in catalog.resources)
+    max_replicas = (max_replicas or max(r.max_units for r in catalog.resources)) if scan_replicas else 0
     if len(workload.layers) > max_layers or len(catalog.resources) > max_types:
         raise ConfigError(workload.name, "layer", "instance larger than the padded shape")
-    if max(r.max_units for r in catalog.resources) > max_replicas:
+    if scan_replicas and max(r.max_units for r in catalog.resources) > max_replicas:
         raise ConfigError(catalog.name, "max_units", f"above the padded replica count {max_replicas}")
-    check_dense_size(max_layers, max_types, max_replicas)
+    if scan_replicas:
+        check_dense_size(max_layers, max_types, max_replicas)
     arrays = _layer_arrays(workload, catalog, max_layers, max_types)
     arrays.update(_type_arrays(catalog, max_types))
     arrays = {k: jnp.asarray(v) for k, v in arrays.items()}

@@ -41,7 +41,7 @@ import optax
 from flax import struct
 
 from hps.config.limits import MASKED_LOGIT
-from hps.errors import ConfigError
+from hps.errors import ConfigError, SearchSpaceTooLarge
 from hps.placement.model.cost import FEASIBLE, SegmentTable
 from hps.placement.model.params import PlacementParams
 from hps.placement.search.result import SearchResult
@@ -59,6 +59,8 @@ from hps.placement.search.scoring import (
 
 RESTARTS = 64
 STEPS = 800  # RESTARTS × STEPS = 51,200 evaluations, the genetic and random defaults
+MAX_WORK = 4e9
+"""Stage updates (restarts × steps × L² × T) the gradient search takes on; past it, it is refused."""
 MIN_STEPS = 64  # a budget buys restarts = min(RESTARTS, budget // MIN_STEPS) (at least 1)
 LEARNING_RATE = 0.3
 TEMPERATURE_START = 1.0
@@ -260,6 +262,13 @@ def gradient(
             f"{restarts}, {steps}, {learning_rate}, {temperature}, {power}"
         )
     n_layers, n_types = real_sizes(params)
+    work = restarts * steps * params.max_layers**2 * params.max_types
+    if work > MAX_WORK:
+        raise SearchSpaceTooLarge(
+            f"the gradient search relaxes every stage of every restart each step: {restarts} restarts x {steps} "
+            f"steps x {params.max_layers}^2 layers x {params.max_types} types = {work:.2g} stage updates, over its "
+            f"limit {MAX_WORK:.0g}; the exact solver and the genetic search serve this size"
+        )
     args = (
         call.key,
         jnp.int32(n_types),

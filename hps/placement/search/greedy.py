@@ -60,12 +60,13 @@ def greedy(params: PlacementParams, call: SearchCall, *, max_sweeps: int = MAX_S
         problem = f"the greedy search needs at least {n_types} evaluations (its single-type starts), got {budget}"
         raise ConfigError("--budget", "budget", problem)
     layers = jnp.int32(n_layers)
-    make_table = prepare_table(params, warmup=warmup)
-    start = prepare(_start, params, warmup=warmup)
+    make_table = prepare_table(params, warmup=warmup) if call.table is None else None
+    start = prepare(_start, params, warmup=warmup, table=call.table)
     sweep = _sweep
     if warmup:
-        placeholder = jax.eval_shape(_start, jax.eval_shape(segment_table, params), params)
-        sweep = prepare(_sweep, params, placeholder, layers, warmup=True)
+        shape = jax.eval_shape(segment_table, params) if call.table is None else call.table
+        placeholder = jax.eval_shape(_start, shape, params)
+        sweep = prepare(_sweep, params, placeholder, layers, warmup=True, table=call.table)
         started = time.perf_counter()
     table = make_table(params) if call.table is None else call.table
 

@@ -154,12 +154,13 @@ def prepare_table(params: PlacementParams, *, warmup: bool):
     return instance_table.lower(jax.tree.map(_shape_of, params)).compile()
 
 
-def prepare(fn, params: PlacementParams, *args, warmup: bool):
+def prepare(fn, params: PlacementParams, *args, warmup: bool, table=None):
     """A jitted search `fn(table, params, *args)`, or (warmup) its ahead-of-time compiled form,
-    so that compiling happens before the clock starts."""
+    so that compiling happens before the clock starts; `table`: the segment table it will get
+    (None: the jnp model's, `segment_table(params)`)."""
     if not warmup:
         return fn
-    table = jax.eval_shape(segment_table, params)
+    table = jax.eval_shape(segment_table, params) if table is None else table
     shapes = jax.tree.map(_shape_of, (table, params, *args))
     return fn.lower(*shapes).compile()
 
@@ -195,8 +196,8 @@ def compile_and_run(method: str, fn, params: PlacementParams, args: tuple, call:
     """The SearchResult of `method` from the jitted search `fn(table, params, *args)` (then as
     `to_result`), the segment table being call.table or computed here (on the clock). With
     call.warmup, the table and `fn` are compiled ahead and the clock restarts after compiling."""
-    make_table = prepare_table(params, warmup=call.warmup)
-    search = prepare(fn, params, *args, warmup=call.warmup)
+    make_table = prepare_table(params, warmup=call.warmup) if call.table is None else None
+    search = prepare(fn, params, *args, warmup=call.warmup, table=call.table)
     started = time.perf_counter() if call.warmup else call.started
     table = make_table(params) if call.table is None else call.table
     return to_result(method, search(table, params, *args), n_layers, evaluations, started)
