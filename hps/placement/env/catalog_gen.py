@@ -23,22 +23,12 @@ from hps.config.loaders import load_catalog
 from hps.config.paths import resolve_topology
 from hps.config.types import Job, Layer, Workload
 from hps.placement.model.allreduce import allreduce_table
-from hps.placement.model.params import build_params
+from hps.placement.model.params import TYPE_FIELDS, build_params
 
 BASE_CATALOG = "cloud-2024"
 CHUNKS = 64  # the default collective chunks; generated jobs use Themis with 64 chunks
 PERTURB_LOW, PERTURB_HIGH = 0.5, 2.0  # log-uniform factor range of every perturbed figure
 MAX_EFFICIENCY = 0.95
-TYPE_FIELDS = (
-    "peak_flops",
-    "efficiency_dense",
-    "efficiency_sparse",
-    "mem_bw",
-    "io_bw",
-    "nic_bw",
-    "memory",
-    "price_per_hour",
-)
 
 
 @functools.lru_cache(maxsize=4)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from hps.config.types import ALGORITHMS, Catalog, Dimension, Job, Layer, Network, ResourceType, Workload
+from hps.placement.model.params import TYPE_FIELDS
 from hps.placement.model.provisioning import Instance, suffix_min
 
 
@@ -100,13 +101,3 @@ def instance_from_params(params, alpha, beta, layer_time) -> Instance:
 
 
 LAYER_FIELDS = ("flops", "mem_bytes", "io_bytes", "act_bytes", "dense_param_bytes", "sparse_param_bytes")
-TYPE_FIELDS = (
-    "peak_flops",
-    "efficiency_dense",
-    "efficiency_sparse",
-    "mem_bw",
-    "io_bw",
-    "nic_bw",
-    "memory",
-    "price_per_hour",
-)

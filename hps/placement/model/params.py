@@ -95,6 +95,19 @@ def _layer_arrays(workload: Workload, catalog: Catalog, max_layers: int, max_typ
     )
 
 
+TYPE_FIELDS = (
+    "peak_flops",
+    "efficiency_dense",
+    "efficiency_sparse",
+    "mem_bw",
+    "io_bw",
+    "nic_bw",
+    "memory",
+    "price_per_hour",
+)
+"""A resource type's figures carried as per-type arrays (T,), in ResourceType's order."""
+
+
 def _type_arrays(catalog: Catalog, max_types: int):
     res = catalog.resources
     field = lambda name: _pad([getattr(r, name) for r in res], max_types, 1.0)  # noqa: E731
@@ -104,14 +117,7 @@ def _type_arrays(catalog: Catalog, max_types: int):
     net = {key: np.stack([row[key] for row in rows]) for key in padding}
     return dict(
         type_mask=_pad([True] * len(res), max_types, False, bool),
-        peak_flops=field("peak_flops"),
-        efficiency_dense=field("efficiency_dense"),
-        efficiency_sparse=field("efficiency_sparse"),
-        mem_bw=field("mem_bw"),
-        io_bw=field("io_bw"),
-        nic_bw=field("nic_bw"),
-        memory=field("memory"),
-        price_per_hour=field("price_per_hour"),
+        **{name: field(name) for name in TYPE_FIELDS},
         max_units=_pad([r.max_units for r in res], max_types, 0, np.int32),
         net_size=net["size"],
         net_bandwidth=net["bandwidth"],
