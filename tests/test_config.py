@@ -339,9 +339,10 @@ def test_max_units_above_network_size(tmp_path):
     expect_error(load_catalog, path, "resource[0].max_units", "network size 4", "got 5")
 
 
-def test_at_most_four_network_dimensions(tmp_path):
+def test_at_most_six_network_dimensions(tmp_path):
     dims = NETWORK[NETWORK.index("[[dimension]]") :]
-    expect_error(load_network, write(tmp_path, NETWORK + dims * 4), "dimension", "at most 4")
+    expect_error(load_network, write(tmp_path, NETWORK + dims * 6), "dimension", "at most 6")
+    assert len(load_network(write(tmp_path, NETWORK + dims * 5)).dimensions) == 6
 
 
 def test_network_needs_at_least_one_dimension(tmp_path):
