@@ -55,7 +55,8 @@ def work_bounds(inst: Instance, first: np.ndarray, last: np.ndarray, stages: int
         k = np.maximum(k, np.where(target - sync > 0, _ceil(per_sample / (target - sync)), np.inf))
         feasible = k <= inst.max_units
         k = np.where(feasible, k, np.inf)
-        work = np.where(feasible, inst.price * (per_sample + k * _sync_lower(inst, dense, k)), np.inf)
+        # sync_lb only grows with k, so sync_lb(k) ≥ the sync_lb taken before k rose: one gather
+        work = np.where(feasible, inst.price * (per_sample + k * sync), np.inf)
     return work, k
 
 
