@@ -20,6 +20,7 @@ from hps.placement.agent.train import (
     run_training,
 )
 from hps.placement.env import InstanceSplit, PlacementEnv, generate_instances
+from hps.placement.model.params import TYPE_FIELDS
 from hps.rl.driver import TrainState
 
 ENV = PlacementEnv()
@@ -44,14 +45,7 @@ def permute_types(instance, perm):
         name: getattr(p, name)[perm]
         for name in (
             "type_mask",
-            "peak_flops",
-            "efficiency_dense",
-            "efficiency_sparse",
-            "mem_bw",
-            "io_bw",
-            "nic_bw",
-            "memory",
-            "price_per_hour",
+            *TYPE_FIELDS,
             "max_units",
             "net_size",
             "net_bandwidth",

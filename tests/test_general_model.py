@@ -27,6 +27,17 @@ def random_plan(rng: random.Random, num_layers: int, num_types: int):
     return tuple((bounds[i], bounds[i + 1] - 1, rng.randrange(num_types)) for i in range(len(bounds) - 1))
 
 
+def plan_arrays(plans, width: int):
+    """(types (N, width) int32, stage ends (N, width) bool) of plans, as evaluate_plans reads them."""
+    import jax.numpy as jnp
+
+    types, ends = np.zeros((len(plans), width), np.int32), np.zeros((len(plans), width), bool)
+    for n, plan in enumerate(plans):
+        for first, last, t in plan:
+            types[n, first : last + 1], ends[n, last] = t, True
+    return jnp.asarray(types), jnp.asarray(ends)
+
+
 def general_instance(rng: random.Random):
     """A random instance whose job has random micro-batches and sharding, and whose dense
     parameters are, half the time, 60x heavier (so that replicated states often do not fit)."""
@@ -146,7 +157,6 @@ def test_jnp_general_model_equals_reference_on_random_plans():
     """≥ 500 random plans (stages sharing types, finite micro-batches, sharded states) through
     the jnp model's direct path, float32, against the float64 reference: to 1e-5 relative."""
     import jax
-    import jax.numpy as jnp
 
     from hps.placement.model import REASONS, build_params
     from hps.placement.model.direct import evaluate_plans
@@ -158,11 +168,7 @@ def test_jnp_general_model_equals_reference_on_random_plans():
         workload, catalog, job = general_instance(rng)
         params = build_params(workload, catalog, job, max_layers=8, max_types=4, max_replicas=512)
         batch = [random_plan(rng, len(workload.layers), len(catalog.resources)) for _ in range(4)]
-        types, ends = np.zeros((4, 8), np.int32), np.zeros((4, 8), bool)
-        for n, plan in enumerate(batch):
-            for first, last, t in plan:
-                types[n, first : last + 1], ends[n, last] = t, True
-        got = jax.device_get(evaluate(params, jnp.asarray(types), jnp.asarray(ends)))
+        got = jax.device_get(evaluate(params, *plan_arrays(batch, 8)))
         for n, plan in enumerate(batch):
             want = reference_plan(workload, catalog, job, plan)
             plans += 1
@@ -197,7 +203,6 @@ def test_six_dimension_networks_in_both_models_equal_the_reference():
     """Types on 5–6-dimensional networks: the numpy path to 1e-12 and the jnp model (padded to
     its 6-wide bucket) to 1e-5 against the reference, on random plans."""
     import jax
-    import jax.numpy as jnp
 
     from hps.placement.model import REASONS, build_params
     from hps.placement.model.direct import evaluate_plans
@@ -210,11 +215,7 @@ def test_six_dimension_networks_in_both_models_equal_the_reference():
         params = build_params(workload, catalog, job, max_layers=8, max_types=4, max_replicas=1024)
         assert params.net_size.shape[-1] == 6
         batch = [random_plan(rng, len(workload.layers), len(catalog.resources)) for _ in range(3)]
-        types, ends = np.zeros((3, 8), np.int32), np.zeros((3, 8), bool)
-        for n, plan in enumerate(batch):
-            for first, last, t in plan:
-                types[n, first : last + 1], ends[n, last] = t, True
-        got = jax.device_get(evaluate(params, jnp.asarray(types), jnp.asarray(ends)))
+        got = jax.device_get(evaluate(params, *plan_arrays(batch, 8)))
         for n, plan in enumerate(batch):
             want = reference_plan(workload, catalog, job, plan)
             assert_same(evaluate_plan(inst, plan), want)

@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from hps.placement.exact.dp import cover_bound, cover_bound_by_last, least_rate, least_span_rate
+from hps.placement.exact.dp import cover_bound_by_last, least_rate, least_span_rate
 from hps.placement.exact.table import Table
 
 
@@ -42,7 +42,7 @@ class TypedStages:
         least = least_rate(self.rate, self.time, stages, self.heterps)
         if least[1] is None:
             return least, (math.inf, math.inf)
-        cover = cover_bound(np.min(self.time, axis=2))
+        cover = cover_bound_by_last(np.min(self.time, axis=2).T)
         mixed = self.rate * np.maximum(self.time, cover)
         return least, (least_rate(mixed, self.time, stages, self.heterps)[0], cover)
 

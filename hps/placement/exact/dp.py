@@ -153,19 +153,12 @@ def _spans(total: np.ndarray, came: np.ndarray, stages: int | None):
 
 
 def cover_bound_by_last(least: np.ndarray) -> float:
-    """cover_bound of least times indexed [last, first] (L, L): for layer l, the least over
-    first ≤ l of the least over last ≥ l."""
+    """τ_lb from the least allowed stage time of each span, indexed [last, first] (L, L): the
+    largest over layers l of the least time of a span covering l, i.e. the least over first ≤ l
+    of the least over last ≥ l (inf: some layer has no allowed stage)."""
     n = least.shape[0]
     from_below, covering = least[n - 1].copy(), np.empty(n)  # row e: min over last >= e
     for e in range(n - 1, -1, -1):  # row by row: faster than an accumulate down the columns
         np.minimum(from_below, least[e], out=from_below)
         covering[e] = from_below[: e + 1].min()  # first <= e only
     return float(np.max(covering))
-
-
-def cover_bound(least: np.ndarray) -> float:
-    """τ_lb from the least allowed stage time of each span [first, last] (L, L): the largest
-    over layers l of the least time of a span covering l (inf: some layer has no allowed stage)."""
-    to_right = np.minimum.accumulate(least[:, ::-1], axis=1)[:, ::-1]  # [f, l]: min over last >= l
-    covering = np.minimum.accumulate(to_right, axis=0)  # [f, l]: min over first <= f as well
-    return float(np.max(np.diagonal(covering)))

@@ -28,7 +28,7 @@ import numpy as np
 
 from hps.placement.exact.caps import NODE_LIMIT, capped_search, meets_caps
 from hps.placement.exact.classes import SpanBests, TypedStages
-from hps.placement.exact.dp import least_rate
+from hps.placement.exact.dp import least_span_rate
 from hps.placement.exact.prune import pruned_table
 from hps.placement.exact.table import Table, check_table_size
 from hps.placement.model.plan import Plan, evaluate_plan
@@ -55,9 +55,9 @@ def _work_bound(inst: Instance) -> float:
     first, last = np.triu_indices(n)
     per_sample = inst.time_prefix[last + 1] - inst.time_prefix[first]  # (N, T)
     per_sample = per_sample + 2 * boundary_bytes(inst, first, last)[:, None] / inst.nic_bw[None]
-    work = np.full((n, n, inst.num_types), np.inf)
-    work[first, last] = inst.price[None] * inst.job.batch * per_sample
-    return least_rate(work, work, None, False)[0]
+    least = np.full((n, n), np.inf)  # [last, first]: a span's cheapest type (any plan may take it)
+    least[last, first] = np.min(inst.price[None] * inst.job.batch * per_sample, axis=1)
+    return least_span_rate(least, least, None)[0]
 
 
 def _solve_count(inst: Instance, table: Table, stages: int | None, heterps: bool, scale: float, best, deadline, nodes):
@@ -91,13 +91,12 @@ def _solve_count(inst: Instance, table: Table, stages: int | None, heterps: bool
         plans.lower(min(rho, best[0] / (scale * least)))
 
 
-def _stage_counts(inst: Instance, heterps: bool, best, deadline: float, nodes: int, counts, left: dict):
+def _stage_counts(inst: Instance, heterps: bool, best, deadline: float, nodes: int, counts, left: dict, work):
     """Solve plans of each stage count S of `counts` (finite M) in turn, unless bubble(S) times
     the work bound already reaches the best cost or `deadline` has passed. `left` ({S: a proven
     lower bound on the cost of plans of S stages that are not proven no better than the best})
-    is updated in place; returns the best (cost, plan)."""
+    is updated in place; returns the best (cost, plan). work: `_work_bound(inst)`."""
     per_cost = inst.job.samples / (3600.0 * inst.job.batch)
-    work = _work_bound(inst)
     for stages in counts:
         scale = inst.bubble(stages) * per_cost
         bound = scale * work
@@ -126,10 +125,10 @@ def solve_exact(inst: Instance, *, heterps: bool = False, seconds: float = math.
         table, best = pruned_table(inst, 1, heterps, best)
         best, unproven = _solve_count(inst, table, None, heterps, per_cost, best, deadline, NODE_LIMIT)
     else:
-        left = {}
-        best = _stage_counts(inst, heterps, best, deadline, 0, range(1, inst.num_layers + 1), left)
+        left, work = {}, _work_bound(inst)
+        best = _stage_counts(inst, heterps, best, deadline, 0, range(1, inst.num_layers + 1), left, work)
         reopen = sorted((bound, stages) for stages, bound in left.items() if bound < best[0])
-        best = _stage_counts(inst, heterps, best, deadline, NODE_LIMIT, [stages for _, stages in reopen], left)
+        best = _stage_counts(inst, heterps, best, deadline, NODE_LIMIT, [s for _, s in reopen], left, work)
         unproven = min(left.values())
     cost, plan = best
     bound = min(cost, unproven)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hps.errors import InstanceTooLarge
-from hps.placement.model.provisioning import FEASIBLE, Instance, provision
+from hps.placement.model.provisioning import FEASIBLE, Instance, every_stage, provision
 
 CHUNK = 1 << 20
 """Stages provisioned (or bounded) per pass: memory stays bounded at any size, and arrays of
@@ -117,9 +117,7 @@ class Table:
 
 def stage_table(inst: Instance, stages: int) -> Table:
     """Every stage of a plan of `stages` stages, provisioned."""
-    first, last = np.triu_indices(inst.num_layers)  # every stage span, first <= last
-    t = inst.num_types
-    return fill_table(inst, np.repeat(first, t), np.repeat(last, t), np.tile(np.arange(t), len(first)), stages)
+    return fill_table(inst, *every_stage(inst.num_layers, inst.num_types), stages)
 
 
 def fill_table(inst: Instance, first, last, types, stages: int) -> Table:

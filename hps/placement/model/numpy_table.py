@@ -17,7 +17,7 @@ from hps.config.types import Catalog, Job, Workload
 from hps.errors import InstanceTooLarge
 from hps.placement.model.cost import INVALID_TYPE, SegmentTable
 from hps.placement.model.params import PlacementParams, build_params
-from hps.placement.model.provisioning import build_instance, provision
+from hps.placement.model.provisioning import build_instance, every_stage, provision
 
 LAYER_BUCKETS = (16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 TYPE_BUCKETS = (4, 8, 16, 32)
@@ -49,13 +49,10 @@ def numpy_segment_table(workload: Workload, catalog: Catalog, job: Job, max_laye
     """SegmentTable (max_layers, max_layers, max_types) of every stage of a schedule, padded
     stages and types INVALID_TYPE."""
     inst = build_instance(workload, catalog, job)
-    n, t = inst.num_layers, inst.num_types
-    first, last = np.triu_indices(n)
-    types = np.tile(np.arange(t), len(first))
-    got = provision(inst, np.repeat(first, t), np.repeat(last, t), types, 1)
+    at = every_stage(inst.num_layers, inst.num_types)
+    got = provision(inst, *at, 1)
     replicas = np.ones((max_layers, max_layers, max_types), np.int32)
     seconds = np.ones((max_layers, max_layers, max_types), np.float32)
     reason = np.full((max_layers, max_layers, max_types), INVALID_TYPE, np.int32)
-    at = (np.repeat(first, t), np.repeat(last, t), types)
     replicas[at], seconds[at], reason[at] = got.replicas, got.time, got.reason
     return SegmentTable(replicas=jnp.asarray(replicas), time=jnp.asarray(seconds), reason=jnp.asarray(reason))

@@ -296,6 +296,12 @@ def range_max(values: np.ndarray, first, last) -> np.ndarray:
     return out
 
 
+def every_stage(num_layers: int, num_types: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(first, last, type), (L·(L+1)/2·T,) each: every stage, sorted by (first, last, type)."""
+    first, last = np.triu_indices(num_layers)
+    return np.repeat(first, num_types), np.repeat(last, num_types), np.tile(np.arange(num_types), len(first))
+
+
 def provision(inst: Instance, first, last, types, stages: int) -> Stages:
     """Provision stages first..last (inclusive layer indices) on types, arrays (N,), each a
     stage of a plan of `stages` stages (which sets the bubble)."""
