@@ -15,7 +15,7 @@ from hps.config.types import Catalog, Dimension, Job, Layer, Network, ResourceTy
 from hps.placement.exact import solve_exact
 from hps.placement.exact.caps import plan_units, repair
 from hps.placement.exact.dp import least_rate
-from hps.placement.exact.prune import work_bounds
+from hps.placement.exact.prune import per_sample_seconds, work_bounds
 from hps.placement.exact.table import stage_table
 from hps.placement.model import build_params
 from hps.placement.model.plan import evaluate_plan
@@ -133,10 +133,17 @@ def test_work_bounds_hold_for_every_provisioned_stage():
         stages = rng.randint(1, 3)
         table = stage_table(inst, stages).dense()
         first, last = np.triu_indices(inst.num_layers)
-        work, k_lb = work_bounds(inst, first, last, stages)
+        types = np.arange(inst.num_types)
+        work, k_lb = work_bounds(inst, first[:, None], last[:, None], types, stages)
         rate, seconds, units = (a[first, last] for a in (table.rate, table.time, table.replicas))
         ok = np.isfinite(rate)
         assert np.all(k_lb[ok] <= units[ok]) and np.all(work[ok] <= rate[ok] * seconds[ok] * (1 + 1e-12))
+        # the first, cheaper bound is below the second, and the per-stage form equals the broadcast one
+        first_bound = inst.price * per_sample_seconds(inst, first, last)
+        assert np.all(first_bound <= work * (1 + 1e-12))
+        span, kind = np.nonzero(np.ones_like(work, bool))
+        one, _ = work_bounds(inst, first[span], last[span], kind, stages)
+        np.testing.assert_array_equal(one, work[span, kind])
         checked += int(ok.sum())
     assert checked >= 500
 
@@ -162,3 +169,27 @@ def test_exact_on_generated_instances_equals_exhaustive_search():
             feasible += 1
             assert got.score["cost"] == pytest.approx(float(want.cost), rel=1e-5)
     assert feasible >= 30
+
+
+def test_span_orders_and_least_match_plain_numpy():
+    """The solver's O(N) helpers against their plain forms: the group-then-longest-time order
+    is np.lexsort's up to ties (groups past 2^16 need the second radix pass), and each span's least
+    value and its first holder equal a loop's."""
+    from hps.placement.exact.classes import _by_group_longest_first
+    from hps.placement.exact.prune import _span_least
+
+    rng = np.random.default_rng(0)
+    group = np.sort(rng.integers(0, 300_000, 50_000))
+    seconds = rng.choice([0.5, 1.0, 2.0, 3.25], len(group)) * rng.choice([1.0, 1.0 + 1e-15], len(group))
+    order = _by_group_longest_first(group, seconds)
+    want = np.lexsort((-seconds, group))  # equal up to the order of equal times
+    np.testing.assert_array_equal(np.sort(order), np.arange(len(group)))
+    np.testing.assert_array_equal(group[order], group[want])
+    np.testing.assert_array_equal(seconds[order], seconds[want])
+    span = np.sort(rng.integers(0, 40, 200))
+    values = rng.choice([1.0, 2.0, np.inf], len(span))
+    least, at = _span_least(span, values, 50)
+    for s in range(50):
+        held = np.flatnonzero(span == s)
+        want = values[held].min() if len(held) else np.inf
+        assert least[s] == want and at[s] == (held[np.argmax(values[held] == want)] if len(held) else -1)

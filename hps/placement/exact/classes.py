@@ -68,6 +68,18 @@ def _suffix_bests(rate: np.ndarray, seconds: np.ndarray, group_end: np.ndarray):
     return best, least_work
 
 
+def _by_group_longest_first(group: np.ndarray, seconds: np.ndarray) -> np.ndarray:
+    """Indices (N,) ordering stages by group (ints ≥ 0), then by time, longest first: one
+    sort by time, then stable radix passes of 16 bits of the group (faster than a lexsort)."""
+    order = np.argsort(-seconds)
+    shift, top = 0, int(group.max(initial=0))
+    while shift == 0 or top >> shift:
+        digit = ((group[order] >> shift) & 0xFFFF).astype(np.uint16)
+        order = order[np.argsort(digit, kind="stable")]
+        shift += 16
+    return order
+
+
 class SpanBests:
     """Per span, over the types still allowed (time < ρ): the least rate (ties: least time),
     its time and type; the least r·τ; the least time. Arrays (L, L) are indexed [last, first],
@@ -86,7 +98,7 @@ class SpanBests:
         counts = self.end - starts
         self.first, self.last = table.first[starts], table.last[starts]
         group = np.repeat(np.arange(len(starts)), counts)
-        order = np.lexsort((-table.time, group))  # within each span, longest time first
+        order = _by_group_longest_first(group, table.time)
         self.rate_flat, self.time_flat = np.r_[table.rate[order], np.inf], np.r_[table.time[order], np.inf]
         self.type_flat = table.type[order]
         self.best, self.least_work = _suffix_bests(table.rate[order], table.time[order], np.repeat(self.end, counts))
@@ -96,9 +108,11 @@ class SpanBests:
         self.type = np.zeros((n, n), np.int64)
         self.longest = np.empty(len(starts))
         self._refresh(np.arange(len(starts)))
-        self.least_time = np.full((n, n), np.inf)
-        self.least_time[self.last, self.first] = self.time_flat[self.end - 1]
-        self._cover = None  # τ_lb of least_time, recomputed when a span loses its last type
+        least_time = np.full((n, n), np.inf)
+        least_time[self.last, self.first] = self.time_flat[self.end - 1]
+        # τ_lb never changes as ρ falls while some plan is left: a span loses its last type
+        # only when all its times are ≥ ρ, while every layer's least covering time is < ρ
+        self.cover = cover_bound_by_last(least_time)
 
     def _refresh(self, spans: np.ndarray) -> None:
         """Recompute the bests of spans `spans` (indices of kept spans) from their cursors."""
@@ -125,10 +139,6 @@ class SpanBests:
             moving = moving[over]
             self.cursor[moving] += 1
         self._refresh(spans)
-        gone = self.least_time >= rho
-        if np.any(gone & np.isfinite(self.least_time)):  # some span lost its last type: τ_lb may rise
-            self._cover = None
-        self.least_time[gone] = np.inf
 
     def allowed(self) -> np.ndarray:
         dense = self.table.dense()
@@ -143,9 +153,7 @@ class SpanBests:
         total, spans = least_span_rate(self.rate, self.time, stages)
         if spans is None:
             return (total, None), (np.inf, np.inf)
-        if self._cover is None:
-            self._cover = cover_bound_by_last(self.least_time)
-        cover = self._cover
+        cover = self.cover
         plan = tuple((first, last, int(self.type[last, first])) for first, last in spans)
         last, first = np.array([e for _, e in spans]), np.array([f for f, _ in spans])
         above = float(np.sum(np.maximum(self.work[last, first], cover * self.rate[last, first])))

@@ -29,10 +29,10 @@ import numpy as np
 from hps.placement.exact.caps import NODE_LIMIT, capped_search, meets_caps
 from hps.placement.exact.classes import SpanBests, TypedStages
 from hps.placement.exact.dp import least_span_rate
-from hps.placement.exact.prune import pruned_table
+from hps.placement.exact.prune import cost_scale, per_sample_seconds, pruned_table
 from hps.placement.exact.table import Table, check_table_size
 from hps.placement.model.plan import Plan, evaluate_plan
-from hps.placement.model.provisioning import Instance, boundary_bytes
+from hps.placement.model.provisioning import Instance
 
 
 @dataclass(frozen=True)
@@ -53,10 +53,8 @@ def _work_bound(inst: Instance) -> float:
     r_j·τ_j ≥ price_j·B·(compute + boundary)_j, a lower bound on Σ r · max τ of every plan."""
     n = inst.num_layers
     first, last = np.triu_indices(n)
-    per_sample = inst.time_prefix[last + 1] - inst.time_prefix[first]  # (N, T)
-    per_sample = per_sample + 2 * boundary_bytes(inst, first, last)[:, None] / inst.nic_bw[None]
     least = np.full((n, n), np.inf)  # [last, first]: a span's cheapest type (any plan may take it)
-    least[last, first] = np.min(inst.price[None] * inst.job.batch * per_sample, axis=1)
+    least[last, first] = np.min(inst.price * per_sample_seconds(inst, first, last), axis=1)
     return least_span_rate(least, least, None)[0]
 
 
@@ -81,7 +79,7 @@ def _solve_count(inst: Instance, table: Table, stages: int | None, heterps: bool
             if plan is None:
                 return best, scale * lowest * cover if math.isfinite(lowest) else math.inf
             proven = lowest >= total * (1 - 1e-12)
-        rho = max(table.stage_time(f, e, t) for f, e, t in plan)
+        rho = float(np.max(table.time[table.index(*(np.array(column) for column in zip(*plan)))]))
         cost = scale * total * rho
         if cost < best[0]:
             best = (cost, plan)
@@ -96,9 +94,8 @@ def _stage_counts(inst: Instance, heterps: bool, best, deadline: float, nodes: i
     the work bound already reaches the best cost or `deadline` has passed. `left` ({S: a proven
     lower bound on the cost of plans of S stages that are not proven no better than the best})
     is updated in place; returns the best (cost, plan). work: `_work_bound(inst)`."""
-    per_cost = inst.job.samples / (3600.0 * inst.job.batch)
     for stages in counts:
-        scale = inst.bubble(stages) * per_cost
+        scale = cost_scale(inst, stages)
         bound = scale * work
         if bound < best[0] and time.perf_counter() <= deadline:
             table, best = pruned_table(inst, stages, heterps, best)
@@ -121,9 +118,8 @@ def solve_exact(inst: Instance, *, heterps: bool = False, seconds: float = math.
     job = inst.job
     best, unproven = (math.inf, None), math.inf
     if math.isinf(job.micro_batches):
-        per_cost = job.samples / (3600.0 * job.batch)
         table, best = pruned_table(inst, 1, heterps, best)
-        best, unproven = _solve_count(inst, table, None, heterps, per_cost, best, deadline, NODE_LIMIT)
+        best, unproven = _solve_count(inst, table, None, heterps, cost_scale(inst, 1), best, deadline, NODE_LIMIT)
     else:
         left, work = {}, _work_bound(inst)
         best = _stage_counts(inst, heterps, best, deadline, 0, range(1, inst.num_layers + 1), left, work)

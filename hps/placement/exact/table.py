@@ -96,6 +96,11 @@ class Table:
             raise KeyError("a stage not in the table")
         return at
 
+    def subset(self, keep: np.ndarray) -> Table:
+        """The table of the stages where keep (N,) is true."""
+        fields = (self.first, self.last, self.type, self.rate, self.time, self.replicas)
+        return Table(self.num_layers, self.num_types, *(a[keep] for a in fields))
+
     def stage_time(self, first: int, last: int, t: int) -> float:
         return float(self.time[self.index(first, last, t)])
 
