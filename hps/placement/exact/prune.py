@@ -20,6 +20,7 @@ least, no memory or All-Reduce), then the cheapest under price_t·k_lb over the 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -62,12 +63,15 @@ def per_sample_seconds(inst: Instance, first, last, types=None) -> np.ndarray:
 
 
 def work_bounds(inst: Instance, first, last, types, stages: int):
-    """(w, k_lb) of stages first..last on `types` (arrays that broadcast to one shape) in a
-    plan of `stages` stages: a lower bound on r·τ ($·s/h) and on k over every allowed mode;
-    inf where no k ≤ max_units can fit memory and meet the floor."""
+    """(w, k_lb) of stages first..last on `types` (arrays that broadcast to one shape; None:
+    every type, (P, T) for first and last (P,)) in a plan of `stages` stages: a lower bound on
+    r·τ ($·s/h) and on k over every allowed mode; inf where no k ≤ max_units can fit memory
+    and meet the floor."""
     job = inst.job
     target = job.batch / (job.throughput * inst.bubble(stages))
     per_sample = per_sample_seconds(inst, first, last, types)
+    if types is None:
+        first, last, types = first[:, None], last[:, None], np.arange(inst.num_types)
     dense = inst.dense_prefix[last + 1] - inst.dense_prefix[first]
     shrinking = (inst.sparse_prefix[last + 1] - inst.sparse_prefix[first]) + job.batch * (
         inst.act_prefix[last + 1] - inst.act_prefix[first]
@@ -166,26 +170,40 @@ def _improve(inst: Instance, best: tuple, plan) -> tuple:
     return (score["cost"], plan) if score["feasible"] and score["cost"] < best[0] else best
 
 
-def _room(inst: Instance, stages: int, best: tuple, first, last, least: np.ndarray) -> np.ndarray:
-    """(P,): the most a stage first..last may cost (w, $·s/h) and still be in a plan cheaper
-    than `best`, given each span's least w `least` (P,) (inf: no stage); nan where none may."""
-    n = inst.num_layers
-    scale = cost_scale(inst, stages)
+def _covering_least(n: int, first, last, least: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(P, Q), (L + 1,) each, from each span's least bound `least` (P,) over spans first..last."""
     cost = np.full((n, n), np.inf)
     cost[first, last] = least
-    before, after = _prefix_least(cost)
+    return _prefix_least(cost)
+
+
+def _room(scale: float, best: tuple, first, last, before: np.ndarray, after: np.ndarray) -> np.ndarray:
+    """(P,): the most a stage first..last may cost (w, $·s/h) and still be in a plan cheaper
+    than `best` at cost scale c_S = `scale`, given P = before and Q = after; nan where none may."""
     with np.errstate(invalid="ignore"):  # nan where no plan passes the span: dropped, rightly
         return best[0] * (1 + SAFETY) / scale - before[first] - after[last + 1]
 
 
-def _least_first_bound(inst: Instance, first, last) -> np.ndarray:
-    """(P,): each span's least over types of w0 = price·B·ps, CHUNK stages at a time."""
+@dataclass(frozen=True)
+class FirstBound:
+    """w0 = price·B·ps ≤ r·τ, which does not depend on the stage count: each span's least over
+    types (P,) ($·s/h), and P, Q (L + 1,) of it. `before[L]` bounds Σ r·τ of every plan."""
+
+    least: np.ndarray
+    before: np.ndarray
+    after: np.ndarray
+
+
+def first_bound(inst: Instance) -> FirstBound:
+    """The FirstBound of every span, CHUNK stages at a time."""
+    n = inst.num_layers
+    first, last = np.triu_indices(n)
     least = np.empty(len(first))
     step = max(1, CHUNK // inst.num_types)
     for start in range(0, len(first), step):
         part = slice(start, start + step)
         least[part] = np.min(inst.price * per_sample_seconds(inst, first[part], last[part]), axis=1)
-    return least
+    return FirstBound(least, *_covering_least(n, first, last, least))
 
 
 def _grid_guess(inst: Instance, stages: int, count: int | None, heterps: bool):
@@ -195,32 +213,38 @@ def _grid_guess(inst: Instance, stages: int, count: int | None, heterps: bool):
     cuts = np.r_[np.arange(0, n, -(-n // GUESS_BOUNDARIES)), n]
     a, b = np.triu_indices(len(cuts) - 1)
     first, last = cuts[a], cuts[b + 1] - 1
-    work, k_lb = work_bounds(inst, first[:, None], last[:, None], types, stages)
+    work, k_lb = work_bounds(inst, first, last, None, stages)
     rate = work if heterps else inst.price * k_lb
     at = np.repeat(np.arange(len(first)), len(types))
     return _guess(inst, first[at], last[at], np.tile(types, len(first)), rate.ravel(), count, heterps)
+
+
+def _bounds_where_left(inst: Instance, first, last, room: np.ndarray, stages: int):
+    """(w, k_lb) (P, T) of spans first..last (P,) on every type where w0 ≤ room (P,), inf
+    elsewhere."""
+    if np.all(room == np.inf):
+        return work_bounds(inst, first, last, None, stages)
+    alive = inst.price * per_sample_seconds(inst, first, last) <= room[:, None]
+    if alive.mean() > DENSE_SHARE:  # most are left: one broadcast pass is faster
+        w, k = work_bounds(inst, first, last, None, stages)
+        return np.where(alive, w, np.inf), np.where(alive, k, np.inf)
+    w, k = np.full(alive.shape, np.inf), np.full(alive.shape, np.inf)
+    s, t = np.nonzero(alive)
+    w[s, t], k[s, t] = work_bounds(inst, first[s], last[s], t, stages)
+    return w, k
 
 
 def _second_bounds(inst: Instance, first, last, stages: int, room: np.ndarray, heterps: bool):
     """(w (P, T) float32 rounded down, each span's least w (P,), guess rate (P,), its type
     (P,)): the second bound of the stages whose first one is ≤ room (P,), inf elsewhere; the
     guess rate is price·k_lb (w with heterps). CHUNK stages at a time."""
-    count, types = len(first), np.arange(inst.num_types)
-    work = np.empty((count, len(types)), np.float32)
+    count = len(first)
+    work = np.empty((count, inst.num_types), np.float32)
     least, rate, kind = np.empty(count), np.empty(count), np.empty(count, np.int64)
-    step = max(1, CHUNK // len(types))
+    step = max(1, CHUNK // inst.num_types)
     for start in range(0, count, step):
         part = slice(start, start + step)
-        f, e = first[part], last[part]
-        alive = inst.price * per_sample_seconds(inst, f, e) <= room[part, None]
-        w, k = np.full(alive.shape, np.inf), np.full(alive.shape, np.inf)
-        if alive.mean() > DENSE_SHARE:  # most are left: one broadcast pass is faster
-            full_w, full_k = work_bounds(inst, f[:, None], e[:, None], types, stages)
-            np.copyto(w, full_w, where=alive)
-            np.copyto(k, full_k, where=alive)
-        else:
-            s, t = np.nonzero(alive)
-            w[s, t], k[s, t] = work_bounds(inst, f[s], e[s], t, stages)
+        w, k = _bounds_where_left(inst, first[part], last[part], room[part], stages)
         work[part], least[part] = _round_down(w), np.min(w, axis=1)
         guess = w if heterps else inst.price * k
         kind[part] = np.argmin(guess, axis=1)
@@ -241,17 +265,24 @@ def _survivors(low: np.ndarray, room: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return np.concatenate(spans), np.concatenate(kinds)
 
 
-def pruned_table(inst: Instance, stages: int, heterps: bool, best: tuple) -> tuple[Table, tuple]:
+def pruned_table(inst: Instance, stages: int, heterps: bool, best: tuple, bound: FirstBound):
     """(table, best): the stage table of plans of `stages` stages, every stage that no plan
     cheaper than the best known (cost, plan) can use left out, and that best, improved by the
-    guessed plans where they are feasible and cheaper. Bounds are computed CHUNK stages at a
-    time and the second kept as float32 rounded down, so memory stays bounded."""
+    guessed plans where they are feasible and cheaper; bound: `first_bound(inst)`. Bounds are
+    computed CHUNK stages at a time and the second kept as float32 rounded down, so memory
+    stays bounded."""
     n = inst.num_layers
     first, last = np.triu_indices(n)
     count = None if math.isinf(inst.job.micro_batches) else stages
-    best = _improve(inst, best, _grid_guess(inst, stages, count, heterps))
-    room = _room(inst, stages, best, first, last, _least_first_bound(inst, first, last))
+    scale = cost_scale(inst, stages)
+    if math.isinf(best[0]) and n > GUESS_BOUNDARIES:  # else every layer is on the grid: step 2 guesses
+        best = _improve(inst, best, _grid_guess(inst, stages, count, heterps))
+    room = np.full(len(first), np.inf)
+    if math.isfinite(best[0]):
+        room = _room(scale, best, first, last, bound.before, bound.after)
     work, least, rate, kind = _second_bounds(inst, first, last, stages, room, heterps)
+    if not np.any(np.isfinite(least)):
+        return fill_table(inst, first[:0], last[:0], first[:0], stages), best
     if heterps:
         at = np.repeat(np.arange(len(first)), inst.num_types)
         kinds = np.tile(np.arange(inst.num_types), len(first))
@@ -259,7 +290,7 @@ def pruned_table(inst: Instance, stages: int, heterps: bool, best: tuple) -> tup
     else:
         plan = _guess(inst, first, last, kind, rate, count, False)
     best = _improve(inst, best, plan)
-    spans, kinds = _survivors(work, _room(inst, stages, best, first, last, least))
+    spans, kinds = _survivors(work, _room(scale, best, first, last, *_covering_least(n, first, last, least)))
     del work
     table = fill_table(inst, first[spans], last[spans], kinds, stages)
     return _drop_slow(inst, stages, table, best), best
@@ -270,6 +301,8 @@ def _drop_slow(inst: Instance, stages: int, table: Table, best: tuple) -> Table:
     stage s costs c_S·Σ_j r_j·max τ ≥ c_S·τ_s·(R(f) + r_s + R'(l+1)), R and R' the least Σ r of
     stages covering the layers before and after it (the exact r, τ of the table)."""
     n = inst.num_layers
+    if not len(table.first):
+        return table
     least, _ = _span_least(table.first * n + table.last, table.rate, n * n)
     before, after = _prefix_least(least.reshape(n, n))
     scale = cost_scale(inst, stages)

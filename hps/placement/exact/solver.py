@@ -28,8 +28,7 @@ import numpy as np
 
 from hps.placement.exact.caps import NODE_LIMIT, capped_search, meets_caps
 from hps.placement.exact.classes import SpanBests, TypedStages
-from hps.placement.exact.dp import least_span_rate
-from hps.placement.exact.prune import cost_scale, per_sample_seconds, pruned_table
+from hps.placement.exact.prune import cost_scale, first_bound, pruned_table
 from hps.placement.exact.table import Table, check_table_size
 from hps.placement.model.plan import Plan, evaluate_plan
 from hps.placement.model.provisioning import Instance
@@ -46,16 +45,6 @@ class ExactResult:
     bound: float
     gap: float
     seconds: float
-
-
-def _work_bound(inst: Instance) -> float:
-    """min over plans of Σ_j price_j · B · (compute + boundary per sample)_j ($·s/h): with
-    r_j·τ_j ≥ price_j·B·(compute + boundary)_j, a lower bound on Σ r · max τ of every plan."""
-    n = inst.num_layers
-    first, last = np.triu_indices(n)
-    least = np.full((n, n), np.inf)  # [last, first]: a span's cheapest type (any plan may take it)
-    least[last, first] = np.min(inst.price * per_sample_seconds(inst, first, last), axis=1)
-    return least_span_rate(least, least, None)[0]
 
 
 def _solve_count(inst: Instance, table: Table, stages: int | None, heterps: bool, scale: float, best, deadline, nodes):
@@ -89,16 +78,18 @@ def _solve_count(inst: Instance, table: Table, stages: int | None, heterps: bool
         plans.lower(min(rho, best[0] / (scale * least)))
 
 
-def _stage_counts(inst: Instance, heterps: bool, best, deadline: float, nodes: int, counts, left: dict, work):
+def _stage_counts(inst: Instance, heterps: bool, best, deadline: float, nodes: int, counts, left: dict, w0):
     """Solve plans of each stage count S of `counts` (finite M) in turn, unless bubble(S) times
     the work bound already reaches the best cost or `deadline` has passed. `left` ({S: a proven
     lower bound on the cost of plans of S stages that are not proven no better than the best})
-    is updated in place; returns the best (cost, plan). work: `_work_bound(inst)`."""
+    is updated in place; returns the best (cost, plan). w0: `first_bound(inst)`, whose
+    `before[L]` = min over plans of Σ_j price_j·B·(compute + boundary per sample)_j bounds
+    Σ r·max τ of every plan, since k·time ≥ B·(compute + boundary) per sample."""
     for stages in counts:
         scale = cost_scale(inst, stages)
-        bound = scale * work
+        bound = scale * w0.before[-1]
         if bound < best[0] and time.perf_counter() <= deadline:
-            table, best = pruned_table(inst, stages, heterps, best)
+            table, best = pruned_table(inst, stages, heterps, best, w0)
             best, bound = _solve_count(inst, table, stages, heterps, scale, best, deadline, nodes)
         left[stages] = max(left.get(stages, bound), bound)
     return best
@@ -118,13 +109,13 @@ def solve_exact(inst: Instance, *, heterps: bool = False, seconds: float = math.
     job = inst.job
     best, unproven = (math.inf, None), math.inf
     if math.isinf(job.micro_batches):
-        table, best = pruned_table(inst, 1, heterps, best)
+        table, best = pruned_table(inst, 1, heterps, best, first_bound(inst))
         best, unproven = _solve_count(inst, table, None, heterps, cost_scale(inst, 1), best, deadline, NODE_LIMIT)
     else:
-        left, work = {}, _work_bound(inst)
-        best = _stage_counts(inst, heterps, best, deadline, 0, range(1, inst.num_layers + 1), left, work)
+        left, w0 = {}, first_bound(inst)
+        best = _stage_counts(inst, heterps, best, deadline, 0, range(1, inst.num_layers + 1), left, w0)
         reopen = sorted((bound, stages) for stages, bound in left.items() if bound < best[0])
-        best = _stage_counts(inst, heterps, best, deadline, NODE_LIMIT, [s for _, s in reopen], left, work)
+        best = _stage_counts(inst, heterps, best, deadline, NODE_LIMIT, [s for _, s in reopen], left, w0)
         unproven = min(left.values())
     cost, plan = best
     bound = min(cost, unproven)
