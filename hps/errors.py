@@ -33,3 +33,12 @@ class SearchSpaceTooLarge(HpsError):
 class TrainingDiverged(HpsError):
     """A training chunk produced a non-finite loss or non-finite parameters. Training stops before
     that state is saved, so the run folder keeps its last good checkpoint."""
+
+
+class RunFolderBusy(HpsError):
+    """Another live process holds the run folder's lock (two runs into one `--out`)."""
+
+
+class CheckpointDamaged(ConfigError):
+    """A checkpoint step whose arrays or spec do not match the digest saved with them (or
+    cannot be read at all). Names the step's folder."""
