@@ -25,6 +25,7 @@ from hps.experiments import (  # noqa: E402,F401
     executor_calibration,
     generalization,
     heterps_zoo,
+    hostile,
     llm_plans,
     placement_policy,
     quickstart,
