@@ -5,6 +5,11 @@ risk-seeking REINFORCE, LSTM, 4,096 environments of the TRAIN split), or with `-
 the default collective policy (REINFORCE over random networks). An experiment file is Python defining CONFIG, a
 `hps.placement.agent.train.TrainConfig` or `hps.collective.agent.train.CollectiveTrainConfig` (or a function
 config() returning one). Flags override its fields.
+
+The run folder is locked while training: a second `hps train` into it exits 2 at once naming the
+run that holds it. One line on stderr says when the lock of a run that died was taken over, and
+when damaged checkpoint steps were moved to `damaged-checkpoints/` (naming them and the step the
+run resumes from).
 """
 
 from __future__ import annotations
@@ -34,7 +39,12 @@ SHOWN = (
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("train", help="train a placement policy (resumes from the latest checkpoint)")
-    parser.add_argument("experiment", nargs="?", help="Python file defining CONFIG = TrainConfig(...)")
+    parser.add_argument(
+        "experiment",
+        nargs="?",
+        help="Python file (.py) defining CONFIG = TrainConfig(...); it is executed as Python with your "
+        "permissions, so give only files you trust",
+    )
     parser.add_argument(
         "--kind",
         choices=("placement", "collective"),
@@ -60,7 +70,13 @@ def register(subparsers) -> None:
 
 
 def load_experiment(path: str):
-    """The TrainConfig an experiment file defines (CONFIG or config())."""
+    """The TrainConfig an experiment file defines (CONFIG or config()). The file is executed as
+    Python, so only a `.py` module is taken: anything else (a `.toml`, say) is a ConfigError
+    naming it, raised before anything runs."""
+    if Path(path).suffix != ".py":
+        raise ConfigError(
+            path, "", "an experiment is a Python module (.py) that hps executes; this file is not one and was not run"
+        )
     from hps.collective.agent.train import CollectiveTrainConfig
     from hps.placement.agent.train import TrainConfig
 
@@ -144,6 +160,7 @@ def run(args) -> int:
             on_chunk=on_chunk,
             eval_every=max(args.eval_every, 1),
             evaluate=args.eval_every > 0,
+            on_notice=lambda line: tqdm.write(f"hps train: {line}", file=sys.stderr),
         )
     finally:
         bar.close()  # before any error message, on a line of its own

@@ -1,22 +1,29 @@
-"""A training session in a run folder: resume, checkpoints, metrics, evaluation, time budget.
+"""A training session in a run folder: lock, resume, checkpoints, metrics, evaluation, time budget.
 
 Folder layout (`out`):
-    checkpoints/      orbax CheckpointManager steps (state + JSON spec), see hps.rl.checkpoint
+    .lock             the run folder's lock (hps.rl.lock): JSON naming the live run training here
+    checkpoints/      orbax CheckpointManager steps (state, JSON spec, digests), see hps.rl.checkpoint
+    damaged-checkpoints/  steps that failed their digest check, moved aside on resume
     metrics.jsonl     one JSON object per chunk: chunk, step, elapsed_s, the chunk's mean metrics,
                       and eval_* on evaluation chunks
     learning_curve.png
 
-`train_session` restores the latest checkpoint when there is one and continues from its step,
-so a run killed at any point (SIGKILL included) and started again with the same config ends
-with the same parameters as an uninterrupted run: every chunk is a pure function of the state,
-whose PRNG key is saved with it. Nothing is printed; `on_chunk` feeds a progress bar. In a
+`train_session` holds the folder's lock from start to end, so a second run into the same folder
+fails at once with RunFolderBusy. It restores the newest intact checkpoint when there is one and
+continues from its step. After each chunk it appends the chunk's metrics line (flushed to disk),
+then saves the checkpoint, then calls `on_chunk`; a resume drops the metrics lines of chunks past
+its checkpoint and runs those chunks again. So a run killed at any point (SIGKILL included) and
+started again with the same config ends with the same parameters as an uninterrupted run and one
+metrics line per chunk: every chunk is a pure function of the state, whose PRNG key is saved with
+it. Nothing is printed; `on_chunk` feeds a progress bar and `on_notice` gets one-line notices. In a
 multi-process run every process saves its part of the checkpoint (orbax coordinates them) and
-process 0 alone writes the metrics and the plot.
+process 0 alone locks the folder and writes the metrics and the plot.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +33,7 @@ import numpy as np
 
 from hps.config.files import atomic_write_text
 from hps.errors import ConfigError, TrainingDiverged
-from hps.rl import checkpoint
+from hps.rl import checkpoint, lock
 from hps.rl.distributed import is_primary
 from hps.rl.driver import TrainState, run_chunks
 from hps.rl.policy_kind import policy_kind_of
@@ -48,6 +55,10 @@ class SessionPaths:
     def curve(self) -> Path:
         return self.out / "learning_curve.png"
 
+    @property
+    def damaged(self) -> Path:
+        return self.out / "damaged-checkpoints"
+
 
 def read_metrics(path: Path, before_chunk: int | None = None) -> list[dict]:
     """The metrics records of a run folder (those of chunks < before_chunk when given). A last
@@ -65,23 +76,84 @@ def read_metrics(path: Path, before_chunk: int | None = None) -> list[dict]:
     return [r for r in records if before_chunk is None or r["chunk"] < before_chunk]
 
 
+def append_record(path: Path, record: dict) -> None:
+    """Append one metrics record to `path` as a JSON line, flushed to disk (fsync) before this
+    returns, so the line is kept before the checkpoint of its chunk is saved."""
+    with path.open("a") as stream:
+        stream.write(json.dumps(record) + "\n")
+        stream.flush()
+        os.fsync(stream.fileno())
+
+
 def train_session(
-    config, out, *, minutes: float | None = None, devices=None, eval_every: int = 5, on_chunk=None, evaluate=True
+    config,
+    out,
+    *,
+    minutes: float | None = None,
+    devices=None,
+    eval_every: int = 5,
+    on_chunk=None,
+    evaluate=True,
+    on_notice=None,
 ) -> tuple[TrainState, list[dict]]:
     """Train `config` (a placement TrainConfig or a CollectiveTrainConfig) in run folder `out`
     until config.num_chunks chunks are done or `minutes` have passed (checked between chunks).
     Returns (state, every metrics record of the run, earlier sessions' included).
-    on_chunk(record) runs after each chunk."""
-    kind = policy_kind_of(config)
+    on_chunk(record) runs after each chunk, once its metrics line and checkpoint are saved;
+    on_notice(line) gets a line for each thing a user should hear of (a stale lock taken over,
+    damaged checkpoint steps set aside). RunFolderBusy, before anything is compiled, when
+    another live run holds the folder's lock."""
     paths = SessionPaths(Path(out))
     try:
         paths.out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise ConfigError(str(out), "", f"cannot create the run folder: {error.strerror or error}") from None
-    manager = checkpoint.open_manager(paths.checkpoints)
-    state = None
-    if manager.latest_step() is not None:
-        state = checkpoint.restore(manager, config, devices=devices)
+    with lock.holding(paths.out, enabled=is_primary()) as held:
+        _notify(on_notice, lock.stale_notice(held))
+        manager = checkpoint.open_manager(paths.checkpoints)
+        try:
+            state, records = _train(
+                config,
+                paths,
+                manager,
+                minutes=minutes,
+                devices=devices,
+                eval_every=eval_every,
+                on_chunk=on_chunk,
+                evaluate=evaluate,
+                on_notice=on_notice,
+            )
+        finally:
+            manager.close()
+        if records and is_primary():
+            from hps.report.learning_curve import save_learning_curve
+
+            name = policy_kind_of(config).name
+            save_learning_curve(records, paths.curve, title=f"{name} policy, {config.num_envs} envs")
+    return state, records
+
+
+def _notify(on_notice, line: str | None) -> None:
+    if line is not None and on_notice is not None:
+        on_notice(line)
+
+
+def damaged_notice(paths: SessionPaths, damaged: list, state) -> str | None:
+    """One line naming the damaged steps set aside and the step resumed from, or None."""
+    if not damaged:
+        return None
+    steps = ", ".join(f"{step} ({checkpoint.damage_summary(error)})" for step, error in damaged)
+    return (
+        f"{paths.checkpoints}: damaged checkpoint steps {steps} moved to {paths.damaged}; "
+        f"resuming from step {int(jax.device_get(state.step))}"
+    )
+
+
+def _train(config, paths, manager, *, minutes, devices, eval_every, on_chunk, evaluate, on_notice):
+    """train_session's work in the locked folder with its open checkpoint manager."""
+    kind = policy_kind_of(config)
+    state, damaged = checkpoint.restore_intact(manager, config, paths.damaged, devices=devices)
+    _notify(on_notice, damaged_notice(paths, damaged, state))
     start_chunk = 0 if state is None else int(jax.device_get(state.step)) // config.updates_per_chunk
     records = read_metrics(paths.metrics, before_chunk=start_chunk)
     primary = is_primary()
@@ -101,10 +173,9 @@ def train_session(
         last = chunk == config.num_chunks - 1 or out_of_time()
         if evaluator is not None and (chunk % eval_every == eval_every - 1 or last):
             record.update(evaluator(state.params))
-        checkpoint.save(manager, state, config)
         if primary:
-            with paths.metrics.open("a") as stream:
-                stream.write(json.dumps(record) + "\n")
+            append_record(paths.metrics, record)  # before the checkpoint: a resume from an older one drops it
+        checkpoint.save(manager, state, config)
         records.append(record)
         if on_chunk is not None:
             on_chunk(record)
@@ -120,12 +191,6 @@ def train_session(
         )
     except TrainingDiverged as error:
         raise TrainingDiverged(f"{paths.out}: {error}; {kept(manager)}") from None
-    finally:
-        manager.close()
-    if records and primary:
-        from hps.report.learning_curve import save_learning_curve
-
-        save_learning_curve(records, paths.curve, title=f"{kind.name} policy, {config.num_envs} envs")
     return state, records
 
 
