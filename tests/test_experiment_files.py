@@ -35,6 +35,8 @@ WRITERS = {"open", "write_text", "write_bytes", "savefig", "dump", "save", "save
 """Calls that write a file directly (json.dump, np.save, fig.savefig, Path.write_text, ...)."""
 ATOMIC = {"checkpoint.save"}
 """hps.rl.checkpoint.save: orbax writes a step to a temporary folder and renames it."""
+DELIBERATE = {"hostile.py": {"os.open"}}
+"""The hostile sweep flips a bit of a checkpoint in place on purpose, as a failing disk does."""
 
 
 def _called(node: ast.Call) -> str:
@@ -57,4 +59,5 @@ def test_experiments_write_files_only_through_the_atomic_writer(path):
     (save_figure); an experiment never opens a file for writing itself."""
     tree = ast.parse(path.read_text(), str(path))
     called = [_called(node) for node in ast.walk(tree) if isinstance(node, ast.Call)]
-    assert not [c for c in called if c.rpartition(".")[2] in WRITERS and c not in ATOMIC]
+    allowed = ATOMIC | DELIBERATE.get(path.name, set())
+    assert not [c for c in called if c.rpartition(".")[2] in WRITERS and c not in allowed]

@@ -57,8 +57,10 @@ def run(args) -> int:
 
 def _sensitivity(args, workload, catalog, job, plan, report):
     """The jax.grad sensitivity of a feasible HeterPS schedule's cost (null when infeasible: it
-    has no cost); ConfigError for what the jnp model does not express."""
+    has no cost); ConfigError for what the jnp model does not express, InstanceTooLarge naming
+    the estimate when its arrays would not fit memory (checked before they are allocated)."""
     from hps.errors import ConfigError
+    from hps.placement.memory import jnp_model_bytes, refuse_past_memory
     from hps.placement.model import build_params
     from hps.placement.model.plan import schedule_plan
     from hps.placement.model.sensitivity import sensitivity
@@ -69,4 +71,7 @@ def _sensitivity(args, workload, catalog, job, plan, report):
         raise ConfigError("--sensitivity", "sensitivity", problem)
     if not report["feasible"]:
         return None
+    layers, types, units = len(workload.layers), len(catalog.resources), max(r.max_units for r in catalog.resources)
+    what = f"--sensitivity's jnp placement model of {layers} layers x {types} types x {units} units per type"
+    refuse_past_memory(what, jnp_model_bytes(layers, types, units))
     return sensitivity(build_params(workload, catalog, job), catalog, schedule)

@@ -84,6 +84,9 @@ def main(argv: list[str] | None = None) -> int:
     except HpsError as error:
         print(f"hps {args.command}: error: {error}", file=sys.stderr)
         return 2
+    except MemoryError:  # an allocation no estimate foresaw: said in words, as a refused instance is
+        print(f"hps {args.command}: error: out of memory; give a smaller instance or more memory", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -27,6 +27,10 @@ KIND_DESCRIPTIONS = {
         "hps.experiments.heterps_zoo",
         "the placement policy vs every search method over the zoo at several throughput floors",
     ),
+    "HostileSweepConfig": (
+        "hps.experiments.hostile",
+        "every command with malformed and extreme inputs and run-folder faults, classed by how each ended",
+    ),
     "LlmPlansConfig": (
         "hps.experiments.llm_plans",
         "large language models on a catalogue at several floors: the exact optimum and its Pareto front",
@@ -74,7 +78,11 @@ def register(subparsers) -> None:
         epilog=kinds_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("experiment", help="Python file defining config() (see experiments/)")
+    parser.add_argument(
+        "experiment",
+        help="Python file defining config() (see experiments/); it is executed as Python with your "
+        "permissions, so give only files you trust",
+    )
     parser.add_argument("--out", default="results", help="results folder; the run goes to OUT/NAME (default: results)")
     parser.add_argument("--fresh", action="store_true", help="recompute every item instead of resuming")
     parser.add_argument("--json", action="store_true", help="print results.json instead of the table")

@@ -30,7 +30,8 @@ def register(subparsers) -> None:
         "model",
         metavar="MODULE:FACTORY",
         help="a module (or .py file) and a callable in it returning a hps.models.LayeredModel, or a zoo "
-        "workload with a Flax model (e.g. ctr-dnn-small)",
+        "workload with a Flax model (e.g. ctr-dnn-small); the module is imported, that is executed as "
+        "Python with your permissions, so give only files you trust",
     )
     derive.add_argument("--batch", type=int, default=64, help="sample batch measured (default: %(default)s)")
     derive.add_argument("--name", help="workload name (default: the factory's or zoo workload's name)")

@@ -11,8 +11,14 @@ from hps.experiments.base import EXPERIMENT_KINDS, experiment_kind_names
 
 def load_config(path):
     """config() of the experiment file at `path`; ConfigError naming the file when the file is
-    missing, fails to run, has no config(), or config() fails or returns no registered kind."""
+    missing, fails to run, has no config(), or config() fails or returns no registered kind. The
+    file is executed as Python, so only a `.py` module is taken (anything else is refused, naming
+    it, before it runs)."""
     source = str(path)
+    if Path(path).suffix != ".py":
+        raise ConfigError(
+            source, "", "an experiment is a Python module (.py) that hps executes; this file is not one and was not run"
+        )
     if not Path(path).is_file():
         raise ConfigError(source, "", "no such experiment file")
     try:

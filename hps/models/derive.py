@@ -40,6 +40,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from hps.config.types import Layer, Workload
+from hps.config.validation import printable
 from hps.models.base import Activation, LayeredModel, parameter_bytes
 
 
@@ -48,7 +49,8 @@ def derive_workload(
 ) -> Workload:
     """The layer table of `model`, per-sample numbers measured at `batch` samples of
     `model.sample_batch(jax.random.key(seed), batch)` (see the module docstring for how they differ
-    from analytic ones). The workload has no job defaults."""
+    from analytic ones). The workload has no job defaults; its names have their
+    control characters escaped (`hps.config.validation.printable`)."""
     x = model.sample_batch(jax.random.key(seed), batch)
     io_bytes = activation_bytes(x) / batch
     rows = []
@@ -57,7 +59,7 @@ def derive_workload(
         dense, sparse = parameter_bytes(layer)
         rows.append(
             Layer(
-                name=layer_name,
+                name=printable(layer_name),  # a model's names are shown as a file's are
                 kind="sparse" if sparse > 0 else "dense",
                 flops=cost["flops"] / batch,
                 mem_bytes=cost["bytes accessed"] / batch,
@@ -68,7 +70,7 @@ def derive_workload(
             )
         )
         x = y
-    return Workload(name=name, layers=tuple(rows), description=description)
+    return Workload(name=printable(name), layers=tuple(rows), description=description)
 
 
 def activation_bytes(x: Activation | jax.Array) -> float:

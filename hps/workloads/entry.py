@@ -14,7 +14,10 @@ import dataclasses
 import typing
 from collections.abc import Callable, Iterable, Mapping
 
+from hps.config.limits import MAX_WORKLOAD_LAYERS
 from hps.config.types import JobDefaults, Layer, Workload
+from hps.config.validation import printable
+from hps.errors import ConfigError
 from hps.workloads.layers import FP32_BYTES
 
 A = typing.TypeVar("A", bound="Architecture")
@@ -46,8 +49,25 @@ class Architecture:
     """The one-line description: a `str.format` template naming hyperparameters (written as
     `description_text` writes them) and the keys of `derived`."""
 
+    depth: typing.ClassVar[tuple[str, ...]] = ()
+    """The hyperparameters that set how many rows the table has (a class attribute, not a field)."""
+
     def check(self, entry: str) -> None:
         """Raise ConfigError (field "`entry`.NAME") for hyperparameters that do not fit together."""
+
+    def row_count(self) -> int:
+        """How many rows `table()` returns, counted without building them."""
+        raise NotImplementedError
+
+    def check_size(self, entry: str, source: str) -> None:
+        """ConfigError (source, field "`entry`.DEPTH") when the table would have more rows than
+        MAX_WORKLOAD_LAYERS, before any row is built; subclasses add bounds of their own."""
+        rows = self.row_count()
+        if rows > MAX_WORKLOAD_LAYERS:
+            field = f"{entry}.{' + '.join(self.depth)}"
+            raise ConfigError(
+                source, field, f"makes {rows:,} layer rows, more than the {MAX_WORKLOAD_LAYERS:,} a workload may hold"
+            )
 
     def table(self) -> tuple[Layer, ...]:
         """The ordered layer table (per-sample numbers, units as in `hps.workloads.layers`)."""
@@ -111,12 +131,19 @@ class ZooEntry:
     def __call__(self, **overrides: object) -> Workload:
         architecture = self.architecture.replaced(overrides)
         architecture.check(self.name)
-        layers = architecture.table()
-        return Workload(self.name, layers, self.job, architecture.describe(layers))
+        architecture.check_size(self.name, "workload")
+        layers = tuple(_printable_layer(layer) for layer in architecture.table())
+        return Workload(printable(self.name), layers, self.job, architecture.describe(layers))
 
     def hyperparameters(self) -> dict[str, object]:
         """Hyperparameter name -> default, in the architecture's field order."""
         return self.architecture.hyperparameters()
+
+
+def _printable_layer(layer: Layer) -> Layer:
+    """`layer` with its name's control characters escaped (`hps.config.validation.printable`)."""
+    name = printable(layer.name)
+    return layer if name == layer.name else dataclasses.replace(layer, name=name)
 
 
 # --- description text --------------------------------------------------------------------------

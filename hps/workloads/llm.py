@@ -45,6 +45,9 @@ class DecoderLM(TransformerShape):
         if self.heads % self.kv_heads:
             raise ConfigError("workload", f"{entry}.kv_heads", f"must divide heads ({self.heads}), got {self.kv_heads}")
 
+    def row_count(self) -> int:
+        return 2 * self.layers + 2  # embedding, the layers' rows, LM head
+
     def table(self) -> tuple[Layer, ...]:
         tables = (self.vocab, self.seq_len) if self.learned_positions else (self.vocab,)
         embedding = token_embedding(

@@ -21,6 +21,10 @@ class MLPClassifier(Architecture):
     features: int = 64
     hidden: tuple[int, ...] = (128, 64)
     classes: int = 2
+    depth = ("hidden",)
+
+    def row_count(self) -> int:
+        return len(self.hidden) + 2  # fc1..fcL, fc_out, loss
 
     def table(self) -> tuple[Layer, ...]:
         fcs = mlp("fc", self.features, self.hidden, out=self.classes)

@@ -32,6 +32,7 @@ class TransformerShape(Architecture):
     ffn: int
     seq_len: int
     vocab: int
+    depth = ("layers",)
 
     def check(self, entry: str) -> None:
         if self.hidden % self.heads:
@@ -85,6 +86,9 @@ class BertPretraining(Encoder):
 
     masked: int
 
+    def row_count(self) -> int:
+        return 2 * self.layers + 2  # embedding, the layers' rows, heads
+
     def table(self) -> tuple[Layer, ...]:
         encoder = self.encoder(label_bytes=self.masked * _MASKED_LABEL_BYTES + LABEL_BYTES)
         return (*encoder, pretraining_heads("heads", self.hidden, self.vocab, self.masked))
@@ -104,6 +108,9 @@ class EncoderClassifier(Encoder):
     """
 
     classes: int
+
+    def row_count(self) -> int:
+        return 2 * self.layers + 3  # embedding, the layers' rows, head, loss
 
     def table(self) -> tuple[Layer, ...]:
         head = (classification_head("head", self.hidden, self.classes), loss("loss", self.classes))

@@ -56,6 +56,11 @@ class SlotsMLP(Architecture):
     dim: int = 64
     dense_features: int = 13
     hidden: tuple[int, ...] = (512, 256, 128)
+    depth = ("hidden",)
+
+    def deep_rows(self) -> int:
+        """Rows of `deep`: the embedding, concat, fc1..fcL and fc_out."""
+        return len(self.hidden) + 3
 
     def deep(self, embedding_name: str, outputs: int, label_bytes: float = LABEL_BYTES) -> tuple[Layer, ...]:
         """Rows `embedding_name`, concat, fc1..fcL, fc_out (`outputs` logits); the embedding reads
@@ -87,6 +92,9 @@ class CTRDNN(SlotsMLP):
 
     classes: int = 2
 
+    def row_count(self) -> int:
+        return self.deep_rows() + 1
+
     def table(self) -> tuple[Layer, ...]:
         return (*self.deep("embedding", self.classes), loss("loss", self.classes))
 
@@ -112,6 +120,9 @@ class WideDeep(SlotsMLP):
     rows: float = 1_000_000_000
     hidden: tuple[int, ...] = (1024, 512, 256)
     wide: SlotInput = SlotInput(16, 8, 10_000_000_000)
+
+    def row_count(self) -> int:
+        return self.deep_rows() + 2  # wide, the deep rows, loss
 
     def table(self) -> tuple[Layer, ...]:
         # The wide part's pooled weights ride along to the output.
@@ -139,6 +150,10 @@ class DeepFM(Architecture):
     rows: float = 1_000_000_000
     dim: int = 64
     hidden: tuple[int, ...] = (400, 400, 400)
+    depth = ("hidden",)
+
+    def row_count(self) -> int:
+        return len(self.hidden) + 4  # embedding, fm_second_order, fc1..fcL, fc_out, loss
 
     def table(self) -> tuple[Layer, ...]:
         d_in = self.fields * self.dim
@@ -177,6 +192,10 @@ class DLRM(Architecture):
     dense_features: int = 13
     bottom_hidden: tuple[int, ...] = (512, 256)
     top: tuple[int, ...] = (1024, 1024, 512, 256)
+    depth = ("bottom_hidden", "top")
+
+    def row_count(self) -> int:
+        return len(self.bottom_hidden) + len(self.top) + 5  # embedding, bottom, interaction, top, loss
 
     def table(self) -> tuple[Layer, ...]:
         pooled = self.tables * self.dim
@@ -212,6 +231,10 @@ class MatchNet(Architecture):
     item: SlotInput = SlotInput(4, 32, 500_000_000)
     dim: int = 64
     hidden: tuple[int, ...] = (512, 256, 128)
+    depth = ("hidden",)
+
+    def row_count(self) -> int:
+        return 2 * len(self.hidden) + 4  # two embeddings, two towers, cosine, loss
 
     def table(self) -> tuple[Layer, ...]:
         q_in, i_in, out = self.query.slots * self.dim, self.item.slots * self.dim, self.hidden[-1]
@@ -245,6 +268,9 @@ class Word2VecNCE(Architecture):
     negatives: int = 10
     vocab: float = 250_000_000
     dim: int = 128
+
+    def row_count(self) -> int:
+        return 4
 
     def table(self) -> tuple[Layer, ...]:
         h = self.seq_len * self.dim

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from hps.config.types import JobDefaults, Workload
 from hps.errors import ConfigError
+from hps.workloads.bounds import check_bound
 from hps.workloads.entry import ZooEntry
 from hps.workloads.llm import gpt3_175b, llama3_70b, llama3_405b, transformer_1t
 from hps.workloads.mlp import mlp_classifier
@@ -120,15 +121,19 @@ def checked_hyperparameters(
 ) -> dict[str, object]:
     """All hyperparameters of zoo workload `name`: its defaults, replaced by `overrides`.
 
-    Raises ConfigError (naming `source`, e.g. "--set") for an unknown name, an unknown
-    hyperparameter, or a value that is not a positive number like its default (for widths, a
-    non-empty sequence of positive integers; a single integer means a one-element sequence).
+    Raises ConfigError (naming `source`, e.g. "--set", and the field "`name`.KEY") for an
+    unknown name, an unknown hyperparameter, a value that is not a positive number like its
+    default (for widths, a non-empty sequence of positive integers; a single integer means a
+    one-element sequence), a value past its bound (`hps.workloads.bounds`), or values that would
+    make a table of more than MAX_WORKLOAD_LAYERS rows; all before any row is built.
     """
     values = hyperparameters(name)
     for key, value in (overrides or {}).items():
         if key not in values:
             raise ConfigError(source, f"{name}.{key}", f"unknown hyperparameter; known: {', '.join(values)}")
         values[key] = _check_value(f"{name}.{key}", value, values[key], source)
+        check_bound(f"{name}.{key}", key, values[key], source)
+    FACTORIES[base_workload(name)].architecture.replaced(values).check_size(name, source)
     return values
 
 

@@ -48,6 +48,10 @@ class GNMT(Architecture):
     vocab: int = 32_000
     seq_len: int = 50
     shared_embedding: bool = False
+    depth = ("encoder_layers", "decoder_layers")
+
+    def row_count(self) -> int:
+        return self.encoder_layers + self.decoder_layers + 4  # two embeddings, attention, classifier
 
     def check(self, entry: str) -> None:
         if self.decoder_layers < 2:

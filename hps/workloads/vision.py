@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 
 from hps.config.types import JobDefaults, Layer
+from hps.errors import ConfigError
+from hps.workloads.bounds import MAX_WIDTH
 from hps.workloads.entry import Architecture, ZooEntry, architecture
 from hps.workloads.layers import LABEL_BYTES, bottleneck, conv2d, conv_out, dense, loss, merge_layers, pool2d
 
@@ -34,6 +36,23 @@ class ResNet(Architecture):
     width: int = 64
     blocks: tuple[int, ...] = (3, 4, 6, 3)
     classes: int = 1000
+    depth = ("blocks",)
+
+    def row_count(self) -> int:
+        return sum(self.blocks) + 3  # stem, the bottleneck blocks, head, loss
+
+    def check_size(self, entry: str, source: str) -> None:
+        """Also ConfigError when the last stage's output width, 4 * width * 2^(stages - 1)
+        channels, passes MAX_WIDTH (each stage doubles the width)."""
+        super().check_size(entry, source)
+        widest = 4 * self.width * 2 ** (len(self.blocks) - 1)
+        if widest > MAX_WIDTH:
+            raise ConfigError(
+                source,
+                f"{entry}.width + blocks",
+                f"{len(self.blocks)} stages from width {self.width} end {widest:,} channels wide, "
+                f"more than the {MAX_WIDTH:,} a layer may be",
+            )
 
     def table(self) -> tuple[Layer, ...]:
         size, h = self.image_size, conv_out(self.image_size, 7, 2)

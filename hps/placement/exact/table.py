@@ -8,12 +8,11 @@ which `Table.dense` builds once where memory allows.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from hps.errors import InstanceTooLarge
+from hps.placement.memory import refuse_past_memory
 from hps.placement.model.provisioning import FEASIBLE, Instance, every_stage, provision
 
 CHUNK = 1 << 20
@@ -27,16 +26,10 @@ BYTES_PER_DENSE_STAGE = 48
 """Bytes per (first, last, type) of the dense form (rate, time, replicas and a mask)."""
 
 
-def memory_bytes() -> int:
-    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-
-
 def _refuse(what: str, needed: float) -> None:
-    memory = memory_bytes()
-    if needed > memory / 2:
-        raise InstanceTooLarge(
-            f"{what} needs about {needed / 2**30:,.0f} GiB, over half of this machine's {memory / 2**30:,.0f} GiB"
-        )
+    """InstanceTooLarge past half of the memory this process may use (the machine's, or less
+    under a container's or `ulimit -v`'s limit: `hps.placement.memory`)."""
+    refuse_past_memory(what, needed)
 
 
 def check_table_size(inst: Instance) -> None:
