@@ -42,3 +42,12 @@ class RunFolderBusy(HpsError):
 class CheckpointDamaged(ConfigError):
     """A checkpoint step whose arrays or spec do not match the digest saved with them (or
     cannot be read at all). Names the step's folder."""
+
+
+class NonFiniteResult(HpsError):
+    """A model gave a non-finite figure (inf or NaN) where every input was in range: a result
+    that no output shows. Names the command's output and the figure's path in it."""
+
+    def __init__(self, where: str, path: str, value: float):
+        self.where, self.path, self.value = where, path, value
+        super().__init__(f"{where}: {path or 'the result'} is not a finite number ({value!r}); no output was written")

@@ -179,7 +179,7 @@ def test_parse_functions_validate_already_parsed_dicts():
 def sample_workload() -> Workload:
     embed = Layer('embedding "ids"', "sparse", 9984.0, 19968.0, 2048.0, 6656.0, 0.0, 5.12e11)
     fc = Layer(
-        "fc-1/über", "dense", 1 / 3, 0.1, 0.0, 1e-300, 123456789.123, 0.0, measured_time={"cpu": 2.5e-6, "a-100": 1 / 7}
+        "fc-1/über", "dense", 4 / 3, 1.1, 0.0, 2**0.5, 123456789.123, 0.0, measured_time={"cpu": 2.5e-6, "a-100": 1 / 7}
     )
     return Workload("ctr-dnn", (embed, fc), JobDefaults(512.0, 1e4, 1e8), "two\nlines \\ 'q'")
 

@@ -189,7 +189,7 @@ MATRIX = [
     (["train", "IN/experiment-zero-updates.py", "--out", "OUT/run"], ["CONFIG.updates_per_chunk", ">= 1"]),
     (
         ["train", "IN/catalog-not-toml.toml", "--out", "OUT/run"],
-        ["catalog-not-toml.toml", "cannot run the experiment file"],
+        ["catalog-not-toml.toml", "Python module (.py)", "was not run"],
     ),
     (["train", "--envs", "0", "--out", "OUT/run"], ["--envs", "num_envs", ">= 1"]),
     (["train", "--envs", "24", "--out", "OUT/run"], ["--envs", "multiple of samples_per_instance (16)"]),
@@ -236,7 +236,7 @@ MATRIX = [
     (["execute", *mlp("--devices", "tpu=0-3")], ["--devices", "unknown resource type 'tpu'"]),
     (["execute", *mlp("--replicas", "0")], ["--replicas", "1 <= k"]),
     (["execute", *mlp("--policy", "learned", "--checkpoint", "OUT/none")], ["none", "no such directory"]),
-    (["execute", *mlp()[:-1], "0.5"], ["--batch", "whole number"]),
+    (["execute", *mlp()[:-1], "1.5"], ["--batch", "whole number"]),
     (
         ["execute", "--workload", "IN/workload-no-model.toml", "--catalog", PODS, "--schedule", "cpu"],
         ["w: has no Flax model"],
@@ -539,15 +539,23 @@ def test_plan_from_a_damaged_checkpoint_exits_2_naming_the_folder(how, tmp_path,
 
 @pytest.mark.parametrize("how", DAMAGES)
 @pytest.mark.slow
-def test_train_resuming_from_a_damaged_checkpoint_exits_2_naming_the_folder(how, tmp_path, experiment, trained, capsys):
+def test_train_resumes_past_a_damaged_checkpoint_from_the_step_before(how, tmp_path, experiment, trained, capsys):
+    """A damaged latest step is moved aside with one message naming it, and training resumes
+    from the step before to the clean run's parameters, every chunk's metrics once."""
     run = tmp_path / "run"
     shutil.copytree(trained[0], run)
+    chunks = len(read_metrics(run / "metrics.jsonl"))
     latest = damage(run, how)
-    metrics = (run / "metrics.jsonl").read_text()
-    code, err = run_cli(["train", str(experiment), "--out", str(run), "--chunks", "3", "--eval-every", "0"], capsys)
-    assert code == 2 and "Traceback" not in err
-    assert f"hps train: error: {latest}" in err
-    assert (run / "metrics.jsonl").read_text() == metrics  # the run folder is left as it was
+    code, err = run_cli(
+        ["train", str(experiment), "--out", str(run), "--chunks", str(chunks), "--eval-every", "0"], capsys
+    )
+    assert code == 0 and "Traceback" not in err
+    assert f"damaged checkpoint steps {latest.name}" in err and "resuming from step" in err
+    assert (run / "damaged-checkpoints" / latest.name).is_dir()  # moved aside; the step is saved anew
+    assert [r["chunk"] for r in read_metrics(run / "metrics.jsonl")] == list(range(chunks))
+    _, params, spec = checkpoint.load_policy(run / "checkpoints")
+    assert spec["step"] == int(latest.name)
+    assert_same_params(params, trained[1])
 
 
 @pytest.mark.slow

@@ -9,9 +9,10 @@ import re
 from hps.cli.common import output_path, print_json, workload_arg
 from hps.config.loaders import load_network
 from hps.config.paths import TOPOLOGIES, resolve_topology
+from hps.config.ranges import check_in_range
 from hps.errors import ConfigError
 from hps.report.collective import format_iteration, format_suite
-from hps.report.tables import format_table
+from hps.report.tables import format_table, require_finite
 
 POLICY_CHOICES = ("baseline", "themis", "roundrobin", "best-fixed", "learned")
 _UNITS = {"": 1, "B": 1, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "KB": 1e3, "MB": 1e6, "GB": 1e9}
@@ -27,7 +28,7 @@ def parse_size(text: str) -> float:
         value = None
     if value is None or not value > 0:
         raise ConfigError("--size", "size", f"must be a positive size like 1GiB or 1073741824, got {text!r}")
-    return value
+    return check_in_range(value, "collective_bytes", "--size", "size")
 
 
 def register(subparsers) -> None:
@@ -62,6 +63,7 @@ def _plot(path, network, size, chunks, policy, intra, result) -> None:
 def _iteration(network, args) -> dict:
     if not (math.isfinite(args.batch_per_npu) and args.batch_per_npu > 0):
         raise ConfigError("--batch-per-npu", "batch_per_npu", f"must be a positive number, got {args.batch_per_npu}")
+    check_in_range(args.batch_per_npu, "batch_per_npu", "--batch-per-npu", "batch_per_npu")
     from hps.collective import studies
 
     workload = workload_arg(args.iteration, flag="--iteration")
@@ -92,11 +94,12 @@ def run(args) -> int:
         )
     if args.suite:
         payload = studies.suite(sorted(TOPOLOGIES.glob("networks/*.toml")), size, args.chunks)
+        require_finite(payload, "the suite's result")
         print_json(payload) if args.json else print(format_suite(payload))
         return 0
     network = load_network(resolve_topology(args.network, "networks", "--network"))
     if args.iteration:
-        payload = _iteration(network, args)
+        payload = require_finite(_iteration(network, args), "the iteration's result")
         print_json(payload) if args.json else print(format_iteration(payload))
         return 0
     orders = None
@@ -107,13 +110,14 @@ def run(args) -> int:
     payload, result = studies.single_allreduce(
         network, size, args.chunks, args.policy, args.intra == "scf", orders=orders
     )
+    require_finite(payload, "the All-Reduce's result")
     if plot:
         _plot(plot, network, size, args.chunks, args.policy, args.intra, result)
     if args.json:
         print_json(payload)
         return 0
     rows = [
-        [f"dim {d + 1}", x.size, x.bandwidth / 2**30, busy, busy / payload["time"]]
+        [f"dim {d + 1}", x.size, x.bandwidth / 2**30, busy, busy / payload["time"] if payload["time"] > 0 else 0.0]
         for d, (x, busy) in enumerate(zip(network.dimensions, payload["busy"]))
     ]
     print(f"{network.name}: All-Reduce of {size:,.0f} bytes in {args.chunks} chunks, {args.policy} + {args.intra}")

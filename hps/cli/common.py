@@ -11,6 +11,7 @@ from pathlib import Path
 from hps.config.files import atomic_write_text, check_output_path
 from hps.config.loaders import load_catalog
 from hps.config.paths import resolve_topology
+from hps.config.ranges import RANGES, check_workload
 from hps.config.types import STATE_SHARDINGS, Job, Workload
 from hps.errors import ConfigError
 from hps.workloads import ZOO, resolve_workload
@@ -70,6 +71,8 @@ def _micro_batches(text: str) -> float:
         value = math.nan
     if not (value > 0 and (math.isinf(value) or value == int(value))):
         raise argparse.ArgumentTypeError(f"must be a positive integer or inf, got {text!r}")
+    if not RANGES["micro_batches"].contains(value):
+        raise argparse.ArgumentTypeError(f"must be {RANGES['micro_batches'].text()}, got {text!r}")
     return value
 
 
@@ -129,7 +132,10 @@ def workload_arg(spec: str, overrides: dict[str, object] | None = None, flag: st
         if spec.endswith(".toml") or os.sep in spec:
             raise ConfigError(flag, "", f"no such workload file {spec!r}")
         raise ConfigError(flag, "", f"unknown workload {spec!r}; give a TOML file or a zoo name: {', '.join(ZOO)}")
-    return resolve_workload(spec, overrides, source="--set")
+    workload = resolve_workload(spec, overrides, source="--set")
+    if not Path(spec).is_file():  # a zoo entry: its hyperparameters (--set) set the layers' numbers
+        check_workload(workload, "--set" if overrides else flag)
+    return workload
 
 
 def resolve_job(args, workload: Workload) -> Job:
@@ -167,8 +173,12 @@ def _flag_or_default(args, defaults, name: str, fallback):
     return fallback if defaults is None else getattr(defaults, name)
 
 
-def to_json(payload) -> str:
-    return json.dumps(payload, indent=2, allow_nan=False)
+def to_json(payload, where: str = "the JSON output") -> str:
+    """The JSON text of `payload`; NonFiniteResult naming the figure when a number in it is inf
+    or NaN (infeasible figures are null, not inf)."""
+    from hps.report.tables import require_finite
+
+    return json.dumps(require_finite(payload, where), indent=2, allow_nan=False)
 
 
 def print_json(payload) -> None:
@@ -177,7 +187,7 @@ def print_json(payload) -> None:
 
 def write_json(path, payload) -> None:
     """The JSON document written atomically (a temporary file, then a rename)."""
-    atomic_write_text(path, to_json(payload) + "\n")
+    atomic_write_text(path, to_json(payload, str(path)) + "\n")
 
 
 def output_path(path: str | None, flag: str = "--out"):

@@ -111,5 +111,5 @@ def iteration(
         "resource": resource.name,
         "batch_per_npu": batch_per_npu,
         "policies": {name: vars(r) for name, r in results.items()},
-        "speedup": base.iteration / other.iteration,
+        "speedup": base.iteration / other.iteration if other.iteration > 0 else 1.0,  # 0 s both: no work
     }

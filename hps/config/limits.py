@@ -6,8 +6,10 @@ Two kinds of size limit, which differ on purpose:
 - What a configuration may hold (``MAX_*``): the loaders (or, for chunks, the job and
   ``--chunks`` checks) reject more with a ConfigError. Network dimensions and All-Reduce chunks
   are also the padded shapes of every collective array, so their accepted maximum and their
-  padded size are one number. MAX_DIMENSION_SIZE alone is no check: it bounds where the
-  collective model's step count is exact.
+  padded size are one number. MAX_DIMENSION_SIZE, MAX_NETWORK_SIZE and MAX_UNITS bound the
+  counts the models compute exactly (step counts, int32 NPU counts, the replica scan); the
+  loaders refuse more before anything is allocated. The ranges of every numeric value (bytes,
+  FLOP, seconds, prices) live in ``hps.config.ranges``.
 - The learned placement policy's padded shapes (``POLICY_*``): the placement env, its
   instance generator and the policy work on arrays of exactly these sizes, so one compiled
   policy serves every instance up to them; the planner refuses a larger problem. A workload
@@ -32,8 +34,17 @@ POLICY_DIMS = 4
 padded dimensions; a network with more is refused."""
 
 MAX_DIMENSION_SIZE = 2**16
-"""NPUs of one network dimension up to which the jnp step count of halving-doubling (⌈log2 P⌉,
+"""NPUs of one network dimension: the most a network file or resource type may give one
+dimension, the size up to which the jnp step count of halving-doubling (⌈log2 P⌉,
 `steps_per_phase_codes`) is exact; the collective instance generator draws sizes up to it."""
+
+MAX_NETWORK_SIZE = 2**30
+"""NPUs of a whole network (the product of its dimension sizes): int32 counts of NPUs and of
+the products of sizes a chunk has passed hold it, with room to add a replica count."""
+
+MAX_UNITS = 2**16
+"""Units of one resource type (``max_units``): the replica counts k = 1..max_units the placement
+models provision."""
 
 MAX_CHUNKS = 256
 """All-Reduce chunks: a job or ``--chunks`` asks for 1 to 256, and every chunk-order array has

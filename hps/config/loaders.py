@@ -15,6 +15,7 @@ from typing import Any
 
 from hps.config.files import atomic_write_text
 from hps.config.limits import MAX_CATALOG_TYPES, MAX_DIMS, MAX_WORKLOAD_LAYERS
+from hps.config.ranges import check_in_range, check_network_size, check_workload
 from hps.config.types import (
     ALGORITHMS,
     LAYER_KINDS,
@@ -47,6 +48,7 @@ from hps.config.validation import (
     get_positive,
     get_string,
     get_table_array,
+    printable,
     read_toml,
     require_table,
 )
@@ -79,22 +81,31 @@ WORKLOAD_KEYS = ("name", "description", "defaults", "layer")
 # ---------------------------------------------------------------- networks
 
 
+def ranged(getter, table: dict[str, Any], key: str, source: str, prefix: str, **kwargs):
+    """`getter`'s value of `key` (its type and sign checked there), within RANGES[key]
+    (hps.config.ranges), in the file's unit."""
+    return check_in_range(getter(table, key, source, prefix, **kwargs), key, source, field_path(prefix, key))
+
+
 def parse_dimension(table: dict[str, Any], source: str, prefix: str) -> Dimension:
     """One ``[[dimension]]``: size (NPUs), bandwidth_GiBps (per NPU) -> B/s, latency_ns -> s."""
     check_keys(table, DIMENSION_KEYS, DIMENSION_KEYS, source, prefix)
     return Dimension(
-        size=get_int(table, "size", source, prefix, minimum=1),
-        bandwidth=get_positive(table, "bandwidth_GiBps", source, prefix) * GIB,
-        latency=get_non_negative(table, "latency_ns", source, prefix) * NANO,
+        size=ranged(get_int, table, "size", source, prefix, minimum=1),
+        bandwidth=ranged(get_positive, table, "bandwidth_GiBps", source, prefix) * GIB,
+        latency=ranged(get_non_negative, table, "latency_ns", source, prefix) * NANO,
         algorithm=get_choice(table, "algorithm", ALGORITHMS, source, prefix),
     )
 
 
 def parse_dimensions(table: dict[str, Any], source: str, prefix: str) -> tuple[Dimension, ...]:
-    """The 1 to MAX_DIMS ``[[dimension]]`` tables of `table`, dimension 1 (innermost) first."""
+    """The 1 to MAX_DIMS ``[[dimension]]`` tables of `table`, dimension 1 (innermost) first,
+    of at most MAX_NETWORK_SIZE NPUs in all."""
     items = get_table_array(table, "dimension", source, prefix, min_len=1, max_len=MAX_DIMS)
     path = field_path(prefix, "dimension")
-    return tuple(parse_dimension(d, source, field_path(path, i)) for i, d in enumerate(items))
+    dimensions = tuple(parse_dimension(d, source, field_path(path, i)) for i, d in enumerate(items))
+    check_network_size([d.size for d in dimensions], source, path)
+    return dimensions
 
 
 def parse_network(data: dict[str, Any], source: str, prefix: str = "") -> Network:
@@ -118,7 +129,7 @@ def parse_resource(table: dict[str, Any], source: str, prefix: str) -> ResourceT
     check_keys(table, RESOURCE_KEYS, RESOURCE_KEYS, source, prefix)
     name = get_name(table, "name", source, prefix)
     network = Network(name=name, dimensions=parse_dimensions(table, source, prefix))
-    max_units = get_int(table, "max_units", source, prefix, minimum=1)
+    max_units = ranged(get_int, table, "max_units", source, prefix, minimum=1)
     if max_units > network.total_size:
         raise ConfigError(
             source,
@@ -128,14 +139,14 @@ def parse_resource(table: dict[str, Any], source: str, prefix: str) -> ResourceT
     return ResourceType(
         name=name,
         kind=get_choice(table, "kind", RESOURCE_KINDS, source, prefix),
-        peak_flops=get_positive(table, "peak_TFLOPs", source, prefix) * TERA,
-        efficiency_dense=get_fraction(table, "efficiency_dense", source, prefix),
-        efficiency_sparse=get_fraction(table, "efficiency_sparse", source, prefix),
-        mem_bw=get_positive(table, "mem_bw_GiBps", source, prefix) * GIB,
-        io_bw=get_positive(table, "io_bw_GiBps", source, prefix) * GIB,
-        nic_bw=get_positive(table, "nic_bw_GiBps", source, prefix) * GIB,
-        memory=get_positive(table, "memory_GiB", source, prefix) * GIB,
-        price_per_hour=get_positive(table, "price_per_hour", source, prefix),
+        peak_flops=ranged(get_positive, table, "peak_TFLOPs", source, prefix) * TERA,
+        efficiency_dense=ranged(get_fraction, table, "efficiency_dense", source, prefix),
+        efficiency_sparse=ranged(get_fraction, table, "efficiency_sparse", source, prefix),
+        mem_bw=ranged(get_positive, table, "mem_bw_GiBps", source, prefix) * GIB,
+        io_bw=ranged(get_positive, table, "io_bw_GiBps", source, prefix) * GIB,
+        nic_bw=ranged(get_positive, table, "nic_bw_GiBps", source, prefix) * GIB,
+        memory=ranged(get_positive, table, "memory_GiB", source, prefix) * GIB,
+        price_per_hour=ranged(get_positive, table, "price_per_hour", source, prefix),
         max_units=max_units,
         network=network,
     )
@@ -160,7 +171,7 @@ def load_catalog(path: str | os.PathLike[str]) -> Catalog:
 def _raw_name(table: dict[str, Any]) -> Any:
     """The unvalidated ``name`` of a table (for the duplicate check; validated later)."""
     name = table.get("name")
-    return name if isinstance(name, str) else object()
+    return printable(name) if isinstance(name, str) else object()  # as get_name escapes it
 
 
 # ---------------------------------------------------------------- workloads
@@ -175,14 +186,14 @@ def parse_measured_time(table: Any, source: str, prefix: str) -> dict[str, float
         seconds = as_number(value, source, path)
         if seconds <= 0:
             raise ConfigError(source, path, f"must be > 0 seconds per sample, got {value!r}")
-        times[type_name] = seconds
+        times[printable(type_name)] = check_in_range(seconds, "measured_time_s", source, path)
     return times
 
 
 def parse_layer(table: dict[str, Any], source: str, prefix: str) -> Layer:
     """One ``[[layer]]``: per-sample FLOP and bytes (≥ 0), kept in the file's units."""
     check_keys(table, LAYER_KEYS, LAYER_KEYS[:-1], source, prefix)
-    numbers = {key: get_non_negative(table, key, source, prefix) for key in LAYER_NUMBERS}
+    numbers = {key: ranged(get_non_negative, table, key, source, prefix) for key in LAYER_NUMBERS}
     measured = {}
     if "measured_time_s" in table:
         path = field_path(prefix, "measured_time_s")
@@ -200,9 +211,10 @@ def parse_defaults(table: Any, source: str) -> JobDefaults:
     optionally micro_batches (a positive integer or inf) and state_sharding ("none"/"auto")."""
     require_table(table, source, "defaults")
     check_keys(table, (*DEFAULTS_KEYS, *PIPELINE_KEYS), DEFAULTS_KEYS, source, "defaults")
-    values = {key: get_positive(table, key, source, "defaults") for key in DEFAULTS_KEYS}
+    values = {key: ranged(get_positive, table, key, source, "defaults") for key in DEFAULTS_KEYS}
     if "micro_batches" in table:
-        values["micro_batches"] = check_micro_batches(table["micro_batches"], source, "defaults.micro_batches")
+        micro = check_micro_batches(table["micro_batches"], source, "defaults.micro_batches")
+        values["micro_batches"] = check_in_range(micro, "micro_batches", source, "defaults.micro_batches")
     if "state_sharding" in table:
         values["state_sharding"] = check_state_sharding(table["state_sharding"], source, "defaults.state_sharding")
     return JobDefaults(**values)
@@ -222,7 +234,9 @@ def parse_workload(data: dict[str, Any], source: str) -> Workload:
     check_unique([_raw_name(t) for t in items], source, "layer", "layer")
     layers = tuple(parse_layer(t, source, f"layer[{i}]") for i, t in enumerate(items))
     defaults = parse_defaults(data["defaults"], source) if "defaults" in data else None
-    return Workload(name=name, layers=layers, defaults=defaults, description=description)
+    workload = Workload(name=name, layers=layers, defaults=defaults, description=description)
+    check_workload(workload, source)
+    return workload
 
 
 def load_workload(path: str | os.PathLike[str]) -> Workload:

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 import tomllib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from hps.config.limits import MAX_CHUNKS
+from hps.config.ranges import check_in_range
 from hps.config.types import COLLECTIVE_POLICIES, STATE_SHARDINGS, Job
 from hps.errors import ConfigError
 
@@ -122,19 +124,33 @@ def get_table_array(
     return items
 
 
+CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f]")
+"""The C0 control characters, DEL and the C1 control characters (U+0000-U+001F, U+007F-U+009F):
+the ones a terminal acts on (escape sequences, carriage returns, bells) instead of showing."""
+
+
+def printable(text: str) -> str:
+    """`text` with every control character (CONTROL_CHARACTERS) written as its escape: "\\x1b[31m"
+    for ESC [31m, so a name shown in a table, a report or JSON cannot recolour the terminal, move
+    the cursor or forge lines. Other characters, backslashes included, stay as they are, so
+    printable(printable(t)) == printable(t): a written-out name reads back unchanged."""
+    return CONTROL_CHARACTERS.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+
+
 def get_string(table: dict[str, Any], key: str, source: str, prefix: str) -> str:
-    """A non-empty string field."""
+    """A non-empty string field (a name), control characters escaped (`printable`)."""
     value = table[key]
     path = field_path(prefix, key)
     if not isinstance(value, str):
         raise ConfigError(source, path, f"must be a string, got {describe(value)}")
     if not value.strip():
         raise ConfigError(source, path, f"must not be empty, got {value!r}")
-    return value
+    return printable(value)
 
 
 def get_name(table: dict[str, Any], key: str, source: str, prefix: str) -> str:
-    """A name usable on the command line: non-empty, no commas, no surrounding whitespace."""
+    """A name usable on the command line: non-empty, no commas, no surrounding whitespace, and
+    control characters escaped (`printable`: the name every report, table and JSON shows)."""
     value = get_string(table, key, source, prefix)
     if "," in value or value != value.strip():
         raise ConfigError(
@@ -247,14 +263,17 @@ def check_state_sharding(value: Any, source: str, path: str) -> str:
 
 def validate_job(job: Job, source: str = "job") -> None:
     """Raise ConfigError for a non-positive batch, floor or sample count, a bad policy or chunk
-    count, micro_batches that are not a positive integer or inf, or an unknown state_sharding."""
+    count, micro_batches that are not a positive integer or inf, an unknown state_sharding, or a
+    number outside its range (hps.config.ranges)."""
     for name in ("batch", "throughput", "samples"):
         value = getattr(job, name)
         if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
             raise ConfigError(source, name, f"must be a positive number, got {value!r}")
+        check_in_range(value, name, source, name)
     if job.collective not in COLLECTIVE_POLICIES:
         raise ConfigError(source, "collective", f"must be baseline or themis, got {job.collective!r}")
     if not 1 <= job.chunks <= MAX_CHUNKS:
         raise ConfigError(source, "chunks", f"must be in 1..{MAX_CHUNKS}, got {job.chunks!r}")
     check_micro_batches(job.micro_batches, source, "micro_batches")
+    check_in_range(job.micro_batches, "micro_batches", source, "micro_batches")
     check_state_sharding(job.state_sharding, source, "state_sharding")

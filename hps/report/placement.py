@@ -7,11 +7,7 @@ import math
 from hps.config.types import Catalog, Job, Workload
 from hps.placement.model.plan import Plan, evaluate_plan, schedule_plan
 from hps.placement.model.provisioning import Instance, build_instance
-from hps.report.tables import format_table
-
-
-def _finite_or_none(value: float):
-    return value if math.isfinite(value) else None
+from hps.report.tables import format_table, require_finite
 
 
 def plan_report(inst: Instance, plan: Plan, score: dict | None = None) -> dict:
@@ -30,16 +26,17 @@ def plan_report(inst: Instance, plan: Plan, score: dict | None = None) -> dict:
         failed = next(stage for stage in stages if stage["first_layer"] == layer)
         why = infeasible_because(code, failed, stages, catalog, job, inst.bubble(len(plan)))
         reason = f"{code} at the stage starting at layer {layer} ({workload.layers[layer].name}): {why}"
-    return {
+    report = {
         "feasible": score["feasible"],
         "reason": reason,
         "reason_code": code,
         "throughput": score["throughput"],
         "dollars_per_hour": score["dollars_per_hour"],
-        "cost": _finite_or_none(score["cost"]),
+        "cost": score["cost"] if score["feasible"] else None,  # an infeasible plan has no cost
         "stages": stages,
         "schedule": [catalog.names[t] for first, last, t in plan for _ in range(first, last + 1)],
     }
+    return require_finite(report, "the plan's report")
 
 
 def closest_plan(inst) -> Plan:
@@ -67,7 +64,8 @@ def infeasible_because(code: str, stage: dict, stages: list[dict], catalog: Cata
     units = f"all {resource.max_units} units of {resource.name} (its max_units)"
     if code == "throughput":
         reached = job.batch / (bubble * stage["time"]) if stage["time"] > 0 else math.inf
-        return f"{units} reach {reached:,.0f} samples/s, below the floor of {job.throughput:,g} samples/s"
+        shown = samples_per_second(reached)
+        return f"{units} reach {shown} samples/s, below the floor of {job.throughput:,g} samples/s"
     if code == "memory":
         return f"it does not fit in {resource.memory / 2**30:g} GiB per unit even on {units}"
     if code == "pooled_cap":
@@ -82,6 +80,11 @@ def _names(workload: Workload, first: int, last: int) -> str:
     """ "fc1 .. fc3" for a stage of several layers, "fc1" for one."""
     names = workload.layers[first].name, workload.layers[last].name
     return names[0] if first == last else f"{names[0]} .. {names[1]}"
+
+
+def samples_per_second(rate: float) -> str:
+    """A throughput in text: whole samples/s with separators, 3 significant digits below 1."""
+    return f"{rate:,.0f}" if rate >= 1 else f"{rate:.3g}"
 
 
 def format_report(report: dict, workload: Workload) -> str:
@@ -103,6 +106,6 @@ def format_report(report: dict, workload: Workload) -> str:
     status = "feasible" if report["feasible"] else f"INFEASIBLE: {report['reason']}"
     cost = "-" if report["cost"] is None else f"${report['cost']:,.2f}"
     return (
-        f"{table}\n\n{status}\nthroughput  {report['throughput']:,.0f} samples/s\n"
+        f"{table}\n\n{status}\nthroughput  {samples_per_second(report['throughput'])} samples/s\n"
         f"price       ${report['dollars_per_hour']:,.2f}/hour\ncost        {cost}"
     )

@@ -3,6 +3,31 @@
 from __future__ import annotations
 
 import math
+import numbers
+
+from hps.errors import NonFiniteResult
+
+
+def non_finite(value, path: str = ""):
+    """(path, value) of the first inf or NaN inside `value` (nested dicts, lists and tuples of
+    numbers, e.g. ``stages[0].time``), or None when every number is finite."""
+    if isinstance(value, dict):
+        items = ((f"{path}.{key}" if path else str(key), item) for key, item in value.items())
+    elif isinstance(value, (list, tuple)):
+        items = ((f"{path}[{i}]", item) for i, item in enumerate(value))
+    else:
+        is_number = isinstance(value, numbers.Real) and not isinstance(value, (bool, int))
+        return (path, float(value)) if is_number and not math.isfinite(value) else None
+    return next(filter(None, (non_finite(item, where) for where, item in items)), None)
+
+
+def require_finite(payload, where: str):
+    """`payload` itself, or NonFiniteResult naming `where` (the command's output) and the path
+    of its first non-finite number: no output shows inf or NaN as a result."""
+    found = non_finite(payload)
+    if found is not None:
+        raise NonFiniteResult(where, *found)
+    return payload
 
 
 def format_number(value) -> str:
@@ -23,7 +48,10 @@ def format_number(value) -> str:
 
 
 def format_table(headers: list[str], rows: list[list]) -> str:
-    """Left-aligned text columns with a rule under the header."""
+    """Left-aligned text columns with a rule under the header; NonFiniteResult naming the row and
+    column of an inf or NaN cell."""
+    for i, row in enumerate(rows):
+        require_finite(dict(zip(headers, row)), f"table row {i + 1}")
     cells = [[format_number(v) for v in row] for row in rows]
     widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)]
     line = lambda row: "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()  # noqa: E731

@@ -28,7 +28,7 @@ from hps.collective.model.network import (
     ideal_time,
     network_params,
 )
-from hps.config.limits import MAX_CHUNKS, MAX_DIMENSION_SIZE, POLICY_DIMS
+from hps.config.limits import MAX_CHUNKS, MAX_DIMENSION_SIZE, MAX_NETWORK_SIZE, POLICY_DIMS
 from hps.config.types import ALGORITHMS, Network
 from hps.config.validation import GIB, MIB, check_range
 from hps.rl.env import traced_bounds
@@ -56,6 +56,8 @@ class NetworkSplit:
     def __post_init__(self):
         check_range(self, "dims", self.min_dims, self.max_dims, least=1, most=POLICY_DIMS)
         check_range(self, "sizes", self.min_size, self.max_size, least=2, most=MAX_DIMENSION_SIZE)
+        if self.max_size**self.max_dims > MAX_NETWORK_SIZE:  # the int32 NPU count of the largest network drawn
+            raise ValueError(f"max_size ** max_dims must be at most {MAX_NETWORK_SIZE:,} NPUs: {self}")
         check_range(self, "bandwidths", self.bandwidth_low_GiBps, self.bandwidth_high_GiBps, above=0)
         check_range(self, "latency", 0, self.latency_high_s, least=0)
         check_range(self, "bytes", self.bytes_low, self.bytes_high, above=0)
