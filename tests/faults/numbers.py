@@ -33,7 +33,7 @@ from hps.reference import collective as reference_collective
 from hps.reference import placement as reference
 from hps.report.tables import format_table
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SMALL_CATALOG = (REPO / "topologies" / "catalogs" / "small.toml").read_text()
 NETWORK = (REPO / "topologies" / "networks" / "3d-switch-8x8x8.toml").read_text()
 NUMBERS = ("flops", "mem_bytes", "io_bytes", "act_bytes", "dense_param_bytes", "sparse_param_bytes")

@@ -20,7 +20,7 @@ from hps.cli.main import main
 from hps.config.loaders import load_workload
 from hps.workloads.registry import FACTORIES, ZOO, base_workload, hyperparameters
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 GIB = 2**30
 ESC = "\x1b[31m"
 SHOWN = "\\x1b[31m"  # how a name holding ESC [31m is shown

@@ -24,7 +24,7 @@ from hps.rl import checkpoint
 from hps.rl.session import read_metrics
 from tests.helpers import SMALL, TINY, assert_same_params
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 KILL_CHUNK = 1
 KILL_STEP = (KILL_CHUNK + 1) * TINY.updates_per_chunk
 

@@ -1,0 +1,18 @@
+"""Nothing lost, nothing silently wrong: every fault and hostile value found by trying hps as a
+hostile user would, each a test that failed on the code before it was fixed.
+
+- run folders and checkpoints (tests/faults/runs.py): two runs into one folder, a stale lock,
+  a SIGKILL at every point of a chunk boundary, flipped and swapped checkpoint data;
+- numbers and counts (tests/faults/numbers.py): every input past what float32 holds, nan/inf in
+  any output, NPU and unit counts past what the model counts exactly, the models at the ends
+  of the accepted ranges against the float64 reference;
+- sizes and hygiene (tests/faults/sizes.py): zoo sizes and memory bounded before any work,
+  control characters in names, the umask, files that are executed as Python.
+
+The parts live in their own modules to stay readable; importing them here makes this file the
+one suite (`pytest tests/test_faults.py`).
+"""
+
+from tests.faults.numbers import *  # noqa: F403
+from tests.faults.runs import *  # noqa: F403
+from tests.faults.sizes import *  # noqa: F403
