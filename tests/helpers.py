@@ -43,3 +43,13 @@ def assert_same_params(a, b):
 def run_json(capsys, argv):
     assert main(argv) == 0
     return json.loads(capsys.readouterr().out)
+
+
+def run_cli_output(argv: list[str], capsys) -> tuple[int, str, str]:
+    """(exit status, stdout, stderr) of `hps ARGV` in-process; argparse's own errors exit too."""
+    try:
+        code = main(argv)
+    except SystemExit as exit_:
+        code = exit_.code
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err

@@ -20,14 +20,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from hps.cli.main import main
 from hps.config.files import atomic_write_text, check_output_path
 from hps.errors import ConfigError, TrainingDiverged
 from hps.rl import checkpoint
 from hps.rl.driver import TrainState, run_chunks
 from hps.rl.session import read_metrics, train_session
 from tests.helpers import TINY as TINY_5_CHUNKS
-from tests.helpers import assert_same_params
+from tests.helpers import assert_same_params, run_cli_output
 
 REPO = Path(__file__).resolve().parents[1]
 SMALL_CATALOG = (REPO / "topologies" / "catalogs" / "small.toml").read_text()
@@ -298,16 +297,6 @@ def run_cli(argv: list[str], capsys) -> tuple[int, str]:
     """(exit status, stderr) of `hps ARGV` in-process; argparse's own errors exit too."""
     code, _, err = run_cli_output(argv, capsys)
     return code, err
-
-
-def run_cli_output(argv: list[str], capsys) -> tuple[int, str, str]:
-    """(exit status, stdout, stderr) of `hps ARGV` in-process."""
-    try:
-        code = main(argv)
-    except SystemExit as exit_:
-        code = exit_.code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def run_json(argv: list[str], capsys) -> dict:

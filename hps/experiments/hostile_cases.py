@@ -12,25 +12,16 @@ from __future__ import annotations
 
 import re
 
+from hps.config.loaders import DEFAULTS_KEYS, RESOURCE_KEYS
 from hps.config.paths import TOPOLOGIES
+from hps.config.types import LAYER_NUMBERS
 
 EXTREMES = ("1e308", "1e-300", "0", "-1", "nan", "inf", '"x"', "100000000000000000000", "1e40")
 """TOML values put in one numeric field at a time."""
 
-RESOURCE_FIELDS = (
-    "peak_TFLOPs",
-    "efficiency_dense",
-    "efficiency_sparse",
-    "mem_bw_GiBps",
-    "io_bw_GiBps",
-    "nic_bw_GiBps",
-    "memory_GiB",
-    "price_per_hour",
-    "max_units",
-)
-DIMENSION_FIELDS = ("size", "bandwidth_GiBps", "latency_ns")
-LAYER_FIELDS = ("flops", "mem_bytes", "io_bytes", "act_bytes", "dense_param_bytes", "sparse_param_bytes")
-DEFAULT_FIELDS = ("batch", "throughput", "samples")
+RESOURCE_FIELDS = tuple(key for key in RESOURCE_KEYS if key not in ("name", "kind", "dimension"))
+LAYER_FIELDS = LAYER_NUMBERS
+DEFAULT_FIELDS = DEFAULTS_KEYS
 FLAG_VALUES = ("1e308", "1e-300", "0", "-5", "nan", "inf", "abc", "1e40")
 SIZES = ("1e40", "1e308", "0", "-1", "1e-300", "nan", "10GiB", "1099511627776TiB")
 SET_VALUES = ("layers=1099511627776", "layers=0", "layers=-3", "hidden=1e12", "heads=0", "layers=nan", "ffn=1e30")

@@ -21,7 +21,6 @@ import pytest
 
 from hps import errors
 from hps.cli.common import to_json
-from hps.cli.main import main
 from hps.collective.model.network import steps_per_phase_codes
 from hps.config.loaders import load_catalog, load_network, load_workload
 from hps.config.types import ALGORITHM_CODE, ALGORITHMS, Job, stage_spans, steps_per_phase
@@ -32,6 +31,7 @@ from hps.placement.model.provisioning import build_instance
 from hps.reference import collective as reference_collective
 from hps.reference import placement as reference
 from hps.report.tables import format_table
+from tests.helpers import run_cli_output
 
 REPO = Path(__file__).resolve().parents[2]
 SMALL_CATALOG = (REPO / "topologies" / "catalogs" / "small.toml").read_text()
@@ -100,16 +100,6 @@ def corner_files(tmp_path: Path, corner: str) -> tuple[str, str, dict]:
     return str(catalog), str(workload), job
 
 
-def run(argv: list[str], capsys) -> tuple[int, str, str]:
-    """(exit status, stdout, stderr) of `hps ARGV` in-process; argparse's own errors exit too."""
-    try:
-        code = main(argv)
-    except SystemExit as exit_:
-        code = exit_.code
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
 def close(got: float, want: float, rel: float = 1e-5) -> bool:
     """Finite and within `rel` of the reference (inf only where the reference is inf)."""
     if math.isinf(want):
@@ -153,7 +143,7 @@ def test_an_out_of_range_file_value_exits_2_naming_file_field_and_range(case, tm
         "catalog": ["evaluate", "--catalog", str(path), "--workload", "mlp", "--schedule", "cpu,cpu,cpu,cpu"],
         "network": ["collective", "--network", str(path), "--chunks", "4", "--json"],
     }[kind]
-    code, out, err = run(argv, capsys)
+    code, out, err = run_cli_output(argv, capsys)
     assert code == 2 and out == "" and "Traceback" not in err
     assert f"{path}: {field}: must " in err and words in err, err
     if case == "2^32-npus":
@@ -170,7 +160,9 @@ def test_huge_max_units_and_dimension_sizes_are_refused_at_load(count, tmp_path,
     path.write_text("name = 'huge'\n" + resource_toml("x", 1.0, 0.5, 1.0, 1.0, 1.0, 1, [(count, 1.0, 1.0, "ring")]))
     with pytest.raises(ConfigError, match=f"dimension\\[0\\].size: must be between 1 and 65536 NPUs, got {count}"):
         load_catalog(path)
-    code, _, err = run(["evaluate", "--catalog", str(path), "--workload", "mlp", "--schedule", "x,x,x,x"], capsys)
+    code, _, err = run_cli_output(
+        ["evaluate", "--catalog", str(path), "--workload", "mlp", "--schedule", "x,x,x,x"], capsys
+    )
     assert code == 2 and "resource[0].dimension[0].size: must be between 1 and 65536 NPUs" in err
     path.write_text("name = 'huge'\n" + dimension_toml(count, 1.0, 1.0, "halving_doubling"))
     with pytest.raises(ConfigError, match=f"dimension\\[0\\].size: must be between 1 and 65536 NPUs, got {count}"):
@@ -193,7 +185,7 @@ FLAGS = [  # (argv, flag, range words)
 
 @pytest.mark.parametrize("argv, flag, words", FLAGS, ids=[f"{a[0]} {f}" for a, f, _ in FLAGS])
 def test_an_out_of_range_flag_exits_2_naming_the_flag_and_range(argv, flag, words, capsys):
-    code, out, err = run(argv, capsys)
+    code, out, err = run_cli_output(argv, capsys)
     assert code == 2 and out == "" and "Traceback" not in err
     assert flag in err and "must be" in err and words in err, err
 
@@ -202,7 +194,7 @@ def test_a_workload_that_takes_no_time_is_refused(tmp_path, capsys):
     """Every layer 0 FLOP, 0 memory and 0 io bytes: no stage takes time, throughput would be inf."""
     path = tmp_path / "idle.toml"
     path.write_text("name = 'idle'\n" + layer_toml("a", "dense", 0.0, 0.0, 0.0, 4.0, 4.0, 0.0))
-    code, out, err = run(["evaluate", "--workload", str(path), *job_flags(), "--schedule", "cpu"], capsys)
+    code, out, err = run_cli_output(["evaluate", "--workload", str(path), *job_flags(), "--schedule", "cpu"], capsys)
     assert code == 2 and out == "" and f"{path}: layer: every layer has 0 flops, mem_bytes, io_bytes" in err
 
 
@@ -230,7 +222,7 @@ def test_a_non_finite_figure_from_the_model_exits_2_and_writes_no_output(monkeyp
 
     monkeypatch.setattr(studies, "single_allreduce", broken)
     for extra in (["--json"], [], ["--plot", str(tmp_path / "g.png")]):
-        code, out, err = run(["collective", "--chunks", "4", *extra], capsys)
+        code, out, err = run_cli_output(["collective", "--chunks", "4", *extra], capsys)
         assert code == 2 and out == "" and "Traceback" not in err
         assert "hps collective: error: the All-Reduce's result: time is not a finite number (inf)" in err
     assert list(tmp_path.iterdir()) == []
@@ -238,7 +230,7 @@ def test_a_non_finite_figure_from_the_model_exits_2_and_writes_no_output(monkeyp
 
     score = placement_report.evaluate_plan
     monkeypatch.setattr(placement_report, "evaluate_plan", lambda *a: {**score(*a), "throughput": math.nan})
-    code, out, err = run(["evaluate", "--workload", "mlp", "--schedule", "cpu,cpu,cpu,cpu"], capsys)
+    code, out, err = run_cli_output(["evaluate", "--workload", "mlp", "--schedule", "cpu,cpu,cpu,cpu"], capsys)
     assert code == 2 and out == "" and "error: the plan's report: throughput is not a finite number (nan)" in err
 
 
@@ -246,7 +238,7 @@ def test_a_one_npu_network_reports_zero_time_and_busy_share(tmp_path, capsys):
     """Nothing moves: time and ideal 0 s, utilization 1 (nothing to wait for), busy share 0."""
     path = tmp_path / "one.toml"
     path.write_text("name = 'one'\n" + dimension_toml(1, 5.0, 1.0, "ring"))
-    code, out, _ = run(["collective", "--network", str(path), "--json"], capsys)
+    code, out, _ = run_cli_output(["collective", "--network", str(path), "--json"], capsys)
     assert code == 0 and json.loads(out) == {
         "time": 0.0,
         "ideal_time": 0.0,
@@ -254,7 +246,7 @@ def test_a_one_npu_network_reports_zero_time_and_busy_share(tmp_path, capsys):
         "busy": [0.0],
         "orders": [[0]] * 64,
     }
-    code, out, _ = run(["collective", "--network", str(path)], capsys)
+    code, out, _ = run_cli_output(["collective", "--network", str(path)], capsys)
     assert code == 0 and "dim 1      1     5          0       0\n" in out and "utilization 100.0%" in out
 
 
@@ -308,10 +300,10 @@ def test_placement_models_at_the_ends_of_the_ranges_equal_the_reference(corner, 
     flags = [f"--{key}={value!r}" for key, value in values.items()]
     names = ",".join(catalog.names[t] for t in schedules[-1])
     argv = ["evaluate", "--catalog", catalog_path, "--workload", workload_path, *flags, "--schedule", names, "--json"]
-    code, out, err = run(argv, capsys)
+    code, out, err = run_cli_output(argv, capsys)
     assert code == 0, err
     assert_plan_equals_reference(json.loads(out), wanted[-1])
-    code, out, err = run(argv[:-1], capsys)
+    code, out, err = run_cli_output(argv[:-1], capsys)
     assert code == 0 and not re.search(r"\b(inf|nan)\b", out, re.IGNORECASE), out
     assert ("cost        $" if wanted[-1]["feasible"] else "INFEASIBLE: memory") in out
     assert {"largest": False, "smallest": True, "costliest": True}[corner] == wanted[-1]["feasible"]
@@ -394,7 +386,7 @@ def test_collectives_at_the_ends_of_the_ranges_equal_the_reference(name, policy,
     path = tmp_path / "network.toml"
     path.write_text(f"name = '{name}'\n" + "".join(dimension_toml(*d) for d in dims))
     argv = ["collective", "--network", str(path), "--size", repr(size), "--chunks", "256", "--policy", policy]
-    code, out, err = run([*argv, "--intra", "fifo", "--json"], capsys)
+    code, out, err = run_cli_output([*argv, "--intra", "fifo", "--json"], capsys)
     assert code == 0, err
     got = json.loads(out)
     network = load_network(path)
