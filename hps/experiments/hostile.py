@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -164,22 +165,36 @@ def run_steps(step: str, cwd: Path, config: HostileSweepConfig) -> tuple[str, st
             return "two runs in one folder", "the second run exited 0 beside the first"
         if second["rc"] != 2:
             return classify(second, {"group": ""}, cwd), "the second run"
-        return _complete({"rc": 0, "err": "", "hung": False}, cwd), second["err"].strip()[:200]
+        return _complete({"rc": 0, "err": "", "hung": False}, cwd), _said(second)
     if step == "stale-lock":
         atomic_write_text(cwd / "run" / ".lock", json.dumps({"pid": 2**22 + 12345, "host": os.uname().nodename}))
         run = _train(cwd, limit)
-        return _complete(run, cwd), run["err"].strip()[-200:]
+        return _complete(run, cwd), _said(run)
     done = _train(cwd, limit)
     if done["rc"] != 0:
         return classify(done, {"group": ""}, cwd), "the first training run failed"
-    step_folder = _latest_step(cwd / "run")
-    _flip_bit(step_folder / ("spec" if step == "flip-spec" else "state"))
+    shutil.copytree(cwd / "run", cwd / "clean")
+    _flip_bit(_latest_step(cwd / "run") / ("spec" if step == "flip-spec" else "state"))
     if step == "plan-damaged":
-        run = _hps(["plan", "--workload", "ctr-dnn", "--catalog", "small", "--checkpoint", "run"], cwd, limit)
-        return ("refused" if run["rc"] == 2 else "loaded damaged"), run["err"].strip()[:200]
+        plan = ["plan", "--workload", "ctr-dnn", "--catalog", "small", "--checkpoint"]
+        run = _hps([*plan, "run"], cwd, limit)
+        if run["rc"] == 2:
+            return "refused", _said(run)
+        clean = _hps([*plan, "clean"], cwd, limit)
+        intact = run["rc"] == 0 and run["out"] == clean["out"]
+        if intact:
+            return "ok", "the flipped bit left the arrays intact (the plan equals the undamaged one's)"
+        return "loaded damaged", _said(run)
     run = _train(cwd, limit, ["--chunks", str(CHUNKS)])
-    said = run["err"].strip()[-200:]
-    return ("ok" if run["rc"] == 0 and "damaged" in said.lower() else "loaded damaged"), said
+    kind = _complete(run, cwd)
+    fell_back = "damaged" in run["err"]
+    return kind, _said(run) if fell_back else "the flipped bit left the arrays and spec intact (digests match)"
+
+
+def _said(run: dict) -> str:
+    """The last line hps itself wrote to stderr (not a progress bar's), escaped, cut to 200."""
+    lines = [line for line in run["err"].replace("\r", "\n").splitlines() if line.startswith("hps ")]
+    return (lines[-1] if lines else "").encode("unicode_escape").decode()[:200]
 
 
 def run_item(config: HostileSweepConfig, case: dict) -> dict:
@@ -194,7 +209,7 @@ def run_item(config: HostileSweepConfig, case: dict) -> dict:
                     "seconds": time.perf_counter() - started}  # fmt: skip
         run = _hps(case["argv"], cwd, config.timeout_s)
         kind = classify(run, case, cwd)
-    message = (run["err"].strip().splitlines() or [""])[-1].encode("unicode_escape").decode()[:200]
+    message = _said(run) or (run["err"].strip().splitlines() or [""])[-1].encode("unicode_escape").decode()[:200]
     return {"group": case["group"], "command": "hps " + " ".join(case["argv"]), "class": kind,
             "message": message, "seconds": run["seconds"]}  # fmt: skip
 
