@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -80,3 +81,20 @@ def test_quickstart_rejects_a_bad_workload_before_training(tmp_path, capsys):
     assert main(["quickstart", "--out", str(tmp_path / "qs"), "--workloads", "nope"]) == 2
     assert "nope" in capsys.readouterr().err
     assert not (tmp_path / "qs").exists()
+
+
+@pytest.mark.slow
+def test_quickstart_tells_of_a_stale_lock_it_takes_over(quickstart, tmp_path):
+    """The training step's notices reach the caller: a dead run's lock on the policy folder is
+    taken over with one line naming its PID (the policy is complete, so nothing trains)."""
+    from hps.experiments.quickstart import QuickstartConfig, train_policy
+
+    out = tmp_path / "qs"
+    shutil.copytree(quickstart[0] / "policy", out / "policy")
+    holder = {"pid": 2**22 + 4321, "host": "gone", "started": "2025-01-01T00:00:00+00:00", "command": "hps x"}
+    (out / "policy" / ".lock").write_text(json.dumps(holder))
+    notices = []
+    config = QuickstartConfig(out=str(out), train_chunks=1, num_envs=256, workloads=("ctr-dnn",))
+    records = train_policy(config, on_notice=notices.append)
+    assert len(records) == 1 and len(notices) == 1
+    assert "took over the stale lock" in notices[0] and f"PID {2**22 + 4321} on gone" in notices[0]

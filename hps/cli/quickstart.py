@@ -60,7 +60,10 @@ def run(args) -> int:
         chunks.update()
         chunks.set_postfix_str(f"reward {record.get('reward', float('nan')):.3f}")
 
-    summary = run_quickstart(config, progress, on_chunk)
+    def on_notice(line: str) -> None:
+        tqdm.write(f"hps quickstart: {line}", file=sys.stderr)
+
+    summary = run_quickstart(config, progress, on_chunk, on_notice)
     steps.update()
     chunks.close()
     steps.close()

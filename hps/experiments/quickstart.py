@@ -75,9 +75,10 @@ class QuickstartConfig(ExperimentConfig):
             raise ValueError(f"num_envs: must be a multiple of 16, got {self.num_envs!r}")
 
 
-def train_policy(config: QuickstartConfig, on_chunk=None):
+def train_policy(config: QuickstartConfig, on_chunk=None, on_notice=None):
     """The default placement recipe for config.train_chunks chunks on one device, in
-    out/policy (resumed, or reused when already complete). Returns the metrics records."""
+    out/policy (resumed, or reused when already complete). Returns the metrics records.
+    on_notice(line): the session's notices (a stale lock taken over, damaged steps moved)."""
     from hps.placement.agent.train import default_placement_config
     from hps.rl.session import train_session
 
@@ -90,7 +91,12 @@ def train_policy(config: QuickstartConfig, on_chunk=None):
         seed=config.seed,
     )
     _, records = train_session(
-        train, Path(config.out) / "policy", minutes=config.train_minutes, devices=jax.devices()[:1], on_chunk=on_chunk
+        train,
+        Path(config.out) / "policy",
+        minutes=config.train_minutes,
+        devices=jax.devices()[:1],
+        on_chunk=on_chunk,
+        on_notice=on_notice,
     )
     return records
 
@@ -163,9 +169,10 @@ def comparison_figure(comparisons: list[dict], path: Path) -> None:
     save_figure(fig, path)
 
 
-def run_quickstart(config: QuickstartConfig, progress=lambda step: None, on_chunk=None) -> dict:
+def run_quickstart(config: QuickstartConfig, progress=lambda step: None, on_chunk=None, on_notice=None) -> dict:
     """All four steps; writes out/summary.json and out/comparison.png (and the training run's
-    checkpoints, metrics and learning curve under out/policy). Returns the summary."""
+    checkpoints, metrics and learning curve under out/policy). Returns the summary.
+    on_notice(line): the training session's notices."""
     from hps.placement.agent.checkpoint import load_policy
 
     catalog = load_catalog(resolve_topology(config.catalog, "catalogs", "catalog"))
@@ -176,7 +183,7 @@ def run_quickstart(config: QuickstartConfig, progress=lambda step: None, on_chun
     seconds = {}
     start = time.perf_counter()
     progress("train")
-    records = train_policy(config, on_chunk)
+    records = train_policy(config, on_chunk, on_notice)
     seconds["train"] = time.perf_counter() - start
     progress("compare")
     policy, params, _ = load_policy(out / "policy")
