@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from hps.cli.common import print_json
+from hps.config.limits import MAX_CATALOG_TYPES, MAX_WORKLOAD_LAYERS
 from hps.errors import ConfigError
 from hps.report.tables import format_table
 
@@ -39,9 +40,10 @@ def run(args) -> int:
         return run_rl(args)
     from hps.bench import collective, placement
 
+    grids = _exact_grids(args) if args.target == "placement" else None  # checked before any work
     result = (placement if args.target == "placement" else collective).run(min_seconds=args.seconds)
     if args.target == "placement":
-        result["exact"] = _exact_times(args)
+        result["exact"] = _exact_times(args, *grids)
     if args.json:
         print_json(result)
     elif args.target == "placement":
@@ -71,8 +73,27 @@ def run(args) -> int:
     return 0
 
 
-def _exact_times(args) -> dict:
-    """The exact solver's seconds at each --exact-layers and --exact-types point, with the load."""
+def _grid(text: str, flag: str, most: int) -> tuple[int, ...]:
+    """The integers of a comma-separated flag value, each 1..most; ConfigError naming the flag."""
+    try:
+        values = tuple(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        values = ()
+    if not values or min(values) < 1 or max(values) > most:
+        raise ConfigError(flag, "", f"must be a comma-separated list of integers from 1 to {most:,}, got {text!r}")
+    return values
+
+
+def _exact_grids(args) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(layers, types) of --exact-layers and --exact-types, within the workload and catalogue limits."""
+    return _grid(args.exact_layers, "--exact-layers", MAX_WORKLOAD_LAYERS), _grid(
+        args.exact_types, "--exact-types", MAX_CATALOG_TYPES
+    )
+
+
+def _exact_times(args, layers: tuple[int, ...], types: tuple[int, ...]) -> dict:
+    """The exact solver's seconds at each of `layers` (at the base type count) and `types` (at
+    the base layer count), with the load."""
     import os
     import sys
 
@@ -80,16 +101,6 @@ def _exact_times(args) -> dict:
 
     from hps.bench import exact
 
-    def grid(text: str, flag: str) -> tuple[int, ...]:
-        try:
-            values = tuple(int(v) for v in text.split(",") if v.strip())
-        except ValueError:
-            values = ()
-        if not values or min(values) < 1:
-            raise ConfigError(flag, "", f"must be a comma-separated list of positive integers, got {text!r}")
-        return values
-
-    layers, types = grid(args.exact_layers, "--exact-layers"), grid(args.exact_types, "--exact-types")
     bar = tqdm(total=len(layers) + len(types), desc="exact solver", file=sys.stderr, disable=args.json, leave=False)
     found = exact.run(layers, types, on_point=lambda _: bar.update())
     bar.close()

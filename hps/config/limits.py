@@ -65,6 +65,10 @@ POLICY_TYPES = 6
 POLICY_UNITS = 64
 """Units per stage of the learned placement policy's padded instance (its replica grid 1..64)."""
 
+MAX_EXECUTE_STEPS = 100_000
+"""Training steps one ``hps execute`` runs: plenty to measure a plan; more is refused before
+anything compiles (a run past it would take hours on any device pool)."""
+
 UNBOUNDED_CHUNKS = 1_000_000
 """num_chunks of a training run that a wall-clock budget ends (``--minutes``), not a chunk count."""
 

@@ -159,6 +159,38 @@ def file_cases() -> list[dict]:
     return cases
 
 
+def command_cases() -> list[dict]:
+    """The other commands, each at extreme or malformed values: evaluate, execute, profile,
+    bench, quickstart, run, plan, workload derive."""
+    execute = ["execute", "--catalog", "small", "--workload", "mlp", "--schedule", "cpu,cpu,cpu,cpu"]
+    argvs = [
+        ["evaluate", "--catalog", "small", "--workload", "ctr-dnn", "--batch", "1e308", "--stages", "0-6:cpu"],
+        ["evaluate", "--catalog", "small", "--workload", "ctr-dnn", "--stages", "0-99:cpu"],
+        ["evaluate", "--catalog", "small", "--workload", "ctr-dnn", "--stages", "6-0:cpu"],
+        [*execute, "--steps", "-1"],
+        [*execute, "--steps", "1000000000000"],
+        [*execute, "--lr", "nan"],
+        [*execute, "--devices", "cpu=0-99"],
+        [*execute, "--micro-batches", "0"],
+        [*execute, "--replicas", "0,0,0,0"],
+        ["profile", "--catalog", "small", "--workload", "mlp", "--repeats", "0"],
+        ["profile", "--catalog", "small", "--workload", "mlp", "--types", "tpu9"],
+        ["profile", "--catalog", "small", "--workload", "mlp", "--micro-batch", "-4"],
+        ["bench", "placement", "--exact-layers", "100000000"],
+        ["bench", "placement", "--exact-types", "0"],
+        ["bench", "placement", "--seconds", "nan"],
+        ["quickstart", "--chunks", "0", "--out", "qs"],
+        ["quickstart", "--envs", "-1", "--out", "qs"],
+        ["quickstart", "--workloads", "nope", "--out", "qs"],
+        ["run", "missing.py"],
+        ["run", "x.toml"],
+        ["plan", "--workload", "ctr-dnn", "--catalog", "small", "--checkpoint", ".", "--plans", "0"],
+        ["workload", "derive", "x.toml"],
+    ]
+    files = {"x.toml": "import pathlib; pathlib.Path('ran').write_text('x')\n"}
+    return [{"group": "other commands", "argv": argv, "files": files} for argv in argvs]
+
+
 def run_folder_cases() -> list[dict]:
     """Faults around a training run folder (multi-step procedures of `hps.experiments.hostile`)."""
     steps = ("kill-early", "kill-late", "concurrent", "stale-lock", "flip-state", "flip-spec", "plan-damaged")
@@ -167,5 +199,6 @@ def run_folder_cases() -> list[dict]:
 
 def all_cases() -> list[dict]:
     """Every case, in report order."""
-    builders = (catalog_cases, network_cases, workload_cases, flag_cases, size_cases, name_cases, file_cases)
+    builders = (catalog_cases, network_cases, workload_cases, flag_cases, size_cases, name_cases, file_cases,
+                command_cases)  # fmt: skip
     return [case for build in (*builders, run_folder_cases) for case in build()]

@@ -19,6 +19,7 @@ import pytest
 from hps.cli.main import main
 from hps.config.loaders import load_workload
 from hps.workloads.registry import FACTORIES, ZOO, base_workload, hyperparameters
+from tests.helpers import run_cli_output
 
 ROOT = Path(__file__).resolve().parents[2]
 GIB = 2**30
@@ -189,3 +190,22 @@ def test_readme_says_which_files_are_executed_as_python():
     trust = readme[readme.index("**Trust.**") :][:800]
     assert "executes" in trust and "Python" in trust and "trust" in trust.lower()
     assert all(command in trust for command in ("hps run", "hps train", "hps workload derive"))
+
+
+@pytest.mark.parametrize(
+    "argv, flag",
+    [
+        (["bench", "placement", "--exact-layers", "100000000"], "--exact-layers"),
+        (["bench", "placement", "--exact-types", "33"], "--exact-types"),
+        (["execute", "--catalog", "small", "--workload", "mlp", "--schedule", "cpu,cpu,cpu,cpu", "--steps", "10**12"],
+         "--steps"),
+    ],
+)  # fmt: skip
+def test_benchmark_grids_and_executed_steps_are_bounded_before_any_work(argv, flag, capsys):
+    """A benchmark grid past the workload/catalogue limits and an execution of 10^12 steps exit
+    2 at once naming the flag (they used to run for as long as they were let)."""
+    argv = [a.replace("10**12", str(10**12)) for a in argv]
+    started = time.perf_counter()
+    code, _, err = run_cli_output(argv, capsys)
+    assert code == 2 and err.startswith(f"hps {argv[0]}: error: {flag}") and "Traceback" not in err
+    assert time.perf_counter() - started < 10.0
