@@ -104,8 +104,10 @@ def plan_instance(path: str, args: Namespace) -> Namespace:
 
 def check_run_flags(args: Namespace) -> None:
     """ConfigError naming the flag for a value no execution can use."""
-    if not 1 <= args.steps <= MAX_EXECUTE_STEPS:
-        raise ConfigError("--steps", "steps", f"must be between 1 and {MAX_EXECUTE_STEPS:,}, got {args.steps}")
+    if args.steps < 1:
+        raise ConfigError("--steps", "steps", f"must be at least 1, got {args.steps}")
+    if args.steps > MAX_EXECUTE_STEPS:
+        raise ConfigError("--steps", "steps", f"must be at most {MAX_EXECUTE_STEPS:,}, got {args.steps}")
     if args.micro_batches is not None and args.micro_batches < 1:
         raise ConfigError("--micro-batches", "micro_batches", f"must be at least 1, got {args.micro_batches}")
     if not (math.isfinite(args.lr) and args.lr > 0):
