@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import sys
 from contextlib import contextmanager
@@ -137,12 +138,14 @@ def save(manager: ocp.CheckpointManager, state, config) -> int:
     return step
 
 
-def _quiet_closed_loop_callbacks() -> None:
-    """Silence the echo of a failed state restore: when one array of a step cannot be read, orbax
-    closes its event loop while tensorstore still finishes the other reads, and each of their
-    callbacks raises RuntimeError("Event loop is closed") into sys.unraisablehook, a traceback on
-    stderr per array. Installed once per process; every other unraisable exception goes on to the
-    hook in place before."""
+def _quiet_failed_restore_echo() -> None:
+    """Silence the echoes of a failed state restore, which restore reports once as
+    CheckpointDamaged: when one array of a step cannot be read, orbax closes its event loop while
+    tensorstore still finishes the other reads, and each of their callbacks raises
+    RuntimeError("Event loop is closed") into sys.unraisablehook; and the reads of the other
+    arrays that failed too are logged by asyncio as "Task exception was never retrieved" when
+    their tasks are collected, a traceback on stderr per array either way. Installed once per
+    process; every other unraisable exception and asyncio record goes on as before."""
     previous = sys.unraisablehook
     if getattr(previous, "drops_closed_loop_callbacks", False):
         return
@@ -154,6 +157,13 @@ def _quiet_closed_loop_callbacks() -> None:
 
     hook.drops_closed_loop_callbacks = True
     sys.unraisablehook = hook
+    logging.getLogger("asyncio").addFilter(_unretrieved_array_reads)
+
+
+def _unretrieved_array_reads(record: logging.LogRecord) -> bool:
+    """False (drop) for asyncio's record of an orbax array read whose failure nobody awaited."""
+    message = record.getMessage()
+    return not (message.startswith("Task exception was never retrieved") and "async_deserialize" in message)
 
 
 def step_folder(manager: ocp.CheckpointManager, step: int) -> str:
@@ -236,7 +246,7 @@ def restore(manager: ocp.CheckpointManager, config, *, devices=None, step: int |
     source = step_folder(manager, step)
     _check_same_training(document, config, source)
     abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, policy_kind_of(config).init_state(config, devices=devices))
-    _quiet_closed_loop_callbacks()
+    _quiet_failed_restore_echo()
     try:
         state = manager.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore(abstract))).state
     except Exception as error:

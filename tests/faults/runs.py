@@ -286,7 +286,7 @@ def test_plan_refuses_a_damaged_checkpoint_naming_the_step(how, tmp_path, contes
     )
     assert plan.returncode == 2 and plan.stdout == "", plan.stderr[-3000:]
     assert plan.stderr.startswith(f"hps plan: error: {latest}: {field}: ") and word in plan.stderr
-    assert plan.stderr.count("\n") == 1  # the message alone: no traceback, no echo of orbax's reads
+    assert plan.stderr.count("\n") == 1, plan.stderr  # the message alone: no traceback, no echo of orbax's reads
     with pytest.raises(CheckpointDamaged, match=word) as caught:
         checkpoint.load_policy(out / "checkpoints")
     assert caught.value.source == str(latest) and caught.value.field == field
@@ -307,3 +307,28 @@ def test_train_with_every_step_damaged_exits_2_and_moves_nothing(tmp_path, exper
     from hps.rl import lock
 
     lock.release(lock.acquire(out))  # the failed run released the folder
+
+
+def test_asyncio_echo_of_unawaited_array_reads_is_dropped_and_nothing_else(caplog):
+    """A damaged step's other array reads fail too; asyncio logs each one nobody awaited when its
+    task is collected. restore reports the damage once, so those records go; any other stays."""
+    import asyncio
+    import gc
+
+    checkpoint._quiet_failed_restore_echo()
+
+    async def async_deserialize():  # the name of orbax's array read
+        raise ValueError("DATA_LOSS: CRC-32C checksum verification failed")
+
+    async def elsewhere():
+        raise ValueError("a failure of someone else's")
+
+    loop = asyncio.new_event_loop()
+    tasks = [loop.create_task(async_deserialize()), loop.create_task(elsewhere())]
+    loop.run_until_complete(asyncio.sleep(0.01))
+    loop.close()
+    with caplog.at_level("ERROR", logger="asyncio"):
+        del tasks
+        gc.collect()
+    logged = [record.getMessage() for record in caplog.records if record.name == "asyncio"]
+    assert len(logged) == 1 and "elsewhere" in logged[0] and "async_deserialize" not in logged[0]
