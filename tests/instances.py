@@ -1,5 +1,6 @@
 """Random instances for the model-vs-reference tests (plain Python, seeded): placement
-instances (workload, catalogue, job) and All-Reduce cases (network, bytes, chunks).
+instances (workload, catalogue, job) and All-Reduce cases (network, bytes, chunks), with the
+random chunk orders and the simulator-vs-reference check the collective tests share.
 
 A plain helper module, not a test module: fixtures live in conftest.py."""
 
@@ -7,6 +8,10 @@ from __future__ import annotations
 
 import math
 import random
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
 
 from hps.config.types import (
     ALGORITHMS,
@@ -107,3 +112,26 @@ def random_case(rng: random.Random, min_dims: int = 1, max_dims: int = 4):
 def padded(network: Network, width: int = 4) -> list[Dimension]:
     """The network's dimensions padded to `width` with size-1 rings."""
     return list(network.dimensions) + [PAD] * (width - len(network.dimensions))
+
+
+def random_orders(rng: random.Random, n_cases: int, max_chunks: int):
+    """(N, max_chunks, D) explicit random permutations, one per chunk."""
+    rows = [[rng.sample(range(4), 4) for _ in range(max_chunks)] for _ in range(n_cases)]
+    return jnp.asarray(np.array(rows, np.int32))
+
+
+def assert_matches_reference(got, want, chunks):
+    """Completion time and busy per dimension to 1e-5 relative; every phase's dimension exactly
+    and its start and end to 1e-5 of the completion time."""
+    scale = max(want["time"], 1e-30)
+    assert float(got.time) == pytest.approx(want["time"], rel=1e-5, abs=1e-30)
+    np.testing.assert_allclose(np.asarray(got.busy), want["busy"], rtol=1e-5, atol=1e-30)
+    slots = {(c, s) for c in range(chunks) for s in range(got.phase_dim.shape[1]) if got.phase_dim[c, s] >= 0}
+    assert slots == set(want["start"])
+    assert (np.asarray(got.phase_dim)[chunks:] == -1).all()  # padded chunks take no part
+    for (c, s), start in want["start"].items():
+        assert int(got.phase_dim[c, s]) == want["dim"][c, s]
+        assert abs(float(got.phase_start[c, s]) - start) <= 1e-5 * scale, (c, s)
+        assert abs(float(got.phase_end[c, s]) - want["end"][c, s]) <= 1e-5 * scale, (c, s)
+    chunk_end = np.asarray(got.chunk_end[:chunks])
+    np.testing.assert_allclose(chunk_end, want["chunk_end"], rtol=1e-5, atol=1e-5 * scale)

@@ -31,7 +31,7 @@ from hps.collective.model import orders as policies
 from hps.collective.model.network import steps_per_phase_codes
 from hps.config.types import ALGORITHM_CODE, ALGORITHMS, Dimension, Network, steps_per_phase
 from hps.reference import collective as reference
-from tests.instances import GiB, padded, random_case, random_network
+from tests.instances import GiB, assert_matches_reference, padded, random_case, random_network, random_orders
 
 N_CASES = 300
 BUCKETS = (16, 128)  # padded chunk counts; a case goes to the smallest that holds it
@@ -89,12 +89,6 @@ def policy_orders_batch(policy, nets, sizes, counts, scf, max_chunks):
     return jax.vmap(one)(nets, sizes, counts)
 
 
-def random_orders(rng: random.Random, n_cases: int, max_chunks: int):
-    """(N, max_chunks, D) explicit random permutations, one per chunk."""
-    rows = [[rng.sample(range(4), 4) for _ in range(max_chunks)] for _ in range(n_cases)]
-    return jnp.asarray(np.array(rows, np.int32))
-
-
 @functools.cache
 def jax_results(policy: str, scf: bool):
     """{case index: (orders (C, D) list, SimResult as numpy)} for every random case."""
@@ -114,23 +108,6 @@ def jax_results(policy: str, scf: bool):
         for k, i in enumerate(index):
             out[i] = (orders[k], jax.tree.map(itemgetter(k), result))
     return out
-
-
-def assert_matches_reference(got, want, chunks):
-    """Completion time and busy per dimension to 1e-5 relative; every phase's dimension exactly
-    and its start and end to 1e-5 of the completion time."""
-    scale = max(want["time"], 1e-30)
-    assert float(got.time) == pytest.approx(want["time"], rel=1e-5, abs=1e-30)
-    np.testing.assert_allclose(np.asarray(got.busy), want["busy"], rtol=1e-5, atol=1e-30)
-    slots = {(c, s) for c in range(chunks) for s in range(got.phase_dim.shape[1]) if got.phase_dim[c, s] >= 0}
-    assert slots == set(want["start"])
-    assert (np.asarray(got.phase_dim)[chunks:] == -1).all()  # padded chunks take no part
-    for (c, s), start in want["start"].items():
-        assert int(got.phase_dim[c, s]) == want["dim"][c, s]
-        assert abs(float(got.phase_start[c, s]) - start) <= 1e-5 * scale, (c, s)
-        assert abs(float(got.phase_end[c, s]) - want["end"][c, s]) <= 1e-5 * scale, (c, s)
-    chunk_end = np.asarray(got.chunk_end[:chunks])
-    np.testing.assert_allclose(chunk_end, want["chunk_end"], rtol=1e-5, atol=1e-5 * scale)
 
 
 @functools.cache
@@ -294,7 +271,7 @@ def test_incremental_loop_equals_one_decision_at_a_time(scf):
     def both(net, chunk_bytes, release, orders, mask):
         table = simulator.phase_table(net, chunk_bytes, orders, mask)
         release = jnp.where(mask, release, 0.0)
-        new = simulator.run_decisions(table, release, jnp.bool_(scf))
+        new = simulator.run_decisions(table, release, jnp.bool_(scf), net.in_flight)
         return new, _one_decision_at_a_time(table, release, scf)
 
     got, want = jax.device_get(both(nets, chunk_bytes, release, orders, mask))

@@ -33,6 +33,10 @@ POLICY_DIMS = 4
 """Dimensions the learned collective policy plans: its actions are the 4! = 24 orders of 4
 padded dimensions; a network with more is refused."""
 
+MAX_IN_FLIGHT = 8
+"""Phases one network dimension serves at once (``in_flight``): the collective simulator keeps
+8 lanes per dimension, those past a dimension's in_flight never free."""
+
 MAX_DIMENSION_SIZE = 2**16
 """NPUs of one network dimension: the most a network file or resource type may give one
 dimension, the size up to which the jnp step count of halving-doubling (⌈log2 P⌉,

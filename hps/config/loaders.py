@@ -55,6 +55,8 @@ from hps.config.validation import (
 from hps.errors import ConfigError
 
 DIMENSION_KEYS = ("size", "bandwidth_GiBps", "latency_ns", "algorithm")
+DIMENSION_OPTIONAL_KEYS = ("in_flight",)
+"""Optional [[dimension]] keys (omitted: 1 phase in flight)."""
 NETWORK_KEYS = ("name", "dimension")
 CATALOG_KEYS = ("name", "resource")
 RESOURCE_KEYS = (
@@ -88,13 +90,16 @@ def ranged(getter, table: dict[str, Any], key: str, source: str, prefix: str, **
 
 
 def parse_dimension(table: dict[str, Any], source: str, prefix: str) -> Dimension:
-    """One ``[[dimension]]``: size (NPUs), bandwidth_GiBps (per NPU) -> B/s, latency_ns -> s."""
-    check_keys(table, DIMENSION_KEYS, DIMENSION_KEYS, source, prefix)
+    """One ``[[dimension]]``: size (NPUs), bandwidth_GiBps (per NPU) -> B/s, latency_ns -> s,
+    and optionally in_flight (phases served at once, default 1)."""
+    check_keys(table, (*DIMENSION_KEYS, *DIMENSION_OPTIONAL_KEYS), DIMENSION_KEYS, source, prefix)
+    in_flight = ranged(get_int, table, "in_flight", source, prefix, minimum=1) if "in_flight" in table else 1
     return Dimension(
         size=ranged(get_int, table, "size", source, prefix, minimum=1),
         bandwidth=ranged(get_positive, table, "bandwidth_GiBps", source, prefix) * GIB,
         latency=ranged(get_non_negative, table, "latency_ns", source, prefix) * NANO,
         algorithm=get_choice(table, "algorithm", ALGORITHMS, source, prefix),
+        in_flight=in_flight,
     )
 
 

@@ -27,7 +27,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from hps.config.limits import MAX_CHUNKS, MAX_DIMENSION_SIZE, MAX_NETWORK_SIZE, MAX_UNITS
+from hps.config.limits import MAX_CHUNKS, MAX_DIMENSION_SIZE, MAX_IN_FLIGHT, MAX_NETWORK_SIZE, MAX_UNITS
 from hps.config.types import LAYER_NUMBERS, Layer, Workload
 from hps.errors import ConfigError
 
@@ -77,6 +77,7 @@ RANGES: dict[str, Range] = {
     "network_size": Range(1, MAX_NETWORK_SIZE, "NPUs", "int32 counts of NPUs hold it with room"),
     "bandwidth_GiBps": BANDWIDTH,
     "latency_ns": Range(0.0, 1e12, "ns", "up to 1,000 s per step"),
+    "in_flight": Range(1, MAX_IN_FLIGHT, "phases at once", "the lanes the collective simulator keeps per dimension"),
     # layers (workload files), per sample
     "flops": Range(1.0, 1e21, "FLOP per sample", "a zettaFLOP; a positive count below one FLOP is no layer", zero=True),
     "mem_bytes": LAYER_BYTES,

@@ -60,6 +60,9 @@ class Dimension:
     """Seconds per step."""
     algorithm: str
     """One of ALGORITHMS."""
+    in_flight: int = 1
+    """Phases the dimension serves at once (1 to MAX_IN_FLIGHT), each on its own lane with an
+    equal share B/in_flight of the bandwidth and the full step latency (1: one at a time)."""
 
 
 @dataclass(frozen=True)

@@ -31,12 +31,18 @@ def least_loaded_first(active, load):
     return order
 
 
+def lane_bandwidth(dim):
+    """B/s one phase gets on `dim`: its bandwidth shared by the phases it serves at once."""
+    return dim.bandwidth / dim.in_flight
+
+
 def chunk_phases(dims, chunk_bytes, order):
     """[(slot, dim, duration s, data bytes)] of one chunk, in the order it runs them.
 
     Reduce-Scatter through `order`, All-Gather back in reverse; slot j is the RS at position j,
     slot 2D−1−j the AG at position j. Dimensions of size 1 take no part. The size a phase enters
     with is chunk_bytes / (the product of the sizes it has been divided by), kept as an integer.
+    A dimension with in_flight lanes gives each phase the bandwidth B / in_flight.
     """
     n = len(order)
     phases, divisor = [], 1
@@ -44,7 +50,7 @@ def chunk_phases(dims, chunk_bytes, order):
         p, dim = dims[d].size, dims[d]
         if p > 1:
             s = chunk_bytes / divisor
-            duration = steps_per_phase(dim.algorithm, p) * dim.latency + s * (p - 1) / p / dim.bandwidth
+            duration = steps_per_phase(dim.algorithm, p) * dim.latency + s * (p - 1) / p / lane_bandwidth(dim)
             phases.append((j, d, duration, s))  # data: its input, the larger
             divisor *= p
     for j in reversed(range(n)):  # All-Gather: s·(P−1) / B, then s ← s·P
@@ -52,7 +58,7 @@ def chunk_phases(dims, chunk_bytes, order):
         p, dim = dims[d].size, dims[d]
         if p > 1:
             s = chunk_bytes / divisor
-            duration = steps_per_phase(dim.algorithm, p) * dim.latency + s * (p - 1) / dim.bandwidth
+            duration = steps_per_phase(dim.algorithm, p) * dim.latency + s * (p - 1) / lane_bandwidth(dim)
             divisor //= p
             phases.append((2 * n - 1 - j, d, duration, chunk_bytes / divisor))  # data: its output
     return phases
@@ -60,19 +66,24 @@ def chunk_phases(dims, chunk_bytes, order):
 
 def simulate(dims, chunk_bytes, release, orders, scf):
     """dict(time, busy [D], start {(chunk, slot): s}, end {(chunk, slot): s},
-    dim {(chunk, slot): d}, chunk_end [C])."""
+    dim {(chunk, slot): d}, chunk_end [C]).
+
+    Dimension d serves up to in_flight phases at once, one per lane; a decision takes the
+    dimension whose next start max(its first free lane, its earliest ready phase) is smallest,
+    and that lane (lowest index among equals). busy[d] is the held time: durations / in_flight.
+    """
     n_dims, n_chunks = len(dims), len(chunk_bytes)
     todo = [chunk_phases(dims, b, o) for b, o in zip(chunk_bytes, orders)]
     done = [0] * n_chunks  # phases started per chunk
     ready = [float(r) for r in release]
-    free, busy = [0.0] * n_dims, [0.0] * n_dims
+    lanes, busy = [[0.0] * dim.in_flight for dim in dims], [0.0] * n_dims
     waiting = [[] for _ in range(n_dims)]  # chunks whose next phase is on d
     for c in range(n_chunks):
         if todo[c]:
             waiting[todo[c][0][1]].append(c)
     start, end, dim_of = {}, {}, {}
     while any(waiting):
-        options = [(max(free[d], min(ready[c] for c in w)), d) for d, w in enumerate(waiting) if w]
+        options = [(max(min(lanes[d]), min(ready[c] for c in w)), d) for d, w in enumerate(waiting) if w]
         t, d = min(options)  # smallest next start time, then lower dimension index
         ready_by_t = [c for c in waiting[d] if ready[c] <= t]
         if scf:
@@ -81,8 +92,9 @@ def simulate(dims, chunk_bytes, release, orders, scf):
             c = min(ready_by_t, key=lambda c: (ready[c], c))
         slot, _, duration, _ = todo[c][done[c]]
         start[c, slot], end[c, slot], dim_of[c, slot] = t, t + duration, d
-        busy[d] += duration
-        free[d] = ready[c] = t + duration
+        busy[d] += duration / dims[d].in_flight
+        lane = lanes[d].index(min(lanes[d]))
+        lanes[d][lane] = ready[c] = t + duration
         done[c] += 1
         waiting[d].remove(c)
         if done[c] < len(todo[c]):

@@ -143,9 +143,10 @@ def _quiet_failed_restore_echo() -> None:
     CheckpointDamaged: when one array of a step cannot be read, orbax closes its event loop while
     tensorstore still finishes the other reads, and each of their callbacks raises
     RuntimeError("Event loop is closed") into sys.unraisablehook; and the reads of the other
-    arrays that failed too are logged by asyncio as "Task exception was never retrieved" when
-    their tasks are collected, a traceback on stderr per array either way. Installed once per
-    process; every other unraisable exception and asyncio record goes on as before."""
+    arrays that failed too are logged by asyncio as "Task (or Future) exception was never
+    retrieved" when their tasks and futures are collected, a traceback on stderr per array
+    either way. Installed once per process; every other unraisable exception and asyncio record
+    goes on as before."""
     previous = sys.unraisablehook
     if getattr(previous, "drops_closed_loop_callbacks", False):
         return
@@ -160,10 +161,15 @@ def _quiet_failed_restore_echo() -> None:
     logging.getLogger("asyncio").addFilter(_unretrieved_array_reads)
 
 
+UNRETRIEVED = ("Task exception was never retrieved", "Future exception was never retrieved")
+
+
 def _unretrieved_array_reads(record: logging.LogRecord) -> bool:
-    """False (drop) for asyncio's record of an orbax array read whose failure nobody awaited."""
+    """False (drop) for asyncio's record of an array read whose failure nobody awaited: an orbax
+    read task (async_deserialize) or a tensorstore future (its error names the tensorstore_spec)."""
     message = record.getMessage()
-    return not (message.startswith("Task exception was never retrieved") and "async_deserialize" in message)
+    ours = "async_deserialize" in message or "tensorstore_spec" in message
+    return not (message.startswith(UNRETRIEVED) and ours)
 
 
 def step_folder(manager: ocp.CheckpointManager, step: int) -> str:

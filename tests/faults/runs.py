@@ -310,12 +310,14 @@ def test_train_with_every_step_damaged_exits_2_and_moves_nothing(tmp_path, exper
 
 
 def test_asyncio_echo_of_unawaited_array_reads_is_dropped_and_nothing_else(caplog):
-    """A damaged step's other array reads fail too; asyncio logs each one nobody awaited when its
-    task is collected. restore reports the damage once, so those records go; any other stays."""
+    """A damaged step's other array reads fail too; asyncio logs each one nobody awaited (an orbax
+    read task, a tensorstore future) when it is collected. restore reports the damage once, so
+    those records go; any other stays."""
     import asyncio
     import gc
 
     checkpoint._quiet_failed_restore_echo()
+    damaged = "DATA_LOSS: CRC-32C checksum verification failed [tensorstore_spec='{}']"
 
     async def async_deserialize():  # the name of orbax's array read
         raise ValueError("DATA_LOSS: CRC-32C checksum verification failed")
@@ -325,10 +327,17 @@ def test_asyncio_echo_of_unawaited_array_reads_is_dropped_and_nothing_else(caplo
 
     loop = asyncio.new_event_loop()
     tasks = [loop.create_task(async_deserialize()), loop.create_task(elsewhere())]
+    futures = [loop.create_future(), loop.create_future()]
+    futures[0].set_exception(ValueError(damaged))
+    futures[1].set_exception(ValueError("another future's own failure"))
     loop.run_until_complete(asyncio.sleep(0.01))
     loop.close()
+    gc.collect()  # what earlier tests left to collect is logged before ours
+    caplog.clear()
     with caplog.at_level("ERROR", logger="asyncio"):
-        del tasks
+        del tasks, futures
         gc.collect()
     logged = [record.getMessage() for record in caplog.records if record.name == "asyncio"]
-    assert len(logged) == 1 and "elsewhere" in logged[0] and "async_deserialize" not in logged[0]
+    assert len(logged) == 2, logged
+    assert any("elsewhere" in m for m in logged) and any("another future's own failure" in m for m in logged)
+    assert not any("async_deserialize" in m or "tensorstore_spec" in m for m in logged)

@@ -25,12 +25,14 @@ _MAX_LOG2 = MAX_DIMENSION_SIZE.bit_length() - 1  # ⌈log2 P⌉ counts the power
 @struct.dataclass
 class NetworkParams:
     """One network, arrays (D,): size (int32 NPUs, padding 1), bandwidth (float32 bytes/s per
-    NPU), latency (float32 seconds per step), algorithm (int32 index into ALGORITHMS)."""
+    NPU), latency (float32 seconds per step), algorithm (int32 index into ALGORITHMS), in_flight
+    (int32 phases served at once, 1 to MAX_IN_FLIGHT; padding 1)."""
 
     size: jnp.ndarray
     bandwidth: jnp.ndarray
     latency: jnp.ndarray
     algorithm: jnp.ndarray
+    in_flight: jnp.ndarray
 
 
 def dims_bucket(count: int) -> int:
@@ -53,12 +55,14 @@ def network_arrays(network: Network, max_dims: int | None = None) -> dict[str, n
         bandwidth=np.ones((max_dims,), np.float32),
         latency=np.zeros((max_dims,), np.float32),
         algorithm=np.zeros((max_dims,), np.int32),
+        in_flight=np.ones((max_dims,), np.int32),
     )
     for d, dim in enumerate(dims):
         arrays["size"][d] = dim.size
         arrays["bandwidth"][d] = dim.bandwidth
         arrays["latency"][d] = dim.latency
         arrays["algorithm"][d] = ALGORITHM_CODE[dim.algorithm]
+        arrays["in_flight"][d] = dim.in_flight
     return arrays
 
 

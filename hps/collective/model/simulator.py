@@ -23,7 +23,7 @@ from flax import struct
 
 from hps.collective.model.network import NetworkParams, ideal_time, steps_per_phase_codes
 from hps.collective.model.themis import ag_seconds, rs_seconds
-from hps.config.limits import MAX_CHUNKS
+from hps.config.limits import MAX_CHUNKS, MAX_IN_FLIGHT
 
 
 @struct.dataclass
@@ -41,7 +41,8 @@ class PhaseTable:
 
 @struct.dataclass
 class SimResult:
-    """time: completion (s); busy (D,) s, the sum of phase durations per dimension;
+    """time: completion (s); busy (D,) s, the sum of phase durations per dimension over its
+    in_flight;
     phase_start, phase_end (C, 2D) s (0 on skipped slots); phase_dim (C, 2D) int32 (−1 on
     skipped or padded slots); chunk_end (C,) s (release when a chunk has no phase, 0 if padded)."""
 
@@ -60,8 +61,9 @@ def _exclusive_cumprod(values):
 
 
 def phase_table(net: NetworkParams, chunk_bytes, orders, chunk_mask) -> PhaseTable:
-    """Every phase of every chunk: RS on d entered with s takes steps_d·a_d + s·(P_d−1)/P_d/B_d,
-    AG steps_d·a_d + s·(P_d−1)/B_d.
+    """Every phase of every chunk: RS on d entered with s takes steps_d·a_d + s·(P_d−1)/P_d/B'_d,
+    AG steps_d·a_d + s·(P_d−1)/B'_d, where B'_d = B_d / in_flight_d is one lane's share of the
+    bandwidth (B_d itself with one phase in flight).
 
     chunk_bytes (C,) bytes, orders (C, D) int32, chunk_mask (C,) bool. The size a phase enters
     with is chunk_bytes / (integer product of the sizes already passed), one division, so equal
@@ -70,7 +72,8 @@ def phase_table(net: NetworkParams, chunk_bytes, orders, chunk_mask) -> PhaseTab
     n_chunks, n_dims = orders.shape
     p_int = net.size[orders]
     p = p_int.astype(jnp.float32)
-    bandwidth, latency = net.bandwidth[orders], net.latency[orders]
+    bandwidth = net.bandwidth[orders] / net.in_flight[orders].astype(jnp.float32)
+    latency = net.latency[orders]
     fixed = steps_per_phase_codes(net.algorithm[orders], p_int) * latency
     before = _exclusive_cumprod(p_int).astype(jnp.float32)
     rs_in = chunk_bytes[:, None] / before
@@ -181,17 +184,19 @@ def discipline_choice(row, start, data, scf):
 
 def decide(chains: PhaseChains, scf, state):
     """One decision: the dimension d with the smallest next start time t_d = max(free_d,
-    earliest_d) (ties: lower index) starts the phase its discipline ranks first among those
-    ready by t_d.
+    earliest_d) (ties: lower index), free_d the time its first lane frees, starts the phase its
+    discipline ranks first among those ready by t_d, on that lane (ties: lower lane).
 
     state = (ready s, data bytes, code (int32 phase code, PhaseChains)) each (C,) for each
-    chunk's waiting phase; free (D,) s; earliest (D,) s, the earliest ready time among phases
+    chunk's waiting phase; lanes (D, MAX_IN_FLIGHT) s, when each lane of each dimension frees
+    (inf past the dimension's in_flight); earliest (D,) s, the earliest ready time among phases
     waiting for each dimension (inf: none), kept exact incrementally; start (P,) s, the start of
-    every phase so far. Only the chosen chunk and two dimensions change, written with one-index
-    scatters (cheaper than masked selects over (C,) here). Returns the next state.
+    every phase so far. Only the chosen chunk, lane and two dimensions change, written with
+    one-index scatters (cheaper than masked selects over (C,) here). Returns the next state.
     """
-    ready, data, code, free, earliest, start = state
+    ready, data, code, lanes, earliest, start = state
     n_chunks, n_phases = ready.shape[0], start.shape[0]
+    free = _row_min(lanes)
     d, begin = earliest_dimension(jnp.maximum(free, earliest))
     valid = jnp.isfinite(begin)
     row = jnp.where(code_dim(code) == d.astype(jnp.int32), ready, jnp.inf)
@@ -204,19 +209,22 @@ def decide(chains: PhaseChains, scf, state):
     next_code = chains.next_code[started]
     dims = jnp.arange(free.shape[0], dtype=jnp.float32)
     on_d = (dims == d) & valid
+    d_row = jnp.where(valid, d.astype(jnp.int32), free.shape[0])  # D: dropped below
+    lane_row = lanes[jnp.minimum(d_row, free.shape[0] - 1)]
+    lane = _first_index(lane_row == _row_min(lane_row)).astype(jnp.int32)
     earliest = jnp.where(on_d, remaining, earliest)
     earliest = jnp.where(dims == code_dim(next_code), jnp.minimum(earliest, end), earliest)
     return (
         ready.at[chunk].set(end, mode="drop"),
         data.at[chunk].set(chains.next_data[started], mode="drop"),
         code.at[chunk].set(next_code, mode="drop"),
-        jnp.where(on_d, end, free),
+        lanes.at[d_row, lane].set(end, mode="drop"),
         earliest,
         start.at[started].set(begin, mode="drop"),
     )
 
 
-def run_decisions(table: PhaseTable, release, scf):
+def run_decisions(table: PhaseTable, release, scf, in_flight):
     """All decisions in time order -> phase_start (C, 2D) s (0 on skipped slots).
 
     One decision per step of a fori_loop of a fixed C·2D steps (the most phases there can be;
@@ -224,9 +232,10 @@ def run_decisions(table: PhaseTable, release, scf):
     per-member select of the carry is needed (a batched while_loop is several times slower).
     Each step costs a few (C,) passes and reductions: the earliest ready time per dimension is
     kept incrementally instead of recomputed over (C, D), and only the deciding dimension's row
-    is scanned. (Committing every dimension whose next decision provably cannot change in one
-    step is exact too, but needs (D, C) work per step for fewer than two decisions per step on
-    the benchmark's worst cases, and is slower on CPU; docs/results.md, "Implementation choices".)
+    is scanned. in_flight (D,) int32: the lanes of each dimension. (Committing every dimension
+    whose next decision provably cannot change in one step is exact too, but needs (D, C) work
+    per step for fewer than two decisions per step on the benchmark's worst cases, and is slower
+    on CPU; docs/results.md, "Implementation choices".)
     """
     n_chunks, n_slots = table.dim.shape
     n_dims, n_phases = n_slots // 2, n_chunks * n_slots
@@ -237,7 +246,7 @@ def run_decisions(table: PhaseTable, release, scf):
         ready,
         chains.data[chains.first >> DIM_BITS],
         chains.first,
-        jnp.zeros((n_dims,), jnp.float32),
+        jnp.where(jnp.arange(MAX_IN_FLIGHT)[None, :] < in_flight[:, None], 0.0, jnp.inf).astype(jnp.float32),
         jnp.min(jnp.where(waits, ready[None, :], jnp.inf), axis=1),
         jnp.zeros((n_phases,), jnp.float32),
     )
@@ -245,11 +254,12 @@ def run_decisions(table: PhaseTable, release, scf):
     return state[-1].reshape(n_chunks, n_slots)
 
 
-def busy_per_dim(table: PhaseTable):
-    """(D,) s: the sum of phase durations on each dimension."""
+def busy_per_dim(table: PhaseTable, in_flight):
+    """(D,) s: the sum of phase durations on each dimension over its lanes in_flight (D,): the
+    time the whole dimension is held (the sum itself with one phase in flight)."""
     n_dims = table.dim.shape[1] // 2
     on = table.dim[:, :, None] == jnp.arange(n_dims)[None, None, :]
-    return jnp.sum(jnp.where(on, table.duration[:, :, None], 0.0), axis=(0, 1))
+    return jnp.sum(jnp.where(on, table.duration[:, :, None], 0.0), axis=(0, 1)) / in_flight.astype(jnp.float32)
 
 
 @jax.jit
@@ -263,14 +273,14 @@ def simulate(net: NetworkParams, chunk_bytes, release, orders, chunk_mask, scf) 
     chunk_mask = chunk_mask.astype(bool)
     table = phase_table(net, chunk_bytes.astype(jnp.float32), orders.astype(jnp.int32), chunk_mask)
     release = jnp.where(chunk_mask, release, 0.0).astype(jnp.float32)
-    start = run_decisions(table, release, jnp.asarray(scf).astype(bool))
+    start = run_decisions(table, release, jnp.asarray(scf).astype(bool), net.in_flight)
     active = table.dim >= 0
     end = jnp.where(active, start + table.duration, 0.0)
     has_phase = jnp.any(active, axis=1)
     chunk_end = jnp.where(has_phase, jnp.max(end, axis=1), release)
     return SimResult(
         time=jnp.max(jnp.where(chunk_mask, chunk_end, 0.0)),
-        busy=busy_per_dim(table),
+        busy=busy_per_dim(table, net.in_flight),
         phase_start=start,
         phase_end=end,
         phase_dim=table.dim,
