@@ -16,6 +16,7 @@ import pytest
 
 from hps.collective.model import network_batch, network_params, simulate, simulate_allreduce
 from hps.collective.model import orders as policies
+from hps.collective.model.simulator import lane_bucket
 from hps.config.limits import MAX_IN_FLIGHT
 from hps.config.loaders import load_network
 from hps.config.types import Dimension, Network
@@ -132,3 +133,25 @@ def test_network_file_refuses_in_flight_out_of_range(tmp_path, value):
     with pytest.raises(ConfigError) as caught:
         load_network(path)
     assert str(path) in str(caught.value) and "in_flight" in str(caught.value)
+
+
+@pytest.mark.parametrize("scf", [False, True], ids=["fifo", "scf"])
+def test_one_lane_compile_equals_the_full_one_on_one_lane_networks(scf):
+    """lane_bucket gives 1 for networks that serve one phase at a time; simulating them with one
+    lane kept per dimension (the cheaper compile) equals simulating them with MAX_IN_FLIGHT kept,
+    bit for bit, and networks with more lanes get MAX_IN_FLIGHT."""
+    cases = [random_case(random.Random(f"one-lane-{i}")) for i in range(40)]
+    nets = network_batch([n for n, _, _ in cases], max_dims=4)
+    assert lane_bucket(nets.in_flight) == 1
+    assert lane_bucket([1, 2, 1]) == MAX_IN_FLIGHT
+    sizes = jnp.asarray([s for _, s, _ in cases], jnp.float32)
+    counts = jnp.asarray([min(c, MAX_CHUNKS) for _, _, c in cases], jnp.int32)
+    orders = jax.vmap(lambda n, s, c: policies.themis_orders(n, s, c, MAX_CHUNKS))(nets, sizes, counts)
+
+    def run(lanes):
+        one = lambda n, s, c, o: simulate_allreduce(n, s, c, o, scf, MAX_CHUNKS, lanes=lanes)  # noqa: E731
+        return jax.device_get(jax.jit(jax.vmap(one))(nets, sizes, counts, orders))
+
+    few, full = run(1), run(MAX_IN_FLIGHT)
+    for name in ("time", "busy", "phase_start", "phase_end", "phase_dim", "chunk_end"):
+        np.testing.assert_array_equal(getattr(few, name), getattr(full, name), err_msg=name)

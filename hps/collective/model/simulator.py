@@ -19,6 +19,7 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from hps.collective.model.network import NetworkParams, ideal_time, steps_per_phase_codes
@@ -224,7 +225,13 @@ def decide(chains: PhaseChains, scf, state):
     )
 
 
-def run_decisions(table: PhaseTable, release, scf, in_flight):
+def lane_bucket(in_flight) -> int:
+    """The lanes a simulation of networks with these in_flight counts (any shape, concrete) needs:
+    1 when every dimension serves one phase at a time (the cheaper compile), else MAX_IN_FLIGHT."""
+    return 1 if int(np.max(np.asarray(in_flight))) <= 1 else MAX_IN_FLIGHT
+
+
+def run_decisions(table: PhaseTable, release, scf, in_flight, lanes: int = MAX_IN_FLIGHT):
     """All decisions in time order -> phase_start (C, 2D) s (0 on skipped slots).
 
     One decision per step of a fori_loop of a fixed C·2D steps (the most phases there can be;
@@ -232,7 +239,8 @@ def run_decisions(table: PhaseTable, release, scf, in_flight):
     per-member select of the carry is needed (a batched while_loop is several times slower).
     Each step costs a few (C,) passes and reductions: the earliest ready time per dimension is
     kept incrementally instead of recomputed over (C, D), and only the deciding dimension's row
-    is scanned. in_flight (D,) int32: the lanes of each dimension. (Committing every dimension
+    is scanned. in_flight (D,) int32: the lanes of each dimension, each at most `lanes` (static:
+    the lanes kept per dimension; `lane_bucket`). (Committing every dimension
     whose next decision provably cannot change in one step is exact too, but needs (D, C) work
     per step for fewer than two decisions per step on the benchmark's worst cases, and is slower
     on CPU; docs/results.md, "Implementation choices".)
@@ -246,7 +254,7 @@ def run_decisions(table: PhaseTable, release, scf, in_flight):
         ready,
         chains.data[chains.first >> DIM_BITS],
         chains.first,
-        jnp.where(jnp.arange(MAX_IN_FLIGHT)[None, :] < in_flight[:, None], 0.0, jnp.inf).astype(jnp.float32),
+        jnp.where(jnp.arange(lanes)[None, :] < in_flight[:, None], 0.0, jnp.inf).astype(jnp.float32),
         jnp.min(jnp.where(waits, ready[None, :], jnp.inf), axis=1),
         jnp.zeros((n_phases,), jnp.float32),
     )
@@ -262,18 +270,19 @@ def busy_per_dim(table: PhaseTable, in_flight):
     return jnp.sum(jnp.where(on, table.duration[:, :, None], 0.0), axis=(0, 1)) / in_flight.astype(jnp.float32)
 
 
-@jax.jit
-def simulate(net: NetworkParams, chunk_bytes, release, orders, chunk_mask, scf) -> SimResult:
+@partial(jax.jit, static_argnames="lanes")
+def simulate(net: NetworkParams, chunk_bytes, release, orders, chunk_mask, scf, lanes=MAX_IN_FLIGHT) -> SimResult:
     """Simulate chunks through the network.
 
     net: NetworkParams (D,); chunk_bytes (C,) bytes; release (C,) s, when each chunk's first
     phase becomes ready; orders (C, D) int32, the Reduce-Scatter order (All-Gather reverses it);
-    chunk_mask (C,) bool; scf: bool (False = FIFO). Returns SimResult.
+    chunk_mask (C,) bool; scf: bool (False = FIFO); lanes (static): lanes kept per dimension, at
+    least every in_flight of net (`lane_bucket`; the default holds any). Returns SimResult.
     """
     chunk_mask = chunk_mask.astype(bool)
     table = phase_table(net, chunk_bytes.astype(jnp.float32), orders.astype(jnp.int32), chunk_mask)
     release = jnp.where(chunk_mask, release, 0.0).astype(jnp.float32)
-    start = run_decisions(table, release, jnp.asarray(scf).astype(bool), net.in_flight)
+    start = run_decisions(table, release, jnp.asarray(scf).astype(bool), net.in_flight, lanes)
     active = table.dim >= 0
     end = jnp.where(active, start + table.duration, 0.0)
     has_phase = jnp.any(active, axis=1)
@@ -294,13 +303,16 @@ def equal_chunks(total_bytes, n_chunks, max_chunks):
     return jnp.where(mask, total_bytes / n_chunks, 0.0).astype(jnp.float32), mask
 
 
-@partial(jax.jit, static_argnames="max_chunks")
-def simulate_allreduce(net: NetworkParams, total_bytes, n_chunks, orders, scf, max_chunks=MAX_CHUNKS):
+@partial(jax.jit, static_argnames=("max_chunks", "lanes"))
+def simulate_allreduce(
+    net: NetworkParams, total_bytes, n_chunks, orders, scf, max_chunks=MAX_CHUNKS, lanes=MAX_IN_FLIGHT
+):
     """One All-Reduce of S = total_bytes in C = n_chunks ≤ max_chunks equal chunks, all released
-    at 0. orders (≥ max_chunks, D) int32 (rows ≥ C unused). Returns SimResult."""
+    at 0. orders (≥ max_chunks, D) int32 (rows ≥ C unused); lanes as in `simulate`. Returns
+    SimResult."""
     chunk_bytes, mask = equal_chunks(total_bytes, n_chunks, max_chunks)
     release = jnp.zeros((max_chunks,), jnp.float32)
-    return simulate(net, chunk_bytes, release, orders[:max_chunks], mask, scf)
+    return simulate(net, chunk_bytes, release, orders[:max_chunks], mask, scf, lanes)
 
 
 def utilization(net: NetworkParams, total_bytes, time):
