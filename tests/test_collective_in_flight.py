@@ -16,7 +16,7 @@ import pytest
 
 from hps.collective.model import network_batch, network_params, simulate, simulate_allreduce
 from hps.collective.model import orders as policies
-from hps.collective.model.simulator import lane_bucket
+from hps.collective.model.network import lane_bucket
 from hps.config.limits import MAX_IN_FLIGHT
 from hps.config.loaders import load_network
 from hps.config.types import Dimension, Network
@@ -137,21 +137,35 @@ def test_network_file_refuses_in_flight_out_of_range(tmp_path, value):
 
 @pytest.mark.parametrize("scf", [False, True], ids=["fifo", "scf"])
 def test_one_lane_compile_equals_the_full_one_on_one_lane_networks(scf):
-    """lane_bucket gives 1 for networks that serve one phase at a time; simulating them with one
-    lane kept per dimension (the cheaper compile) equals simulating them with MAX_IN_FLIGHT kept,
-    bit for bit, and networks with more lanes get MAX_IN_FLIGHT."""
+    """Networks that serve one phase at a time get one lane kept per dimension (the cheaper
+    compile), and simulating them so equals simulating them with MAX_IN_FLIGHT kept, bit for bit;
+    networks with more lanes get MAX_IN_FLIGHT."""
     cases = [random_case(random.Random(f"one-lane-{i}")) for i in range(40)]
     nets = network_batch([n for n, _, _ in cases], max_dims=4)
-    assert lane_bucket(nets.in_flight) == 1
+    assert nets.lanes == 1 and lane_bucket(nets.in_flight) == 1
     assert lane_bucket([1, 2, 1]) == MAX_IN_FLIGHT
+    assert network_batch([n for n, _, _ in lane_cases(8, "many-lanes")]).lanes == MAX_IN_FLIGHT
     sizes = jnp.asarray([s for _, s, _ in cases], jnp.float32)
     counts = jnp.asarray([min(c, MAX_CHUNKS) for _, _, c in cases], jnp.int32)
     orders = jax.vmap(lambda n, s, c: policies.themis_orders(n, s, c, MAX_CHUNKS))(nets, sizes, counts)
 
     def run(lanes):
-        one = lambda n, s, c, o: simulate_allreduce(n, s, c, o, scf, MAX_CHUNKS, lanes=lanes)  # noqa: E731
-        return jax.device_get(jax.jit(jax.vmap(one))(nets, sizes, counts, orders))
+        one = lambda n, s, c, o: simulate_allreduce(n, s, c, o, scf, MAX_CHUNKS)  # noqa: E731
+        return jax.device_get(jax.jit(jax.vmap(one))(nets.replace(lanes=lanes), sizes, counts, orders))
 
     few, full = run(1), run(MAX_IN_FLIGHT)
     for name in ("time", "busy", "phase_start", "phase_end", "phase_dim", "chunk_end"):
         np.testing.assert_array_equal(getattr(few, name), getattr(full, name), err_msg=name)
+
+
+def test_a_suite_of_one_lane_and_many_lane_networks_stacks_into_one_batch(tmp_path):
+    """suite_instances stacks instances of every network into one batch: a one-lane network
+    beside one with in_flight = 4 keeps MAX_IN_FLIGHT lanes for all (one lane count per batch)."""
+    from hps.collective.agent.evaluation import suite_instances
+
+    one, four = tmp_path / "one.toml", tmp_path / "four.toml"
+    one.write_text(NETWORK.format(extra=""))
+    four.write_text(NETWORK.format(extra="in_flight = 4"))
+    names, batch = suite_instances([one, four], [2.0**20], [4])
+    assert len(names) == 2 and batch.net.lanes == MAX_IN_FLIGHT
+    assert batch.net.in_flight[:, 0].tolist() == [1, 4]

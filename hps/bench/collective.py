@@ -20,7 +20,7 @@ import numpy as np
 
 from hps.bench.timing import compile_seconds, side_by_side, timed_calls
 from hps.collective.model.network import NetworkParams, network_batch
-from hps.collective.model.simulator import lane_bucket, simulate_allreduce
+from hps.collective.model.simulator import simulate_allreduce
 from hps.collective.model.themis import collective_orders
 from hps.config.types import ALGORITHMS, Dimension, Network
 from hps.config.validation import GIB
@@ -80,9 +80,8 @@ def batched_simulation(nets: list[Network], chunks: int, total_bytes: float, poo
     and SCF, one vmapped call per group of equal D, each group cut into `threads` parts run on
     `pool`; simulate_all() -> completion times per group, (group size,) s each."""
     orders_of = jax.jit(jax.vmap(lambda n: collective_orders(n.size, n.bandwidth, total_bytes, chunks, True)[0]))
-    lanes = lane_bucket([d.in_flight for net in nets for d in net.dimensions])
     simulate = jax.jit(
-        jax.vmap(lambda n, o: simulate_allreduce(n, total_bytes, chunks, o, True, max_chunks=chunks, lanes=lanes).time)
+        jax.vmap(lambda n, o: simulate_allreduce(n, total_bytes, chunks, o, True, max_chunks=chunks).time)
     )
     by_dims = list(batches_by_dims(nets).values())
     groups = [(batch, orders_of(batch)[:, :chunks]) for _, batch in by_dims]

@@ -9,7 +9,7 @@ import numpy as np
 from hps.collective.model.iteration import iteration_time
 from hps.collective.model.network import ideal_time, network_params
 from hps.collective.model.orders import policy_orders
-from hps.collective.model.simulator import lane_bucket, simulate_allreduce, utilization
+from hps.collective.model.simulator import simulate_allreduce, utilization
 from hps.config.limits import MAX_CHUNKS
 from hps.config.loaders import load_catalog, load_network
 from hps.config.paths import resolve_topology
@@ -36,7 +36,7 @@ def single_allreduce(network: Network, total_bytes: float, chunks: int, policy: 
         orders = policy_orders(policy, network, total_bytes, chunks, scf=scf)
     elif orders.shape[0] < MAX_CHUNKS:  # rows past the chunk count are never read
         orders = np.pad(np.asarray(orders), ((0, MAX_CHUNKS - orders.shape[0]), (0, 0)), mode="edge")
-    result = jax.device_get(simulate_allreduce(net, total_bytes, chunks, orders, scf, lanes=lane_bucket(net.in_flight)))
+    result = jax.device_get(simulate_allreduce(net, total_bytes, chunks, orders, scf))
     n_dims = len(network.dimensions)
     real_orders = [[int(d) for d in row if d < n_dims] for row in np.asarray(orders)[:chunks]]
     per_chunk = ("phase_start", "phase_end", "phase_dim", "chunk_end")

@@ -98,6 +98,8 @@ def suite_instances(paths: Sequence, sizes: Sequence[float], chunks: Sequence[in
             for count in chunks:
                 names.append(f"{network.name}/{size / 2**20:g}MiB/{count}")
                 instances.append(collective_instance(network, size, count))
+    lanes = max(instance.net.lanes for instance in instances)  # one batch keeps one lane count
+    instances = [instance.replace(net=instance.net.replace(lanes=lanes)) for instance in instances]
     return names, jax.tree.map(lambda *xs: jnp.stack(xs), *instances)
 
 

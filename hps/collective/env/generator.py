@@ -132,6 +132,7 @@ def random_network(u, split: NetworkSplit | NetworkBounds = TRAIN_NETWORKS) -> N
         latency=jnp.where(real, latency, 0.0).astype(jnp.float32),
         algorithm=jnp.where(real, algorithm, 0).astype(jnp.int32),
         in_flight=jnp.ones((POLICY_DIMS,), jnp.int32),
+        lanes=1,
     )
 
 

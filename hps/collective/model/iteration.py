@@ -23,7 +23,7 @@ import numpy as np
 
 from hps.collective.model.network import NetworkParams
 from hps.collective.model.orders import policy_orders
-from hps.collective.model.simulator import lane_bucket, simulate
+from hps.collective.model.simulator import simulate
 from hps.config.types import Catalog, Job, ResourceType, Workload
 from hps.placement.model import build_params, layer_time
 
@@ -97,13 +97,7 @@ def iteration_time(
         chunk_bytes, release, orders = _chunk_arrays(net, issue, size, chunks, policy, scf)
         mask = np.ones(len(chunk_bytes), bool)
         result = simulate(
-            net,
-            jnp.asarray(chunk_bytes),
-            jnp.asarray(release),
-            jnp.asarray(orders),
-            jnp.asarray(mask),
-            scf,
-            lanes=lane_bucket(net.in_flight),
+            net, jnp.asarray(chunk_bytes), jnp.asarray(release), jnp.asarray(orders), jnp.asarray(mask), scf
         )
         comm_end = float(jax.device_get(result.time))
     iteration = forward + max(backward, comm_end)

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from hps.config.limits import DIMS_BUCKETS, MAX_DIMENSION_SIZE, MAX_DIMS
+from hps.config.limits import DIMS_BUCKETS, MAX_DIMENSION_SIZE, MAX_DIMS, MAX_IN_FLIGHT
 from hps.config.types import ALGORITHM_CODE, ALGORITHMS, Network
 
 _RING = ALGORITHMS.index("ring")
@@ -26,13 +26,22 @@ _MAX_LOG2 = MAX_DIMENSION_SIZE.bit_length() - 1  # ⌈log2 P⌉ counts the power
 class NetworkParams:
     """One network, arrays (D,): size (int32 NPUs, padding 1), bandwidth (float32 bytes/s per
     NPU), latency (float32 seconds per step), algorithm (int32 index into ALGORITHMS), in_flight
-    (int32 phases served at once, 1 to MAX_IN_FLIGHT; padding 1)."""
+    (int32 phases served at once, 1 to MAX_IN_FLIGHT; padding 1). lanes (static, not an array):
+    the lanes the simulator keeps per dimension, at least every in_flight (`lane_bucket`; the
+    default holds any), so one-lane networks compile the one-lane loop."""
 
     size: jnp.ndarray
     bandwidth: jnp.ndarray
     latency: jnp.ndarray
     algorithm: jnp.ndarray
     in_flight: jnp.ndarray
+    lanes: int = struct.field(pytree_node=False, default=MAX_IN_FLIGHT)
+
+
+def lane_bucket(in_flight) -> int:
+    """The lanes a simulation of networks with these in_flight counts (any shape, concrete) needs:
+    1 when every dimension serves one phase at a time (the cheaper compile), else MAX_IN_FLIGHT."""
+    return 1 if int(np.max(np.asarray(in_flight))) <= 1 else MAX_IN_FLIGHT
 
 
 def dims_bucket(count: int) -> int:
@@ -69,7 +78,8 @@ def network_arrays(network: Network, max_dims: int | None = None) -> dict[str, n
 def network_params(network: Network, max_dims: int | None = None) -> NetworkParams:
     """NetworkParams of one typed network (hps.config.types.Network), padded to max_dims
     (None: its bucket)."""
-    return NetworkParams(**{k: jnp.asarray(v) for k, v in network_arrays(network, max_dims).items()})
+    arrays = network_arrays(network, max_dims)
+    return NetworkParams(**{k: jnp.asarray(v) for k, v in arrays.items()}, lanes=lane_bucket(arrays["in_flight"]))
 
 
 def network_batch(networks: Sequence[Network], max_dims: int | None = None) -> NetworkParams:
@@ -78,7 +88,8 @@ def network_batch(networks: Sequence[Network], max_dims: int | None = None) -> N
     if max_dims is None:
         max_dims = max(dims_bucket(len(n.dimensions)) for n in networks)
     per_net = [network_arrays(n, max_dims) for n in networks]
-    return NetworkParams(**{k: jnp.asarray(np.stack([a[k] for a in per_net])) for k in per_net[0]})
+    stacked = {k: np.stack([a[k] for a in per_net]) for k in per_net[0]}
+    return NetworkParams(**{k: jnp.asarray(v) for k, v in stacked.items()}, lanes=lane_bucket(stacked["in_flight"]))
 
 
 def steps_per_phase_codes(algorithm, size):

@@ -19,7 +19,6 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from flax import struct
 
 from hps.collective.model.network import NetworkParams, ideal_time, steps_per_phase_codes
@@ -211,8 +210,8 @@ def decide(chains: PhaseChains, scf, state):
     dims = jnp.arange(free.shape[0], dtype=jnp.float32)
     on_d = (dims == d) & valid
     d_row = jnp.where(valid, d.astype(jnp.int32), free.shape[0])  # D: dropped below
-    lane_row = lanes[jnp.minimum(d_row, free.shape[0] - 1)]
-    lane = _first_index(lane_row == _row_min(lane_row)).astype(jnp.int32)
+    d_index = jnp.minimum(d_row, free.shape[0] - 1)
+    lane = _first_index(lanes[d_index] == free[d_index]).astype(jnp.int32)  # its first free lane
     earliest = jnp.where(on_d, remaining, earliest)
     earliest = jnp.where(dims == code_dim(next_code), jnp.minimum(earliest, end), earliest)
     return (
@@ -225,12 +224,6 @@ def decide(chains: PhaseChains, scf, state):
     )
 
 
-def lane_bucket(in_flight) -> int:
-    """The lanes a simulation of networks with these in_flight counts (any shape, concrete) needs:
-    1 when every dimension serves one phase at a time (the cheaper compile), else MAX_IN_FLIGHT."""
-    return 1 if int(np.max(np.asarray(in_flight))) <= 1 else MAX_IN_FLIGHT
-
-
 def run_decisions(table: PhaseTable, release, scf, in_flight, lanes: int = MAX_IN_FLIGHT):
     """All decisions in time order -> phase_start (C, 2D) s (0 on skipped slots).
 
@@ -240,7 +233,7 @@ def run_decisions(table: PhaseTable, release, scf, in_flight, lanes: int = MAX_I
     Each step costs a few (C,) passes and reductions: the earliest ready time per dimension is
     kept incrementally instead of recomputed over (C, D), and only the deciding dimension's row
     is scanned. in_flight (D,) int32: the lanes of each dimension, each at most `lanes` (static:
-    the lanes kept per dimension; `lane_bucket`). (Committing every dimension
+    the lanes kept per dimension, NetworkParams.lanes). (Committing every dimension
     whose next decision provably cannot change in one step is exact too, but needs (D, C) work
     per step for fewer than two decisions per step on the benchmark's worst cases, and is slower
     on CPU; docs/results.md, "Implementation choices".)
@@ -270,19 +263,19 @@ def busy_per_dim(table: PhaseTable, in_flight):
     return jnp.sum(jnp.where(on, table.duration[:, :, None], 0.0), axis=(0, 1)) / in_flight.astype(jnp.float32)
 
 
-@partial(jax.jit, static_argnames="lanes")
-def simulate(net: NetworkParams, chunk_bytes, release, orders, chunk_mask, scf, lanes=MAX_IN_FLIGHT) -> SimResult:
+@jax.jit
+def simulate(net: NetworkParams, chunk_bytes, release, orders, chunk_mask, scf) -> SimResult:
     """Simulate chunks through the network.
 
     net: NetworkParams (D,); chunk_bytes (C,) bytes; release (C,) s, when each chunk's first
     phase becomes ready; orders (C, D) int32, the Reduce-Scatter order (All-Gather reverses it);
-    chunk_mask (C,) bool; scf: bool (False = FIFO); lanes (static): lanes kept per dimension, at
-    least every in_flight of net (`lane_bucket`; the default holds any). Returns SimResult.
+    chunk_mask (C,) bool; scf: bool (False = FIFO). Keeps net.lanes lanes per dimension (one
+    compile per lane count). Returns SimResult.
     """
     chunk_mask = chunk_mask.astype(bool)
     table = phase_table(net, chunk_bytes.astype(jnp.float32), orders.astype(jnp.int32), chunk_mask)
     release = jnp.where(chunk_mask, release, 0.0).astype(jnp.float32)
-    start = run_decisions(table, release, jnp.asarray(scf).astype(bool), net.in_flight, lanes)
+    start = run_decisions(table, release, jnp.asarray(scf).astype(bool), net.in_flight, net.lanes)
     active = table.dim >= 0
     end = jnp.where(active, start + table.duration, 0.0)
     has_phase = jnp.any(active, axis=1)
@@ -303,16 +296,13 @@ def equal_chunks(total_bytes, n_chunks, max_chunks):
     return jnp.where(mask, total_bytes / n_chunks, 0.0).astype(jnp.float32), mask
 
 
-@partial(jax.jit, static_argnames=("max_chunks", "lanes"))
-def simulate_allreduce(
-    net: NetworkParams, total_bytes, n_chunks, orders, scf, max_chunks=MAX_CHUNKS, lanes=MAX_IN_FLIGHT
-):
+@partial(jax.jit, static_argnames="max_chunks")
+def simulate_allreduce(net: NetworkParams, total_bytes, n_chunks, orders, scf, max_chunks=MAX_CHUNKS):
     """One All-Reduce of S = total_bytes in C = n_chunks ≤ max_chunks equal chunks, all released
-    at 0. orders (≥ max_chunks, D) int32 (rows ≥ C unused); lanes as in `simulate`. Returns
-    SimResult."""
+    at 0. orders (≥ max_chunks, D) int32 (rows ≥ C unused). Returns SimResult."""
     chunk_bytes, mask = equal_chunks(total_bytes, n_chunks, max_chunks)
     release = jnp.zeros((max_chunks,), jnp.float32)
-    return simulate(net, chunk_bytes, release, orders[:max_chunks], mask, scf, lanes)
+    return simulate(net, chunk_bytes, release, orders[:max_chunks], mask, scf)
 
 
 def utilization(net: NetworkParams, total_bytes, time):
