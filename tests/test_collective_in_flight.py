@@ -53,7 +53,7 @@ def test_lanes_equal_the_reference_on_random_cases(policy, scf):
     as the reference has them, to 1e-5."""
     cases = lane_cases(120, f"lanes-{policy}-{scf}")
     assert len({d.in_flight for n, _, _ in cases for d in n.dimensions}) == MAX_IN_FLIGHT
-    rng = np.random.default_rng(abs(hash((policy, scf))) % 2**32)
+    rng = np.random.default_rng(list(f"lanes-{policy}-{scf}".encode()))  # the same draws every run
     nets = network_batch([n for n, _, _ in cases], max_dims=4)
     sizes = jnp.asarray([s for _, s, _ in cases], jnp.float32)
     counts = jnp.asarray([c for _, _, c in cases], jnp.int32)
