@@ -7,6 +7,7 @@ import contextlib
 import io
 import json
 import shutil
+import types
 from pathlib import Path
 
 import pytest
@@ -98,3 +99,20 @@ def test_quickstart_tells_of_a_stale_lock_it_takes_over(quickstart, tmp_path):
     records = train_policy(config, on_notice=notices.append)
     assert len(records) == 1 and len(notices) == 1
     assert "took over the stale lock" in notices[0] and f"PID {2**22 + 4321} on gone" in notices[0]
+
+
+@pytest.mark.slow
+def test_quickstart_training_is_a_fixed_amount_of_work_on_a_slow_machine(quickstart, tmp_path, monkeypatch):
+    """A machine on which every clock reading is ten minutes after the last (far slower than any
+    budget) still trains every chunk the quickstart asks for: the result depends on the work
+    done, not on the wall clock. Resumed from the tiny run's finished chunk, two more remain."""
+    import hps.rl.session
+    from hps.experiments.quickstart import QuickstartConfig, train_policy
+
+    out = tmp_path / "qs"
+    shutil.copytree(quickstart[0] / "policy", out / "policy")
+    clock = iter(range(0, 10**9, 600))
+    monkeypatch.setattr(hps.rl.session, "time", types.SimpleNamespace(perf_counter=lambda: float(next(clock))))
+    config = QuickstartConfig(out=str(out), train_chunks=3, num_envs=256, workloads=("ctr-dnn",))
+    records = train_policy(config)
+    assert [r["step"] for r in records] == [10, 20, 30]
