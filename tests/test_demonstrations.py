@@ -10,9 +10,10 @@ import pytest
 
 from hps.errors import ConfigError
 from hps.placement.agent.demonstrations import (
+    climb_plans,
+    exact_plans,
     imitation_loss,
     make_demonstrations,
-    teacher_plans,
 )
 from hps.placement.agent.policy import PolicyFunctions, PolicySpec
 from hps.placement.agent.train import TrainConfig, run_training
@@ -25,9 +26,9 @@ SMALL = InstanceSplit("demo-small", 4, 7, 2, 4, salt=31)
 
 
 @pytest.mark.slow
-def test_the_teacher_is_never_worse_than_single_type_plans_and_finds_the_optimum_of_small_instances():
+def test_the_climb_teacher_is_never_worse_than_single_type_plans_and_finds_the_optimum_of_small_instances():
     instances = generate_instances(jax.random.PRNGKey(4), 8, SMALL)
-    schedules, feasible = jax.device_get(teacher_plans(instances))
+    schedules, feasible = jax.device_get(climb_plans(instances))
     optimal = compared = 0
     for i in range(8):
         placement = jax.tree.map(itemgetter(i), instances.placement)
@@ -42,6 +43,26 @@ def test_the_teacher_is_never_worse_than_single_type_plans_and_finds_the_optimum
         optimal += teacher <= optimum.cost * (1 + 1e-5)
         assert all(0 <= t < int(placement.type_mask.sum()) for t in schedules[i][:n])
     assert compared >= 5 and optimal >= compared - 1, (optimal, compared)
+
+
+def test_the_exact_teacher_labels_every_instance_with_the_exhaustive_optimum():
+    """The exact solver's labels, scored by the jnp model, cost what exhaustive enumeration of
+    every schedule finds (to float32), and are feasible exactly where a feasible plan exists."""
+    instances = generate_instances(jax.random.PRNGKey(4), 12, SMALL)
+    schedules, feasible = jax.device_get(exact_plans(instances))
+    compared = 0
+    for i in range(12):
+        placement = jax.tree.map(itemgetter(i), instances.placement)
+        optimum = exhaustive(placement)
+        n = int(placement.layer_mask.sum())
+        assert feasible[i] == optimum.feasible
+        if not optimum.feasible:
+            continue
+        assert cost_of(placement, schedules[i]) == pytest.approx(float(optimum.cost), rel=1e-5)
+        assert all(0 <= t < int(placement.type_mask.sum()) for t in schedules[i][:n])
+        assert not schedules[i][n:].any()
+        compared += 1
+    assert compared >= 8
 
 
 def cost_of(placement, schedule) -> float:

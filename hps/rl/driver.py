@@ -32,7 +32,7 @@ AT_LEAST_ONE = (
     "demo_batch",
 )
 POSITIVE = ("learning_rate", "max_grad_norm", "clip_eps", "top_fraction")
-NON_NEGATIVE = ("pool_size", "entropy_coef", "value_coef", "demonstrations", "imitation_coef")
+NON_NEGATIVE = ("pool_size", "entropy_coef", "value_coef", "demonstrations", "imitation_coef", "policy_gradient_coef")
 UNIT_INTERVAL = ("baseline_decay", "gamma", "gae_lambda", "top_fraction")  # in [0, 1]
 
 

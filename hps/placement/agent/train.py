@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 
 from hps.errors import ConfigError
-from hps.placement.agent.demonstrations import imitation_loss, make_demonstrations
+from hps.placement.agent.demonstrations import TEACHERS, imitation_loss, make_demonstrations
 from hps.placement.agent.policy import PolicyFunctions, PolicySpec
 from hps.placement.agent.rollout import replay, rollout
 from hps.placement.env.env import PlacementEnv
@@ -54,9 +54,11 @@ class TrainConfig(BaseTrainConfig):
     risk-seeking (only each instance's best samples learn; see `reinforce.advantages`).
     PPO: gamma, gae_lambda, ppo_epochs, ppo_minibatches,
     clip_eps, value_coef. Both: entropy_coef. Imitation (REINFORCE only): demonstrations > 0
-    labels that many instances of the split with the search teacher before training
-    (`hps.placement.agent.demonstrations`); each update then adds imitation_coef × the cross-entropy of
-    the teacher's plans on demo_batch of them to the loss."""
+    labels that many instances of the split with `teacher` ("exact": the exact solver's optimum;
+    "climb": the stage-move hill climb; `hps.placement.agent.demonstrations`) before training;
+    each update then adds imitation_coef × the cross-entropy of the teacher's plans on
+    demo_batch of them to the loss, and policy_gradient_coef (1; 0 for imitation alone)
+    weighs the REINFORCE loss."""
 
     algorithm: str = "reinforce"
     policy: PolicySpec = field(default_factory=PolicySpec)
@@ -72,6 +74,8 @@ class TrainConfig(BaseTrainConfig):
     demonstrations: int = 0
     demo_batch: int = 256
     imitation_coef: float = 1.0
+    teacher: str = "exact"
+    policy_gradient_coef: float = 1.0
 
     def __post_init__(self):
         super().__post_init__()
@@ -85,6 +89,10 @@ class TrainConfig(BaseTrainConfig):
                 "num_envs",
                 f"must be a multiple of ppo_minibatches ({self.ppo_minibatches}), got {self.num_envs}",
             )
+        if self.teacher not in TEACHERS:
+            raise ConfigError("TrainConfig", "teacher", f"must be one of {', '.join(TEACHERS)}, got {self.teacher!r}")
+        if not self.demonstrations and not self.policy_gradient_coef > 0:
+            raise ConfigError("TrainConfig", "policy_gradient_coef", "must be > 0 without demonstrations")
         if self.demonstrations and self.algorithm != "reinforce":
             raise ConfigError("TrainConfig", "demonstrations", "imitation is implemented for reinforce only")
 
@@ -167,13 +175,14 @@ def make_train(config: TrainConfig, *, devices=None, instances=None):
     if config.demonstrations:
         check_divisible(config.demo_batch, mesh, "demo_batch")
         demo_key = jax.random.fold_in(jax.random.PRNGKey(config.seed), DEMO_SALT)
-        demos = make_demonstrations(demo_key, config.demonstrations, config.split, num_steps)
+        demos = make_demonstrations(demo_key, config.demonstrations, config.split, num_steps, config.teacher)
 
     def replay_policy(params, trajectory):
         return replay(policy, params, trajectory)
 
     def reinforce_loss(params, trajectory, adv, demo_batch):
         loss, aux = reinforce.reinforce_loss(params, replay_policy, trajectory, adv, config.entropy_coef)
+        loss = config.policy_gradient_coef * loss
         if demo_batch is not None:
             imitation, agreement = imitation_loss(params, policy, demo_batch)
             loss = loss + config.imitation_coef * imitation
