@@ -97,6 +97,26 @@ def test_restore_rejects_another_architecture_and_damaged_files(tmp_path, uninte
         checkpoint.open_manager(tmp_path / "nowhere", read_only=True)
 
 
+def test_hps_plan_refuses_a_checkpoint_of_the_format_before_naming_both_versions(tmp_path, uninterrupted, capsys):
+    """A format-2 checkpoint (its policy spec had max_layers: a policy fixed at 32 layers) is
+    refused by hps plan with exit 2, naming the file, the field, its format and the one this
+    hps reads, and nothing else is printed."""
+    out = tmp_path / "old"
+    shutil.copytree(uninterrupted[0], out)
+    specs = [p for p in (out / "checkpoints").glob("*/spec/*") if p.is_file() and p.read_bytes()[:1] == b"{"]
+    assert specs
+    for spec_file in specs:  # every step, as an older hps wrote them
+        document = json.loads(spec_file.read_text())
+        document["format_version"] = 2
+        document["policy"]["max_layers"] = 32
+        spec_file.write_text(json.dumps(document))
+    assert main(["plan", "--checkpoint", str(out), "--workload", "ctr-dnn", "--catalog", "small"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "Traceback" not in captured.err
+    assert "spec.format_version" in captured.err and "checkpoint format 2" in captured.err
+    assert "reads format 3" in captured.err and "hps train" in captured.err
+
+
 @pytest.mark.slow
 def test_hps_train_resumes_and_hps_plan_plans_an_unseen_workload(tmp_path, experiment, uninterrupted, capsys):
     out = tmp_path / "cli"

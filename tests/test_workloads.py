@@ -17,7 +17,7 @@ GiB = 2.0**30
 NUMBER_FIELDS = ("flops", "mem_bytes", "io_bytes", "act_bytes", "dense_param_bytes", "sparse_param_bytes")
 SPARSE_MODELS = ("ctr-dnn", "wide-deep", "deepfm", "dlrm", "matchnet", "word2vec-nce")
 LARGE_MODELS = ("resnet152", "gpt3-175b", "llama3-70b", "llama3-405b", "transformer-1t")
-"""Zoo entries with more layers than the learned policy plans (see tests/test_zoo_published.py)."""
+"""Zoo entries with more layers than the learned policy's training bucket (see tests/test_zoo_published.py)."""
 
 
 def total(workload: Workload, field: str) -> float:
@@ -40,7 +40,7 @@ def test_every_zoo_workload_builds_an_ordered_table_of_valid_layers(name):
 
 
 @pytest.mark.parametrize("name", sorted(set(ZOO) - set(LARGE_MODELS)))
-def test_zoo_workloads_below_the_large_models_have_4_to_32_layers_as_the_learned_policy_plans(name):
+def test_zoo_workloads_below_the_large_models_have_4_to_32_layers_the_policys_training_bucket(name):
     assert 4 <= len(build_workload(name).layers) <= POLICY_LAYERS
 
 

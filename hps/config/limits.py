@@ -11,10 +11,8 @@ Two kinds of size limit, which differ on purpose:
   loaders refuse more before anything is allocated. The ranges of every numeric value (bytes,
   FLOP, seconds, prices) live in ``hps.config.ranges``.
 - The learned placement policy's padded shapes (``POLICY_*``): the placement env, its
-  instance generator and the policy work on arrays of exactly these sizes, so one compiled
-  policy serves every instance up to them; the planner refuses a larger problem. A workload
-  may have more layers than the policy plans (4,096 against 32): the searches, padded per
-  instance, plan every workload the loaders accept.
+  instance generator and the policy work on arrays padded to one of a few size buckets, so
+  one compile serves every instance of a bucket, and the buckets reach the loaders' limits.
 
 This module imports nothing, so every layer of hps may import it.
 """
@@ -61,13 +59,32 @@ MAX_CATALOG_TYPES = 32
 """Resource types a catalogue file may hold (``[[resource]]`` tables)."""
 
 POLICY_LAYERS = 32
-"""Layers of the learned placement policy's padded instance: the most it plans."""
+"""Layers of the learned placement policy's smallest padded instance (the training bucket)."""
 
 POLICY_TYPES = 6
-"""Resource types of the learned placement policy's padded instance: the most it plans."""
+"""Resource types of the learned placement policy's smallest padded instance."""
 
 POLICY_UNITS = 64
-"""Units per stage of the learned placement policy's padded instance (its replica grid 1..64)."""
+"""Units per stage of the learned placement policy's smallest padded instance (its replica
+grid 1..64)."""
+
+POLICY_LAYER_BUCKETS = (32, 64, 128, 256, 512, 1024, 2048, 4096)
+POLICY_TYPE_BUCKETS = (6, 16, 32)
+POLICY_UNIT_BUCKETS = (64, 512, 4096, 65536)
+"""The padded sizes the placement policy, its env and the planner use: an instance is padded
+to the least bucket that holds its layers, types and largest max_units, so each bucket
+compiles once and one checkpoint plans every workload (to MAX_WORKLOAD_LAYERS layers),
+catalogue (to MAX_CATALOG_TYPES types) and cap (to MAX_UNITS units) the loaders accept. The
+policy's parameters depend on none of these sizes."""
+
+
+def policy_bucket(size: int, buckets: tuple[int, ...]) -> int:
+    """The least of `buckets` (ascending) that is at least `size`; ValueError past the largest."""
+    for bucket in buckets:
+        if size <= bucket:
+            return bucket
+    raise ValueError(f"{size} is past the largest padded size {buckets[-1]}")
+
 
 MAX_EXECUTE_STEPS = 100_000
 """Training steps one ``hps execute`` runs: plenty to measure a plan; more is refused before

@@ -33,8 +33,15 @@ from hps.errors import CheckpointDamaged, ConfigError
 from hps.rl.distributed import is_primary
 from hps.rl.policy_kind import PolicyKind, policy_kind_named, policy_kind_of
 
-FORMAT_VERSION = 2
-"""Checkpoints of another format version (those without an `integrity` item) are refused."""
+FORMAT_VERSION = 3
+"""Checkpoints of another format version are refused, naming both versions. Format 3: the
+placement policy has no size of its own (PolicySpec without max_layers; the attention encoder's
+positions are sinusoidal), trained by default on the exact solver's labels. Format 2 had the
+integrity digests; format 1 had none."""
+FORMAT_HISTORY = {
+    1: "before checkpoint digests",
+    2: "a placement policy fixed at 32 layers and 6 types",
+}
 AWAY = "the step is damaged or incomplete: move its folder away to use the step before"
 
 
@@ -54,9 +61,14 @@ def check_document(document: Any, source: str) -> PolicyKind:
     if not isinstance(document, dict) or "kind" not in document:
         raise ConfigError(source, "spec.kind", "not an hps policy checkpoint")
     kind = policy_kind_named(document["kind"], source)
-    if document.get("format_version") != FORMAT_VERSION:
+    version = document.get("format_version")
+    if version != FORMAT_VERSION:
+        written = f" ({FORMAT_HISTORY[version]})" if version in FORMAT_HISTORY else ""
         raise ConfigError(
-            source, "spec.format_version", f"format {document.get('format_version')!r}, this hps reads {FORMAT_VERSION}"
+            source,
+            "spec.format_version",
+            f"checkpoint format {version!r}{written}; this hps reads format {FORMAT_VERSION} only: "
+            "train the policy again with this hps (hps train)",
         )
     return kind
 

@@ -7,7 +7,10 @@ per-layer codes (L, H); padded layers neither send nor receive information.
   layer l summarises layers l..L−1 — what the rest of the model needs. The past (layers already
   placed and their types) is the autoregressive decoder's job.
 - `AttentionEncoder`: a small pre-LayerNorm transformer encoder (self-attention over all real
-  layers, learned position embeddings, ReLU feed-forward of width 2H).
+  layers, fixed sinusoidal position codes, ReLU feed-forward of width 2H).
+
+Neither has a parameter whose shape depends on the number of layers, so one set of parameters
+encodes a model of any length.
 """
 
 from __future__ import annotations
@@ -59,29 +62,39 @@ class AttentionBlock(nnx.Module):
         return x + self.ffn_out(jax.nn.relu(self.ffn_in(self.norm2(x))))
 
 
+def sinusoidal_positions(length: int, width: int) -> jnp.ndarray:
+    """(length, width) fixed position codes: sin and cos of position / 10000^(2i/width)
+    (Vaswani et al.), for any length; width even."""
+    position = jnp.arange(length, dtype=jnp.float32)[:, None]
+    rates = 1.0 / (10000.0 ** (jnp.arange(0, width, 2, dtype=jnp.float32) / width))
+    angles = position * rates
+    return jnp.stack([jnp.sin(angles), jnp.cos(angles)], axis=-1).reshape(length, width)
+
+
 class AttentionEncoder(nnx.Module):
-    """`blocks` transformer blocks over at most `max_layers` positions, then a LayerNorm. It
-    reads layer embeddings (L, H)."""
+    """`blocks` transformer blocks over the layers, then a LayerNorm. It reads layer
+    embeddings (L, H), adds a learned scale of the sinusoidal position codes (any L)."""
 
     input_width_factor = 1
 
-    def __init__(self, hidden: int, heads: int, blocks: int, max_layers: int, *, rngs: nnx.Rngs):
-        self.position = nnx.Param(0.02 * jax.random.normal(rngs.params(), (max_layers, hidden)))
+    def __init__(self, hidden: int, heads: int, blocks: int, *, rngs: nnx.Rngs):
+        self.position_scale = nnx.Param(jnp.full((hidden,), 0.1))
         self.blocks = nnx.List([AttentionBlock(hidden, heads, rngs=rngs) for _ in range(blocks)])
         self.norm = nnx.LayerNorm(hidden, rngs=rngs)
 
     def __call__(self, x, mask):
-        x = jax.nn.relu(x) + self.position[: x.shape[0]]
+        positions = sinusoidal_positions(x.shape[0], x.shape[1])
+        x = jax.nn.relu(x) + self.position_scale[...] * positions
         attention_mask = nnx.make_attention_mask(mask, mask)  # (1, L, L): real layers see real layers
         for block in self.blocks:
             x = block(x, attention_mask)
         return jnp.where(mask[:, None], self.norm(x), 0.0)
 
 
-def make_encoder(kind: str, hidden: int, heads: int, blocks: int, max_layers: int, *, rngs: nnx.Rngs):
+def make_encoder(kind: str, hidden: int, heads: int, blocks: int, *, rngs: nnx.Rngs):
     """The encoder named `kind` ("lstm" or "attention")."""
     if kind == "lstm":
         return LSTMEncoder(hidden, rngs=rngs)
     if kind == "attention":
-        return AttentionEncoder(hidden, heads, blocks, max_layers, rngs=rngs)
+        return AttentionEncoder(hidden, heads, blocks, rngs=rngs)
     raise ValueError(f"unknown encoder {kind!r}; known: lstm, attention")

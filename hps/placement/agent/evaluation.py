@@ -92,7 +92,7 @@ def heldout_evaluator(config, split: InstanceSplit = HELDOUT, count: int = 256):
     `split` (cost ratio = cost / reference cost, over feasible plans)."""
     pool = generate_instances(jax.random.PRNGKey(EVAL_SEED), count, split)
     policy, env = PolicyFunctions(config.policy), PlacementEnv()
-    steps = min(split.max_layers, config.policy.max_layers)
+    steps = split.max_layers
 
     @jax.jit
     def evaluate(params):

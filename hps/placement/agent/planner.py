@@ -1,12 +1,17 @@
 """Planning with a trained placement policy (`hps plan`).
 
 The policy samples `samples` schedules of the instance (and decodes one greedily); the exact cost
-model (`hps.placement.model.evaluate_schedules`) scores them all and the cheapest feasible one wins
-(the least infeasible when none is feasible). With `refine`, a hill climb of stage moves
-(`hps.placement.search.refine`) then polishes that plan. The instance is padded to the env's trained limits
-(hps.config.limits: POLICY_LAYERS layers, POLICY_TYPES types, POLICY_UNITS units), so one
-compiled planner serves every catalogue within them and every workload with the same number of
-layers (the decision count is static: it fixes the sampling keys, so plans stay reproducible).
+model scores them all and the cheapest feasible one wins (the least infeasible when none is
+feasible). With `refine`, a hill climb of stage moves (`hps.placement.search.refine`) then
+polishes that plan.
+
+The instance is padded to the least size bucket of hps.config.limits (POLICY_LAYER_BUCKETS,
+POLICY_TYPE_BUCKETS, POLICY_UNIT_BUCKETS) that holds its layers, types and largest max_units,
+so one checkpoint plans every workload and catalogue the loaders accept, and one compiled
+planner serves every instance of a bucket with the same number of layers (the decision count
+is static: it fixes the sampling keys, so plans stay reproducible). Candidates are scored by
+the jnp model's segment table where it fits (hps.config.limits.DENSE_MODEL_BYTES), else by the
+numpy model of the exact solver, one plan at a time (`evaluate_plan`, the same model in float64).
 """
 
 from __future__ import annotations
@@ -19,15 +24,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from hps.config.limits import POLICY_LAYERS, POLICY_TYPES, POLICY_UNITS
+from hps.config.limits import POLICY_LAYER_BUCKETS, POLICY_TYPE_BUCKETS, POLICY_UNIT_BUCKETS, policy_bucket
 from hps.config.types import Catalog, Job, Workload
-from hps.errors import ConfigError
+from hps.errors import ConfigError, InstanceTooLarge
 from hps.placement.agent.policy import PolicyFunctions
 from hps.placement.agent.rollout import rollout
 from hps.placement.env.env import PlacementEnv
 from hps.placement.env.generator import make_instance
 from hps.placement.model import build_params
 from hps.placement.model.cost import segment_table
+from hps.placement.model.params import check_dense_size
+from hps.placement.model.plan import evaluate_plan, schedule_plan
+from hps.placement.model.provisioning import build_instance
 from hps.placement.search.refine import refine
 from hps.placement.search.scoring import RANK_FEASIBLE, batch_best, score
 
@@ -51,27 +59,28 @@ class Plan:
     refine_seconds: float = 0.0
 
 
-def check_limits(workload: Workload, catalog: Catalog) -> None:
-    """ConfigError when the instance is larger than the policy was built for."""
-    if len(workload.layers) > POLICY_LAYERS:
-        raise ConfigError(
-            workload.name, "layer", f"{len(workload.layers)} layers; the policy plans at most {POLICY_LAYERS}"
-        )
-    if len(catalog.resources) > POLICY_TYPES:
-        raise ConfigError(
-            catalog.name, "resource", f"{len(catalog.resources)} types; the policy plans at most {POLICY_TYPES}"
-        )
-    units = max(r.max_units for r in catalog.resources)
-    if units > POLICY_UNITS:
-        raise ConfigError(
-            catalog.name, "max_units", f"{units} units; the policy plans at most {POLICY_UNITS} per stage"
-        )
+def policy_sizes(workload: Workload, catalog: Catalog) -> tuple[int, int, int]:
+    """(L, T, K): the size bucket the policy plans this instance in (hps.config.limits)."""
+    return (
+        policy_bucket(len(workload.layers), POLICY_LAYER_BUCKETS),
+        policy_bucket(len(catalog.resources), POLICY_TYPE_BUCKETS),
+        policy_bucket(max(r.max_units for r in catalog.resources), POLICY_UNIT_BUCKETS),
+    )
+
+
+def dense_model_fits(workload: Workload, catalog: Catalog) -> bool:
+    """Whether the jnp model's segment table of the unpadded instance fits DENSE_MODEL_BYTES."""
+    try:
+        check_dense_size(len(workload.layers), len(catalog.resources), max(r.max_units for r in catalog.resources))
+    except InstanceTooLarge:
+        return False
+    return True
 
 
 @partial(jax.jit, static_argnames=("policy", "samples", "num_layers"))
 def candidate_schedules(policy: PolicyFunctions, params, instance, key, samples: int, num_layers: int, temperature=1.0):
     """(samples + 1, num_layers) int32: schedules sampled at `temperature`, then the greedy one."""
-    env = PlacementEnv()
+    env = PlacementEnv()  # sizes come from the instance
     single = jax.tree.map(lambda x: x[None], instance)
     sampled = rollout(policy, params, env, single, key, num_layers, temperature=temperature, samples=samples).actions
     greedy = rollout(policy, params, env, single, key, num_layers, greedy=True).actions
@@ -94,6 +103,26 @@ def _timed(fn, *args):
     return out, time.perf_counter() - start
 
 
+@dataclass(frozen=True)
+class _Best:
+    """The numpy scoring's pick, in the fields `plan` reads of `batch_best`'s."""
+
+    schedule: np.ndarray
+
+
+def best_by_numpy(inst, schedules) -> tuple[_Best, int]:
+    """(the best of `schedules` (N, L) under the float64 numpy model, feasible count): the
+    cheapest feasible one; when none is, the one whose first failing stage starts latest, then
+    the highest throughput (the closest to feasible, as far as one plan's score tells)."""
+    scores = [evaluate_plan(inst, schedule_plan(row)) for row in np.asarray(schedules)]
+    feasible = [s["feasible"] for s in scores]
+    if any(feasible):
+        best = min((i for i, ok in enumerate(feasible) if ok), key=lambda i: scores[i]["cost"])
+    else:
+        best = max(range(len(scores)), key=lambda i: (scores[i]["failed_layer"], scores[i]["throughput"]))
+    return _Best(np.asarray(schedules)[best]), sum(feasible)
+
+
 def plan(
     policy: PolicyFunctions,
     params,
@@ -106,20 +135,38 @@ def plan(
     polish: bool = False,
 ) -> Plan:
     """The best of `samples` sampled plans and the greedy plan of `workload` on `catalog`;
-    `polish`: then refined by stage moves. Each step runs once to compile, then once timed."""
-    check_limits(workload, catalog)
+    `polish`: then refined by stage moves (which needs the jnp model's segment table: a
+    ConfigError past its size). Each step runs once to compile, then once timed."""
     if samples < 1:
         raise ConfigError("--samples", "samples", f"must be ≥ 1, got {samples}")
+    dense = dense_model_fits(workload, catalog)
+    if polish and not dense:
+        raise ConfigError(
+            "--refine",
+            "refine",
+            f"stage moves need the jnp model's segment table, too large for {len(workload.layers)} layers x "
+            f"{len(catalog.resources)} types; plan without --refine (the plan is still scored exactly)",
+        )
+    layers, types, units = policy_sizes(workload, catalog)
     padded = build_params(
-        workload, catalog, job, max_layers=POLICY_LAYERS, max_types=POLICY_TYPES, max_replicas=POLICY_UNITS
+        workload, catalog, job, max_layers=layers, max_types=types, max_replicas=units, dense_model=False
     )
-    exact = build_params(workload, catalog, job)
     instance = make_instance(padded)
     key = jax.random.PRNGKey(seed)
+    num_layers = len(workload.layers)
+    if dense:
+        exact = build_params(workload, catalog, job)
 
-    def sample():
-        schedules = candidate_schedules(policy, params, instance, key, samples, len(workload.layers))
-        return best_candidate(exact, schedules)
+        def sample():
+            schedules = candidate_schedules(policy, params, instance, key, samples, num_layers)
+            return best_candidate(exact, schedules)
+    else:
+        inst = build_instance(workload, catalog, job)
+
+        def sample():
+            schedules = candidate_schedules(policy, params, instance, key, samples, num_layers)
+            best, feasible = best_by_numpy(inst, schedules)
+            return None, best, feasible
 
     _, first = _timed(sample)
     (table, best, feasible), seconds = _timed(sample)

@@ -11,8 +11,9 @@ layer's key for t, plus a static score of that key and a state-dependent bonus w
 the current stage; padded types get the large finite negative MASKED_LOGIT. A value head (for
 PPO) reads the same state. Teacher-forced replay (`evaluate_batch`) runs the decoder's LSTM over
 a whole batch at once with its own backward pass (`hps.placement.agent.lstm.lstm_sequence`). Types are
-inputs, never output slots, so the policy serves any catalogue of ≤ POLICY_TYPES types in any
-order, and permuting the catalogue permutes the probabilities with it.
+inputs, never output slots, and no parameter's shape depends on the layer or type count, so
+one set of parameters plans any workload and catalogue (padded to a size bucket,
+hps.config.limits), and permuting the catalogue permutes the probabilities with it.
 
 Flax NNX builds the modules; `PolicyFunctions` splits them once (`nnx.split`) and exposes pure
 functions of a plain parameter dict (`nnx.to_pure_dict`), merged back inside each call, so
@@ -29,7 +30,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx, struct
 
-from hps.config.limits import MASKED_LOGIT, POLICY_LAYERS
+from hps.config.limits import MASKED_LOGIT
 from hps.placement.agent.encoders import make_encoder
 from hps.placement.agent.lstm import lstm_sequence, lstm_update
 from hps.placement.env.features import (
@@ -44,14 +45,14 @@ from hps.rl.reinforce import masked_mean
 
 @dataclass(frozen=True)
 class PolicySpec:
-    """Architecture: encoder "lstm" or "attention", hidden width H, attention heads and blocks,
-    longest model (layers) the encoder accepts. JSON-serialisable via `to_dict`."""
+    """Architecture: encoder "lstm" or "attention", hidden width H, attention heads and blocks.
+    No size: the parameters serve instances of any number of layers and types.
+    JSON-serialisable via `to_dict`."""
 
     encoder: str = "lstm"
     hidden: int = 64
     heads: int = 4
     blocks: int = 1
-    max_layers: int = POLICY_LAYERS
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -83,7 +84,7 @@ class PlacementPolicy(nnx.Module):
         linear = lambda i, o, bias=True: nnx.Linear(i, o, use_bias=bias, rngs=rngs)  # noqa: E731
         self.type_in = linear(N_TYPE_FEATURES + N_JOB_FEATURES, h)
         self.type_mix = linear(h, h)
-        self.encoder = make_encoder(spec.encoder, h, spec.heads, spec.blocks, spec.max_layers, rngs=rngs)
+        self.encoder = make_encoder(spec.encoder, h, spec.heads, spec.blocks, rngs=rngs)
         width = self.encoder.input_width_factor * h
         self.layer_in = linear(N_LAYER_FEATURES + N_JOB_FEATURES, width)
         self.layer_catalogue = linear(h, width, bias=False)

@@ -170,7 +170,6 @@ def make_train(config: TrainConfig, *, devices=None, instances=None):
         num_steps = int(jnp.max(jnp.sum(instances.placement.layer_mask, axis=-1)))
         check_divisible(jax.tree.leaves(instances)[0].shape[0], mesh, "instance pool size")
         instances = jax.device_put(instances, env_shardings(instances, mesh))
-    num_steps = min(num_steps, config.policy.max_layers)
     demos = None
     if config.demonstrations:
         check_divisible(config.demo_batch, mesh, "demo_batch")

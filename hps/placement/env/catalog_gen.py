@@ -1,6 +1,6 @@
 """Random resource catalogues perturbed around `cloud-2024` (pure, keyed jnp).
 
-Each of the POLICY_TYPES type slots copies one of cloud-2024's types (cpu, t4, v100, a100) —
+Each of the T type slots copies one of cloud-2024's types (cpu, t4, v100, a100) —
 the first four slots a random permutation of them, the rest random repeats — then perturbs its figures by
 log-uniform factors and finally shuffles the real slots, so type order carries no information.
 
@@ -53,7 +53,7 @@ def log_uniform(key, shape, low, high):
 
 
 def base_choice(key, n_types, max_types: int, n_base: int):
-    """(POLICY_TYPES,) int32 base type per slot: real slots first, in random order; the first
+    """(max_types,) int32 base type per slot: real slots first, in random order; the first
     min(n_types, n_base) real slots hold distinct bases."""
     k_perm, k_extra, k_shuffle = jax.random.split(key, 3)
     distinct = jax.random.permutation(k_perm, n_base)

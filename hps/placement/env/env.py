@@ -18,7 +18,6 @@ from __future__ import annotations
 import jax.numpy as jnp
 from flax import struct
 
-from hps.config.limits import POLICY_LAYERS, POLICY_TYPES
 from hps.placement.env import features
 from hps.placement.env.accounting import (
     Outcome,
@@ -63,23 +62,18 @@ class PlacementObs:
 
 
 class PlacementEnv(Environment):
-    """The placement MDP over padded instances of max_layers × max_types (static sizes)."""
+    """The placement MDP over padded instances. It has no sizes of its own: every shape comes
+    from the instance (its padded layers L and types T), so one env object serves every size
+    bucket, and each bucket compiles once."""
 
-    def __init__(self, max_layers: int = POLICY_LAYERS, max_types: int = POLICY_TYPES):
-        self.max_layers = max_layers
-        self.max_types = max_types
-
-    @property
-    def num_actions(self) -> int:
-        return self.max_types
-
-    def initial_state(self) -> PlacementState:
+    def initial_state(self, instance: PlacementInstance) -> PlacementState:
+        params = instance.placement
         return PlacementState(
             layer=jnp.int32(0),
-            actions=jnp.full((self.max_layers,), -1, jnp.int32),
+            actions=jnp.full((params.max_layers,), -1, jnp.int32),
             stage_first=jnp.int32(0),
             pending=ProvisionedStage(jnp.float32(0.0), jnp.float32(1.0), jnp.int32(0)),
-            totals=Totals.empty(self.max_types),
+            totals=Totals.empty(params.max_types),
         )
 
     def observation(self, state: PlacementState, instance: PlacementInstance) -> PlacementObs:
@@ -96,8 +90,8 @@ class PlacementEnv(Environment):
         )
 
     def reset_env(self, key, instance: PlacementInstance) -> PlacementState:
-        del key, instance  # deterministic: the instance is the randomness
-        return self.initial_state()
+        del key  # deterministic: the instance is the randomness
+        return self.initial_state(instance)
 
     def step_env(self, key, state: PlacementState, action, instance: PlacementInstance):
         """Place the current layer on type `action`; returns (state, reward, done, info).
@@ -118,8 +112,8 @@ class PlacementEnv(Environment):
         params = instance.placement
         layer = state.layer
         n_layers = jnp.sum(params.layer_mask).astype(jnp.int32)
-        in_range = (action >= 0) & (action < self.max_types)
-        action = jnp.clip(action, 0, self.max_types - 1)
+        in_range = (action >= 0) & (action < params.max_types)
+        action = jnp.clip(action, 0, params.max_types - 1)
         previous = jnp.maximum(state.actions[jnp.maximum(layer - 1, 0)], 0)
         changed = (layer > 0) & (action != previous)
         totals = commit(state.totals, instance, state.pending, state.stage_first, layer - 1, previous, changed)

@@ -19,13 +19,20 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from hps.config.limits import POLICY_LAYERS, POLICY_TYPES, POLICY_UNITS
+from hps.config.limits import (
+    MAX_CATALOG_TYPES,
+    MAX_WORKLOAD_LAYERS,
+    POLICY_LAYER_BUCKETS,
+    POLICY_TYPE_BUCKETS,
+    POLICY_TYPES,
+    POLICY_UNITS,
+    policy_bucket,
+)
 from hps.config.validation import check_range
 from hps.placement.env.catalog_gen import CHUNKS, log_uniform, random_catalog
 from hps.placement.env.workload_gen import random_workload
 from hps.placement.model.allreduce import allreduce_table
-from hps.placement.model.cost import THROUGHPUT, layer_time, single_type_schedules
-from hps.placement.model.direct import evaluate_direct
+from hps.placement.model.cost import FEASIBLE, THROUGHPUT, layer_time, provision
 from hps.placement.model.params import PlacementParams
 from hps.rl.env import traced_bounds
 
@@ -53,9 +60,19 @@ class InstanceSplit:
     """Folded into every key, so two splits never share an instance."""
 
     def __post_init__(self):
-        check_range(self, "layers", self.min_layers, self.max_layers, least=4, most=POLICY_LAYERS)
-        check_range(self, "types", self.min_types, self.max_types, least=1, most=POLICY_TYPES)
+        check_range(self, "layers", self.min_layers, self.max_layers, least=4, most=MAX_WORKLOAD_LAYERS)
+        check_range(self, "types", self.min_types, self.max_types, least=1, most=MAX_CATALOG_TYPES)
         check_range(self, "floor fractions", self.floor_low, self.floor_high, above=0)
+
+    @property
+    def padded_layers(self) -> int:
+        """L of the split's instances: the least layer bucket that holds max_layers."""
+        return policy_bucket(self.max_layers, POLICY_LAYER_BUCKETS)
+
+    @property
+    def padded_types(self) -> int:
+        """T of the split's instances: the least type bucket that holds max_types."""
+        return policy_bucket(self.max_types, POLICY_TYPE_BUCKETS)
 
 
 @struct.dataclass
@@ -78,8 +95,9 @@ HELDOUT_LARGE = InstanceSplit("heldout-large", 24, 32, salt=2)
 
 @struct.dataclass
 class PlacementInstance:
-    """One environment instance. placement: the padded PlacementParams (L, T, K = POLICY_LAYERS,
-    POLICY_TYPES, POLICY_UNITS).
+    """One environment instance. placement: the padded PlacementParams (L layers, T types and
+    K = POLICY_UNITS replica counts for generated instances; size buckets of
+    hps.config.limits).
     alpha (T, K) s/byte and beta (T, K) s: its All-Reduce table. layer_time (L, T): seconds per
     sample of each layer on each type. reference_cost: $ of the best feasible single-type plan,
     +inf if none. cost_scale: $ the env divides costs by — reference_cost when finite, else the
@@ -93,22 +111,43 @@ class PlacementInstance:
     cost_scale: jnp.ndarray
 
 
+def single_type_stages(params: PlacementParams, alpha, beta):
+    """Every real layer as one stage on each type: (replicas, time s per iteration, reason),
+    each (T,), by the cost model's `provision` (one stage has no boundary activations).
+    O(T·(L + K)), where scoring the T single-type schedules would build (T, L, L) tensors."""
+    real = params.layer_mask
+    time_sum = jnp.sum(jnp.where(real[:, None], layer_time(params), 0.0), axis=0)  # (T,) s/sample
+    total = lambda values: jnp.sum(jnp.where(real, values, 0.0))  # noqa: E731
+    replicas, time, reason = provision(
+        params,
+        time_sum,
+        0.0,
+        total(params.dense_param_bytes),
+        total(params.sparse_param_bytes),
+        total(params.act_bytes),
+        alpha,
+        beta,
+    )
+    return replicas.astype(jnp.float32), time, reason
+
+
 def full_allocation(params: PlacementParams, alpha, beta):
     """Per type (T,): throughput (samples/s) and cost ($) of the single-type plan at max_units,
     and whether its memory fits there (so that a floor at or below that throughput is met)."""
     unreachable = params.replace(throughput=jnp.float32(UNREACHABLE_FLOOR))
-    schedules = single_type_schedules(params.max_types, params.max_layers)
-    result = evaluate_direct(unreachable, schedules, alpha, beta)
-    fits = (result.reason == THROUGHPUT) & params.type_mask
-    cost = result.dollars_per_hour * (params.samples / result.throughput) / 3600.0
-    return result.throughput, cost, fits
+    replicas, time, reason = single_type_stages(unreachable, alpha, beta)
+    fits = (reason == THROUGHPUT) & params.type_mask
+    throughput = params.batch / time
+    cost = replicas * params.price_per_hour * (params.samples / throughput) / 3600.0
+    return throughput, cost, fits
 
 
 def reference_cost(params: PlacementParams, alpha, beta) -> jnp.ndarray:
-    """$ of the cheapest feasible single-type plan (`evaluate_direct` on the T single-type
-    schedules; padded types excluded), +inf when none is feasible."""
-    result = evaluate_direct(params, single_type_schedules(params.max_types, params.max_layers), alpha, beta)
-    return jnp.min(jnp.where(result.feasible & params.type_mask, result.cost, jnp.inf))
+    """$ of the cheapest feasible single-type plan (padded types excluded), +inf when none is
+    feasible."""
+    replicas, time, reason = single_type_stages(params, alpha, beta)
+    cost = replicas * params.price_per_hour * (params.samples * time / params.batch) / 3600.0
+    return jnp.min(jnp.where((reason == FEASIBLE) & params.type_mask, cost, jnp.inf))
 
 
 def make_instance(params: PlacementParams, alpha=None, beta=None) -> PlacementInstance:
@@ -133,21 +172,22 @@ def _floor(key, params, alpha, beta, split: InstanceSplit):
     return reach * log_uniform(key, (), split.floor_low, split.floor_high)
 
 
-def generate_instance(key, split: InstanceSplit | SplitBounds = TRAIN) -> PlacementInstance:
-    """One random instance of `split` (shapes POLICY_LAYERS × POLICY_TYPES × POLICY_UNITS); the
-    split's numbers may be traced (`InstanceSplit.bounds`)."""
+def generate_instance(key, split: InstanceSplit | SplitBounds = TRAIN, sizes: tuple[int, int] | None = None):
+    """One random PlacementInstance of `split`, padded to sizes = (L, T) (default the split's
+    own buckets; required when the split's numbers are traced, `SplitBounds`), K = POLICY_UNITS."""
+    max_layers, max_types = sizes or (split.padded_layers, split.padded_types)
     key = jax.random.fold_in(key, split.salt)
     k_n, k_t, k_work, k_cat, k_batch, k_samples, k_floor = jax.random.split(key, 7)
     n_layers = jax.random.randint(k_n, (), split.min_layers, split.max_layers + 1)
     n_types = jax.random.randint(k_t, (), split.min_types, split.max_types + 1)
-    fields = random_workload(k_work, n_layers, POLICY_LAYERS)
-    catalog = random_catalog(k_cat, n_types, POLICY_TYPES, POLICY_UNITS)
+    fields = random_workload(k_work, n_layers, max_layers)
+    catalog = random_catalog(k_cat, n_types, max_types, POLICY_UNITS)
     alpha, beta = catalog.pop("alpha"), catalog.pop("beta")
     params = PlacementParams(
         **fields,
         **catalog,
-        measured_time=jnp.zeros((POLICY_LAYERS, POLICY_TYPES), jnp.float32),
-        measured_mask=jnp.zeros((POLICY_LAYERS, POLICY_TYPES), bool),
+        measured_time=jnp.zeros((max_layers, max_types), jnp.float32),
+        measured_mask=jnp.zeros((max_layers, max_types), bool),
         unit_grid=jnp.arange(1, POLICY_UNITS + 1, dtype=jnp.float32),
         batch=jnp.asarray(BATCHES, jnp.float32)[jax.random.randint(k_batch, (), 0, len(BATCHES))],
         throughput=jnp.float32(1.0),
@@ -163,10 +203,11 @@ def generate_instance(key, split: InstanceSplit | SplitBounds = TRAIN) -> Placem
 
 def generate_instances(key, count: int, split: InstanceSplit = TRAIN) -> PlacementInstance:
     """`count` instances of `split` in one vmapped call: every leaf gets a leading (count,)
-    axis. Compiles once per count (the split's numbers are traced)."""
-    return _generate(key, traced_bounds(split, SplitBounds), count)
+    axis. Compiles once per count and size bucket (the split's numbers are traced)."""
+    sizes = (split.padded_layers, split.padded_types)
+    return _generate(key, traced_bounds(split, SplitBounds), count, sizes)
 
 
-@partial(jax.jit, static_argnames=("count",))
-def _generate(key, bounds: SplitBounds, count: int) -> PlacementInstance:
-    return jax.vmap(lambda k: generate_instance(k, bounds))(jax.random.split(key, count))
+@partial(jax.jit, static_argnames=("count", "sizes"))
+def _generate(key, bounds: SplitBounds, count: int, sizes: tuple[int, int]) -> PlacementInstance:
+    return jax.vmap(lambda k: generate_instance(k, bounds, sizes))(jax.random.split(key, count))

@@ -1,10 +1,10 @@
 """Random layer tables (pure, keyed jnp), numbers built the way `hps.workloads.layers` builds them.
 
-A workload has `n_layers` real layers padded to POLICY_LAYERS: 1–3 sparse embedding layers at the
+A workload has `n_layers` real layers padded to max_layers: 1–3 sparse embedding layers at the
 front (tables of 16–512 GiB, a few KiB of raw ids per sample), then dense layers of one family drawn per
 workload — an MLP (`dense`), a transformer (`attention_block` / `ffn_block`) or a CNN (`conv2d`) —
 ending in a small classifier head. Hyperparameters are sampled per position and every formula is
-applied to all POLICY_LAYERS positions at once; masks pick the family and the layer kind, so there
+applied to all max_layers positions at once; masks pick the family and the layer kind, so there
 is no Python loop over instances and the function vmaps. All numbers are per sample: FLOP (forward +
 backward) and bytes (see `hps.workloads.layers` for the formulas' derivation).
 """

@@ -147,11 +147,14 @@ def build_params(
     max_types: int | None = None,
     max_replicas: int | None = None,
     scan_replicas: bool = True,
+    dense_model: bool = True,
 ) -> PlacementParams:
     """Pad one instance to (max_layers, max_types, max_replicas); defaults fit it exactly.
     scan_replicas False: no replica grid (K = 0), for searches given a segment table built
     elsewhere (`hps.placement.model.numpy_table`); the jnp model's own provisioning then
-    refuses these params rather than scan nothing."""
+    refuses these params rather than scan nothing. dense_model False: for users that never
+    build the segment table (the placement env provisions one stage at a time), so its size
+    is not checked."""
     validate_job(job)
     max_layers = max_layers or len(workload.layers)
     max_types = max_types or len(catalog.resources)
@@ -160,7 +163,7 @@ def build_params(
         raise ConfigError(workload.name, "layer", "instance larger than the padded shape")
     if scan_replicas and max(r.max_units for r in catalog.resources) > max_replicas:
         raise ConfigError(catalog.name, "max_units", f"above the padded replica count {max_replicas}")
-    if scan_replicas:
+    if scan_replicas and dense_model:
         check_dense_size(max_layers, max_types, max_replicas)
     arrays = _layer_arrays(workload, catalog, max_layers, max_types)
     arrays.update(_type_arrays(catalog, max_types))
