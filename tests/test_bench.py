@@ -54,3 +54,19 @@ def exact_instance(layers, types):
     from hps.bench.exact import synthetic_instance
 
     return synthetic_instance(layers, types)
+
+
+def test_bench_rl_measures_every_loop_on_a_small_setting_and_names_the_large_one():
+    """Each figure is a positive env-step rate of the setting asked for; the large setting is the
+    256-layer, 16-type one the docs report."""
+    import math
+
+    from hps.bench.rl import LARGE, Setting, measure
+
+    assert (LARGE.layers, LARGE.types) == (256, 16)
+    result = measure(setting=Setting(num_envs=128, layers=6, types=3, repeats=1), updates_per_chunk=1)
+    assert (result["num_envs"], result["layers"], result["types"]) == (128, 6, 3)
+    for key in ("env", "rollout", "rollout_distinct", "train"):
+        rate = result[f"{key}_steps_per_s"]
+        assert math.isfinite(rate) and rate > 0, key
+    assert result["compile_s"] > 0

@@ -1,7 +1,8 @@
 """Throughput of the RL loop (for `hps bench rl`): env steps per second, compile time excluded.
 
 Setting: `num_envs` environments of instances with exactly `layers` layers and `types` types
-(default 4,096 × 16 × 4), so every decision of the scan is a real env step. Three figures:
+(`DEFAULT` 4,096 × 16 × 4; `LARGE` 1,024 × 256 × 16, padded to the 256-layer, 16-type bucket),
+so every decision of the scan is a real env step. Three figures:
 - env_steps_per_s: the environment alone (vmapped `PlacementEnv.step` under `lax.scan`, uniform
   random actions) — the simulator's speed;
 - rollout_steps_per_s: rollouts with the policy acting (encoder + decoder + env, no gradients),
@@ -66,12 +67,15 @@ class Setting:
 
 
 DEFAULT = Setting()
+LARGE = Setting(num_envs=1024, layers=256, types=16, repeats=2)
+SETTINGS = {"default": DEFAULT, "large": LARGE}
 
 
 def bench_config(config: TrainConfig | None, setting: Setting, updates_per_chunk: int) -> TrainConfig:
     """`config` (default: the default recipe) on the setting's instances: num_envs envs of
-    exactly `layers` layers and `types` types, with no more demonstrations than one update uses
-    (the same update, less labelling)."""
+    exactly `layers` layers and `types` types, with no more demonstrations than one update uses,
+    labelled by the single-type teacher (the same update whatever the labels, without minutes
+    of labelling by the exact solver on large instances)."""
     split = InstanceSplit("bench", setting.layers, setting.layers, setting.types, setting.types, salt=99)
     config = config or default_placement_config()
     return dataclasses.replace(
@@ -80,6 +84,7 @@ def bench_config(config: TrainConfig | None, setting: Setting, updates_per_chunk
         num_envs=setting.num_envs,
         updates_per_chunk=updates_per_chunk,
         demonstrations=min(config.demonstrations, config.demo_batch),
+        teacher="single",
     )
 
 

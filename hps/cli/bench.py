@@ -3,7 +3,9 @@ side; `rl`: env steps per second of the RL loop (env alone, policy rollouts, tra
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import os
 
 from hps.cli.common import print_json
 from hps.config.limits import MAX_CATALOG_TYPES, MAX_WORKLOAD_LAYERS
@@ -20,6 +22,12 @@ def register(subparsers) -> None:
         "--exact-layers",
         default="64,256,1024,4096",
         help="placement: layer counts the exact solver is timed at, 16 types (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--rl-setting",
+        choices=("default", "large", "both"),
+        default="both",
+        help="rl: 4,096 envs x 16 layers x 4 types, 1,024 envs x 256 layers x 16 types, or both (default: %(default)s)",
     )
     parser.add_argument(
         "--exact-types", default="4,8,16,32", help="placement: type counts, 256 layers (default: %(default)s)"
@@ -94,7 +102,7 @@ def _exact_grids(args) -> tuple[tuple[int, ...], tuple[int, ...]]:
 def _exact_times(args, layers: tuple[int, ...], types: tuple[int, ...]) -> dict:
     """The exact solver's seconds at each of `layers` (at the base type count) and `types` (at
     the base layer count), with the load."""
-    import os
+
     import sys
 
     from tqdm import tqdm
@@ -108,12 +116,24 @@ def _exact_times(args, layers: tuple[int, ...], types: tuple[int, ...]) -> dict:
 
 
 def run_rl(args) -> int:
-    from hps.bench.rl import measure
+    from hps.bench.rl import SETTINGS, measure
 
-    result = measure()
+    names = list(SETTINGS) if args.rl_setting == "both" else [args.rl_setting]
+    results = []
+    for name in names:
+        setting = dataclasses.replace(SETTINGS[name], min_seconds=args.seconds)
+        results.append({"setting": name, **measure(setting=setting), "load_average": os.getloadavg()[0]})
     if args.json:
-        print_json(result)
+        print_json(results[0] if len(results) == 1 else {"settings": results})
         return 0
+    for i, result in enumerate(results):
+        if i:
+            print()
+        _print_rl(result)
+    return 0
+
+
+def _print_rl(result: dict) -> None:
     print(
         f"RL loop, {result['num_envs']:,} envs x {result['layers']} layers x {result['types']} types, "
         f"{result['algorithm']} with the {result['encoder']} policy (hidden {result['hidden']}), on {result['device']}"
@@ -129,5 +149,7 @@ def run_rl(args) -> int:
         )
     ]
     print(format_table(["loop", "env_steps_per_s"], rows))
-    print(f"compile {result['compile_s']:.1f} s in all (training {result['train_compile_s']:.1f} s), excluded")
-    return 0
+    print(
+        f"compile {result['compile_s']:.1f} s in all (training {result['train_compile_s']:.1f} s), excluded; "
+        f"load average {result['load_average']:.2f}"
+    )

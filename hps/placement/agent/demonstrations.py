@@ -9,6 +9,8 @@ Two teachers (`TEACHERS`, chosen by the training config's `teacher`):
 - "climb": the stage-move hill climb started from the best single-type plan
   (`hps.placement.search.refine.climb_from_single`), scored by the exact model: jitted and
   vmapped, about 9 ms an instance, and optimal on most small instances but not on all.
+- "single": every layer on the cheapest feasible single type; weak, but nearly free at any
+  size (the RL benchmark uses it on large instances, where the update's work is the same).
 
 A training run labels a fixed pool of instances once, before its first update (the labels are
 a pure function of the seed, so a resumed run labels the same pool), and each update adds the
@@ -32,7 +34,9 @@ from hps.placement.env.generator import (
     InstanceSplit,
     PlacementInstance,
     generate_instances,
+    single_type_stages,
 )
+from hps.placement.model.cost import FEASIBLE
 from hps.placement.search.refine import climb_from_single
 from hps.placement.search.scoring import RANK_FEASIBLE
 from hps.rl.reinforce import masked_mean
@@ -99,7 +103,26 @@ def _label_block(placements):
     return best.schedule, best.rank == RANK_FEASIBLE
 
 
-TEACHERS = {"exact": exact_plans, "climb": climb_plans}
+def single_plans(instances: PlacementInstance):
+    """(schedules (D, L) int32, feasible (D,) bool): every layer on the type of the cheapest
+    feasible single-type plan (`single_type_stages`), at the cost of one provision per type; a
+    weak teacher, for benchmarks of the update (whose work does not depend on the labels)."""
+    return _single_block(instances)
+
+
+@jax.jit
+def _single_block(instances):
+    def one(instance):
+        params = instance.placement
+        replicas, time, reason = single_type_stages(params, instance.alpha, instance.beta)
+        cost = jnp.where((reason == FEASIBLE) & params.type_mask, replicas * params.price_per_hour * time, jnp.inf)
+        best = jnp.argmin(cost).astype(jnp.int32)
+        return jnp.where(params.layer_mask, best, 0), jnp.isfinite(cost[best])
+
+    return jax.vmap(one)(instances)
+
+
+TEACHERS = {"exact": exact_plans, "climb": climb_plans, "single": single_plans}
 """The teachers by name: each maps a batch of D instances to (schedules (D, L), feasible (D,))."""
 
 
