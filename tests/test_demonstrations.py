@@ -14,6 +14,7 @@ from hps.placement.agent.demonstrations import (
     exact_plans,
     imitation_loss,
     make_demonstrations,
+    single_plans,
 )
 from hps.placement.agent.policy import PolicyFunctions, PolicySpec
 from hps.placement.agent.train import TrainConfig, run_training
@@ -63,6 +64,19 @@ def test_the_exact_teacher_labels_every_instance_with_the_exhaustive_optimum():
         assert not schedules[i][n:].any()
         compared += 1
     assert compared >= 8
+
+
+def test_the_single_type_teacher_labels_the_best_single_type_plan():
+    instances = generate_instances(jax.random.PRNGKey(8), 12, SMALL)
+    schedules, feasible = jax.device_get(single_plans(instances))
+    for i in range(12):
+        placement = jax.tree.map(itemgetter(i), instances.placement)
+        one = single(placement)
+        assert feasible[i] == one.feasible
+        n = int(placement.layer_mask.sum())
+        assert len(set(schedules[i][:n].tolist())) == 1 and not schedules[i][n:].any()
+        if one.feasible:
+            assert cost_of(placement, schedules[i]) == pytest.approx(float(one.cost), rel=1e-5)
 
 
 def cost_of(placement, schedule) -> float:
