@@ -27,6 +27,7 @@ from hps.experiments import (  # noqa: E402,F401
     heterps_zoo,
     hostile,
     llm_plans,
+    placement_at_scale,
     placement_policy,
     quickstart,
     scaling,
