@@ -35,6 +35,10 @@ KIND_DESCRIPTIONS = {
         "hps.experiments.llm_plans",
         "large language models on a catalogue at several floors: the exact optimum and its Pareto front",
     ),
+    "PlacementAtScaleConfig": (
+        "hps.experiments.placement_at_scale",
+        "a placement checkpoint zero-shot on generated instances of hundreds of layers vs the exact optimum",
+    ),
     "PlacementPolicyConfig": (
         "hps.experiments.placement_policy",
         "placement checkpoints vs the optimum, the GA and the gradient search on held-out instances",

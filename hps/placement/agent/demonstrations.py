@@ -41,6 +41,10 @@ from hps.placement.search.refine import climb_from_single
 from hps.placement.search.scoring import RANK_FEASIBLE
 from hps.rl.reinforce import masked_mean
 
+LABEL_SECONDS = 2.0
+"""The exact solver's time limit per label (s): an instance it cannot close by then (large ones
+with binding pooled caps can take minutes) is labelled with the best plan it found."""
+
 LABEL_BLOCK = 32
 """Instances the teacher labels per call: one compiled program (compiled once, then cached) serves
 every pool size, and memory stays bounded (one segment table per instance of the block)."""
@@ -59,8 +63,9 @@ class Demonstrations:
 
 def exact_plans(instances: PlacementInstance):
     """(schedules (D, L) int32, feasible (D,) bool): the exact solver's optimal HeterPS
-    schedule of each of a batch of D padded instances (type per layer; padded layers 0), and
-    whether it has a feasible plan at all."""
+    schedule of each of a batch of D padded instances (type per layer; padded layers 0; the
+    best plan found within LABEL_SECONDS where the solver cannot close it sooner), and
+    whether a feasible plan was found."""
     from hps.placement.exact import solve_exact
     from hps.placement.model.from_params import instance_from_params
 
@@ -70,7 +75,8 @@ def exact_plans(instances: PlacementInstance):
     feasible = np.zeros((count,), bool)
     for i in range(count):
         one = jax.tree.map(lambda x: np.asarray(x)[i], arrays)  # noqa: B023
-        found = solve_exact(instance_from_params(one.placement, one.alpha, one.beta, one.layer_time), heterps=True)
+        inst = instance_from_params(one.placement, one.alpha, one.beta, one.layer_time)
+        found = solve_exact(inst, heterps=True, seconds=LABEL_SECONDS)
         if found.plan is not None:
             feasible[i] = True
             for first, last, type_index in found.plan:
