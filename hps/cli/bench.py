@@ -102,7 +102,6 @@ def _exact_grids(args) -> tuple[tuple[int, ...], tuple[int, ...]]:
 def _exact_times(args, layers: tuple[int, ...], types: tuple[int, ...]) -> dict:
     """The exact solver's seconds at each of `layers` (at the base type count) and `types` (at
     the base layer count), with the load."""
-
     import sys
 
     from tqdm import tqdm

@@ -26,7 +26,7 @@ import numpy as np
 
 from hps.placement.agent.planner import best_by_numpy, candidate_schedules
 from hps.placement.env.generator import InstanceSplit, generate_instances
-from hps.placement.model.from_params import instance_from_params
+from hps.placement.model.from_params import generated_instance
 from hps.placement.model.plan import evaluate_plan, schedule_plan
 
 PLANNERS = ("policy", "policy_greedy", "single")
@@ -42,7 +42,7 @@ def one_instance(policy, params, instance, arrays, *, samples: int, seed: int, s
     (`instance` on the device, `arrays` its host copy), and the exact solver's cost, bound, gap."""
     from hps.placement.exact import solve_exact
 
-    inst = instance_from_params(arrays.placement, arrays.alpha, arrays.beta, arrays.layer_time)
+    inst = generated_instance(arrays)
     key = jax.random.PRNGKey(seed)
 
     def sample():
@@ -57,7 +57,7 @@ def one_instance(policy, params, instance, arrays, *, samples: int, seed: int, s
     return {
         "layers": inst.num_layers,
         "types": inst.num_types,
-        "policy": _cost(evaluate_plan(inst, schedule_plan(best.schedule))),
+        "policy": _cost(best.score),
         "policy_greedy": _cost(evaluate_plan(inst, schedule_plan(np.asarray(schedules)[-1]))),
         "single": float(arrays.reference_cost),
         "policy_seconds": policy_seconds,

@@ -67,7 +67,7 @@ def exact_plans(instances: PlacementInstance):
     best plan found within LABEL_SECONDS where the solver cannot close it sooner), and
     whether a feasible plan was found."""
     from hps.placement.exact import solve_exact
-    from hps.placement.model.from_params import instance_from_params
+    from hps.placement.model.from_params import generated_instance
 
     arrays = jax.device_get(instances)
     count, max_layers = np.asarray(arrays.placement.layer_mask).shape
@@ -75,8 +75,7 @@ def exact_plans(instances: PlacementInstance):
     feasible = np.zeros((count,), bool)
     for i in range(count):
         one = jax.tree.map(lambda x: np.asarray(x)[i], arrays)  # noqa: B023
-        inst = instance_from_params(one.placement, one.alpha, one.beta, one.layer_time)
-        found = solve_exact(inst, heterps=True, seconds=LABEL_SECONDS)
+        found = solve_exact(generated_instance(one), heterps=True, seconds=LABEL_SECONDS)
         if found.plan is not None:
             feasible[i] = True
             for first, last, type_index in found.plan:
@@ -120,8 +119,8 @@ def single_plans(instances: PlacementInstance):
 def _single_block(instances):
     def one(instance):
         params = instance.placement
-        replicas, time, reason = single_type_stages(params, instance.alpha, instance.beta)
-        cost = jnp.where((reason == FEASIBLE) & params.type_mask, replicas * params.price_per_hour * time, jnp.inf)
+        cost, _, reason = single_type_stages(params, instance.alpha, instance.beta)
+        cost = jnp.where((reason == FEASIBLE) & params.type_mask, cost, jnp.inf)
         best = jnp.argmin(cost).astype(jnp.int32)
         return jnp.where(params.layer_mask, best, 0), jnp.isfinite(cost[best])
 

@@ -260,12 +260,10 @@ def exact_optimum(instance) -> dict:
     """{"cost" ($, inf when infeasible), "feasible", "seconds"}: the exact solver's proven
     optimum over HeterPS schedules of one unbatched PlacementInstance."""
     from hps.placement.exact import solve_exact
-    from hps.placement.model.from_params import instance_from_params
+    from hps.placement.model.from_params import generated_instance
 
     arrays = jax.device_get(instance)
-    found = solve_exact(
-        instance_from_params(arrays.placement, arrays.alpha, arrays.beta, arrays.layer_time), heterps=True
-    )
+    found = solve_exact(generated_instance(arrays), heterps=True)
     feasible = found.plan is not None
     return {"cost": found.score["cost"] if feasible else np.inf, "feasible": feasible, "seconds": found.seconds}
 

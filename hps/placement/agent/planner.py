@@ -105,9 +105,11 @@ def _timed(fn, *args):
 
 @dataclass(frozen=True)
 class _Best:
-    """The numpy scoring's pick, in the fields `plan` reads of `batch_best`'s."""
+    """The numpy scoring's pick: its schedule (the field `plan` reads of `batch_best`'s) and its
+    `evaluate_plan` score."""
 
     schedule: np.ndarray
+    score: dict
 
 
 def best_by_numpy(inst, schedules) -> tuple[_Best, int]:
@@ -120,7 +122,7 @@ def best_by_numpy(inst, schedules) -> tuple[_Best, int]:
         best = min((i for i, ok in enumerate(feasible) if ok), key=lambda i: scores[i]["cost"])
     else:
         best = max(range(len(scores)), key=lambda i: (scores[i]["failed_layer"], scores[i]["throughput"]))
-    return _Best(np.asarray(schedules)[best]), sum(feasible)
+    return _Best(np.asarray(schedules)[best], scores[best]), sum(feasible)
 
 
 def plan(
@@ -156,17 +158,13 @@ def plan(
     num_layers = len(workload.layers)
     if dense:
         exact = build_params(workload, catalog, job)
-
-        def sample():
-            schedules = candidate_schedules(policy, params, instance, key, samples, num_layers)
-            return best_candidate(exact, schedules)
+        pick = lambda schedules: best_candidate(exact, schedules)  # noqa: E731
     else:
         inst = build_instance(workload, catalog, job)
+        pick = lambda schedules: (None, *best_by_numpy(inst, schedules))  # noqa: E731
 
-        def sample():
-            schedules = candidate_schedules(policy, params, instance, key, samples, num_layers)
-            best, feasible = best_by_numpy(inst, schedules)
-            return None, best, feasible
+    def sample():
+        return pick(candidate_schedules(policy, params, instance, key, samples, num_layers))
 
     _, first = _timed(sample)
     (table, best, feasible), seconds = _timed(sample)

@@ -112,9 +112,10 @@ class PlacementInstance:
 
 
 def single_type_stages(params: PlacementParams, alpha, beta):
-    """Every real layer as one stage on each type: (replicas, time s per iteration, reason),
-    each (T,), by the cost model's `provision` (one stage has no boundary activations).
-    O(T·(L + K)), where scoring the T single-type schedules would build (T, L, L) tensors."""
+    """Every real layer as one stage on each type: (cost $ to train params.samples, time s per
+    iteration, reason), each (T,), by the cost model's `provision` (one stage has no boundary
+    activations). O(T·(L + K)), where scoring the T single-type schedules would build (T, L, L)
+    tensors."""
     real = params.layer_mask
     time_sum = jnp.sum(jnp.where(real[:, None], layer_time(params), 0.0), axis=0)  # (T,) s/sample
     total = lambda values: jnp.sum(jnp.where(real, values, 0.0))  # noqa: E731
@@ -128,25 +129,23 @@ def single_type_stages(params: PlacementParams, alpha, beta):
         alpha,
         beta,
     )
-    return replicas.astype(jnp.float32), time, reason
+    cost = replicas.astype(jnp.float32) * params.price_per_hour * (params.samples * time / params.batch) / 3600.0
+    return cost, time, reason
 
 
 def full_allocation(params: PlacementParams, alpha, beta):
     """Per type (T,): throughput (samples/s) and cost ($) of the single-type plan at max_units,
     and whether its memory fits there (so that a floor at or below that throughput is met)."""
     unreachable = params.replace(throughput=jnp.float32(UNREACHABLE_FLOOR))
-    replicas, time, reason = single_type_stages(unreachable, alpha, beta)
+    cost, time, reason = single_type_stages(unreachable, alpha, beta)
     fits = (reason == THROUGHPUT) & params.type_mask
-    throughput = params.batch / time
-    cost = replicas * params.price_per_hour * (params.samples / throughput) / 3600.0
-    return throughput, cost, fits
+    return params.batch / time, cost, fits
 
 
 def reference_cost(params: PlacementParams, alpha, beta) -> jnp.ndarray:
     """$ of the cheapest feasible single-type plan (padded types excluded), +inf when none is
     feasible."""
-    replicas, time, reason = single_type_stages(params, alpha, beta)
-    cost = replicas * params.price_per_hour * (params.samples * time / params.batch) / 3600.0
+    cost, _, reason = single_type_stages(params, alpha, beta)
     return jnp.min(jnp.where((reason == FEASIBLE) & params.type_mask, cost, jnp.inf))
 
 

@@ -43,6 +43,12 @@ def _network(params, t: int) -> Network:
 NET_FIELDS = ("size", "bandwidth", "latency", "algorithm")
 
 
+def generated_instance(instance) -> Instance:
+    """The Instance of one unbatched placement-env instance (a `PlacementInstance` on the host:
+    its padded params, All-Reduce table and layer times)."""
+    return instance_from_params(instance.placement, instance.alpha, instance.beta, instance.layer_time)
+
+
 def instance_from_params(params, alpha, beta, layer_time) -> Instance:
     """The Instance of one unbatched PlacementParams with its All-Reduce table alpha, beta
     (T, K: s/byte and s at k = 1..K) and layer times (L, T) s/sample, real layers and types
