@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from hps.cli.main import main
@@ -106,10 +107,16 @@ def test_six_dimension_networks_run_and_seven_are_refused(tmp_path, capsys):
     assert "dimension" in capsys.readouterr().err
 
 
-def test_the_learned_collective_policy_refuses_networks_past_its_dimensions(tmp_path):
-    from hps.collective.agent.checkpoint import checkpoint_orders
-    from hps.config.loaders import load_network
-    from hps.errors import ConfigError
+def test_the_learned_collective_policy_plans_a_five_dimension_network_file(tmp_path):
+    import jax
 
-    with pytest.raises(ConfigError, match="up to 4 dimensions"):
-        checkpoint_orders(tmp_path, load_network(network_file(tmp_path, 5)), 2**20, 4)
+    from hps.collective.agent.evaluation import learned_orders
+    from hps.collective.agent.policy import CollectivePolicyFunctions, CollectivePolicySpec
+    from hps.collective.env.generator import collective_instance
+    from hps.config.loaders import load_network
+
+    policy = CollectivePolicyFunctions(CollectivePolicySpec(hidden=16))
+    instance = collective_instance(load_network(network_file(tmp_path, 5)), 2**20, 4)
+    orders = np.asarray(learned_orders(policy, policy.init(jax.random.PRNGKey(0)), instance, 8))
+    assert orders.shape == (8, 6) and all(sorted(row) == list(range(6)) for row in orders)
+    assert (orders[:, 5] == 5).all()  # the sixth, padded dimension stays last

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from operator import itemgetter
 
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 
 from hps.collective import studies
-from hps.collective.agent.evaluation import POLICY_NAMES, evaluate_suite, learned_orders
+from hps.collective.agent.evaluation import POLICY_NAMES, evaluate_instances, evaluate_suite, learned_orders
 from hps.collective.agent.policy import CollectivePolicyFunctions, CollectivePolicySpec
 from hps.collective.agent.rollout import collective_rollout, replay
 from hps.collective.agent.train import (
@@ -22,16 +23,14 @@ from hps.collective.agent.train import (
     run_collective_training,
 )
 from hps.collective.env.env import CollectiveEnv
-from hps.collective.env.features import permutation_index
 from hps.collective.env.generator import (
     NetworkSplit,
     collective_instance,
     generate_collectives,
 )
-from hps.collective.model.orders import PERMUTATIONS
-from hps.config.limits import MASKED_LOGIT
 from hps.config.loaders import load_network
 from hps.config.paths import TOPOLOGIES
+from hps.errors import ConfigError
 from hps.rl.driver import TrainState
 
 MAX_CHUNKS = 16
@@ -64,54 +63,83 @@ def relabel(instance, sigma):
     return instance.replace(net=jax.tree.map(lambda x: x[sigma], instance.net))
 
 
-def test_permutation_probabilities_follow_relabelled_dimensions(instances):
-    split = NetworkSplit("4d", min_dims=4, max_dims=4, max_chunks=MAX_CHUNKS, salt=42)
+def test_order_probabilities_follow_relabelled_dimensions():
+    split = NetworkSplit("6d", min_dims=6, max_dims=6, max_chunks=MAX_CHUNKS, salt=42)
     nets = generate_collectives(jax.random.PRNGKey(3), 4, split)
     params = CollectivePolicyFunctions(CollectivePolicySpec(hidden=16)).init(jax.random.PRNGKey(4))
-    apply, observe = fast_jit(POLICY.apply), fast_jit(ENV.observe)
-    index = fast_jit(jax.vmap(lambda inverse, p: permutation_index(inverse[p]), in_axes=(None, 0)))
+    score, observe = fast_jit(POLICY.order_log_prob), fast_jit(ENV.observe)
     rng = np.random.default_rng(0)
-    perms = jnp.asarray(PERMUTATIONS)
     for i in range(4):
         instance = jax.tree.map(itemgetter(i), nets)
-        sigma = jnp.asarray(rng.permutation(4))
+        sigma = jnp.asarray(rng.permutation(6))
         inverse = jnp.argsort(sigma)
-        mapped = index(inverse, perms)  # action k -> its relabelled index
-        load = jnp.asarray(rng.uniform(0, 1, 4), jnp.float32) * instance.ideal
+        load = jnp.asarray(rng.uniform(0, 1, 6), jnp.float32) * instance.ideal
         obs = observe(3, load, instance)
         moved = observe(3, load[sigma], relabel(instance, sigma))
-        themis = mapped[obs.themis_action]  # Themis breaks ties by index; give both the same choice
-        moved = moved.replace(
-            themis_action=themis,
-            perm_features=moved.perm_features.at[:, 0].set((jnp.arange(24) == themis).astype(jnp.float32)),
-        )
-        logits, moved_logits = apply(params, obs), apply(params, moved)
-        np.testing.assert_allclose(moved_logits[mapped], logits, rtol=1e-4, atol=1e-4)
+        moved = moved.replace(themis_order=inverse[obs.themis_order])  # Themis breaks ties by index
+        for _ in range(5):
+            order = jnp.asarray(rng.permutation(6), jnp.int32)
+            log_p, entropy = score(params, obs, order)
+            moved_log_p, moved_entropy = score(params, moved, inverse[order])
+            np.testing.assert_allclose([moved_log_p, moved_entropy], [log_p, entropy], rtol=1e-4, atol=1e-4)
 
 
-def test_rollout_samples_allowed_permutations_and_reward_is_the_envs(instances, trajectory):
+def test_rollout_plays_canonical_orders_and_reward_is_the_envs(instances, trajectory):
     _, traj = trajectory
     valid = np.asarray(traj.valid)
     assert (valid.sum(1) == np.asarray(instances.n_chunks)).all()
-    allowed = np.take_along_axis(np.asarray(traj.obs.action_mask), np.asarray(traj.actions)[..., None], -1)[..., 0]
-    assert allowed[valid].all()
-    assert (np.asarray(traj.final_actions)[:, :MAX_CHUNKS][valid] == np.asarray(traj.actions)[valid]).all()
-    reward, time = fast_jit(jax.vmap(ENV.final_reward))(traj.final_actions, instances)
+    orders, active = np.asarray(traj.orders), np.asarray(instances.net.size) > 1
+    for i in range(16):
+        n_active = int(active[i].sum())
+        for row in orders[i][valid[i]]:
+            assert sorted(row) == list(range(6)) and active[i, row[:n_active]].all()
+            assert list(row[n_active:]) == sorted(row[n_active:])
+    assert (np.asarray(traj.final_orders)[:, :MAX_CHUNKS][valid] == orders[valid]).all()
+    reward, time = fast_jit(jax.vmap(ENV.final_reward))(traj.final_orders, instances)
     np.testing.assert_allclose(traj.reward, reward, rtol=1e-6)
     np.testing.assert_allclose(traj.reward, -np.asarray(traj.time) / np.asarray(instances.ideal), rtol=1e-6)
+
+
+def test_decoding_and_teacher_forced_scoring_give_the_same_probabilities(instances, trajectory):
+    params, traj = trajectory
+    obs = jax.tree.map(lambda x: x[:, 2], traj.obs)
+    keys = jax.random.split(jax.random.PRNGKey(11), 64)
+    decode = fast_jit(jax.vmap(POLICY.decode, in_axes=(None, 0, 0)))
+    order, log_p, entropy = decode(params, obs, keys)
+    scored = fast_jit(jax.vmap(POLICY.order_log_prob, in_axes=(None, 0, 0)))(params, obs, order)
+    np.testing.assert_allclose(scored[0], log_p, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(scored[1], entropy, rtol=1e-5, atol=1e-5)
+    # the probabilities of every order of a 3-active-dimension network sum to 1
+    three = next(i for i in range(64) if int(np.asarray(instances.net.size[i] > 1).sum()) == 3)
+    one = jax.tree.map(itemgetter(three), obs)
+    active = [d for d in range(6) if one.dim_mask[d]]
+    idle = [d for d in range(6) if not one.dim_mask[d]]
+    total = sum(
+        float(jnp.exp(scored_one))
+        for perm in itertools.permutations(active)
+        for scored_one in [fast_jit(POLICY.order_log_prob)(params, one, jnp.asarray([*perm, *idle], jnp.int32))[0]]
+    )
+    assert total == pytest.approx(1.0, abs=1e-5)
 
 
 def test_packed_replay_scores_every_decision_once(instances, trajectory):
     params, traj = trajectory
     capacity = int(np.asarray(instances.n_chunks).sum())
     log_prob, entropy, _ = fast_jit(lambda p, t: replay(POLICY, p, t, capacity))(params, traj)
-    logits = fast_jit(jax.vmap(jax.vmap(POLICY.apply, in_axes=(None, 0)), in_axes=(None, 0)))(params, traj.obs)
-    log_p = jax.nn.log_softmax(logits, axis=-1)
-    direct = jnp.take_along_axis(log_p, traj.actions[..., None], axis=-1)[..., 0]
-    expected = np.where(traj.valid, direct, 0.0).sum(1)
-    np.testing.assert_allclose(log_prob, expected, rtol=1e-4, atol=1e-4)
-    masked = np.asarray(logits)[~np.asarray(traj.obs.action_mask)]
-    assert (masked == MASKED_LOGIT).all() and np.all(np.asarray(entropy) >= 0)
+    score = jax.vmap(jax.vmap(POLICY.order_log_prob, in_axes=(None, 0, 0)), in_axes=(None, 0, 0))
+    direct, direct_entropy = fast_jit(score)(params, traj.obs, traj.orders)
+    np.testing.assert_allclose(log_prob, np.where(traj.valid, direct, 0.0).sum(1), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(entropy, np.where(traj.valid, direct_entropy, 0.0).sum(1), rtol=1e-4, atol=1e-4)
+    assert np.all(np.asarray(entropy) >= 0) and np.all(np.asarray(log_prob) <= 0)
+
+
+def test_a_dominant_themis_prior_plays_themis(instances):
+    """With the bonus of Themis's next dimension far above every other logit, greedy decoding
+    plays Themis's orders: the same completion times."""
+    policy = CollectivePolicyFunctions(CollectivePolicySpec(hidden=16, themis_prior=1e4))
+    params = policy.init(jax.random.PRNGKey(12))
+    result = evaluate_instances(policy, params, ENV, instances, compiler_options=FAST_COMPILE, fixed=False)
+    np.testing.assert_allclose(result["utilization"]["learned"], result["utilization"]["themis"], rtol=1e-6)
 
 
 def sampled_utilization(params, instances, key):
@@ -142,7 +170,7 @@ def test_training_improves_over_the_initial_random_policy(instances):
     after = sampled_utilization(state.params, instances, key)
     print(f"sampled utilization: before {before:.4f}, after {after:.4f}")
     assert seen == [10, 20] and len(history) == 2
-    assert after > 1.12 * before, (before, after)  # 1.18-1.25x over seeds 1, 2, 3, 5
+    assert after > 1.12 * before, (before, after)  # 1.87x at seed 5 (0.158 -> 0.296)
     assert isinstance(state, TrainState) and isinstance(state.params, dict)
     assert all(isinstance(x, jax.Array) for x in jax.tree.leaves(state))
     spec = json.loads(json.dumps(checkpoint_spec(config)))  # what a checkpoint's JSON carries
@@ -163,10 +191,25 @@ def test_suite_evaluation_compares_every_policy_with_the_cli_figures():
             np.testing.assert_allclose(row[policy], expected["utilization"], rtol=1e-5)
 
 
-def test_learned_orders_are_permutations_of_every_dimension():
+def test_learned_orders_cover_six_dimensions_and_1024_chunks():
     params = CollectivePolicyFunctions(CollectivePolicySpec(hidden=16)).init(jax.random.PRNGKey(8))
+    split = NetworkSplit("6d-wide", min_dims=5, max_dims=5, max_chunks=MAX_CHUNKS, salt=43)
+    instance = jax.tree.map(itemgetter(0), generate_collectives(jax.random.PRNGKey(9), 1, split))
+    instance = instance.replace(n_chunks=jnp.int32(1000))
+    orders = np.asarray(learned_orders(POLICY, params, instance, 1024, compiler_options=FAST_COMPILE))
+    assert orders.shape == (1024, 6) and all(sorted(row) == list(range(6)) for row in orders)
+    assert (orders[:, 5] == 5).all()  # the padded dimension stays last
+    assert len({tuple(row) for row in orders[:1000]}) > 1  # the orders vary over the chunks
     network = load_network(sorted(TOPOLOGIES.glob("networks/3d-*.toml"))[0])
-    instance = collective_instance(network, 2.0**26, 5)
-    orders = np.asarray(learned_orders(POLICY, params, instance, MAX_CHUNKS, compiler_options=FAST_COMPILE))
-    assert orders.shape == (MAX_CHUNKS, 4) and all(sorted(row) == [0, 1, 2, 3] for row in orders)
-    assert (orders[:, 3] == 3).all()  # the padded dimension stays last
+    small = np.asarray(learned_orders(POLICY, params, collective_instance(network, 2.0**26, 5), MAX_CHUNKS))
+    assert small.shape == (MAX_CHUNKS, 4) and (small[:, 3] == 3).all()  # a 3-D file pads to 4 dimensions
+
+
+def test_a_policy_of_the_old_format_is_refused_naming_its_version():
+    from hps.rl.checkpoint import FORMAT_VERSION, config_from_document
+
+    old = {"kind": "collective", "format_version": 1, "hidden": 64, "themis_prior": 2.0}
+    train = CollectiveTrainConfig().to_dict() | {"policy": old}
+    document = {"kind": "collective", "format_version": FORMAT_VERSION, "policy": old, "train": train}
+    with pytest.raises(ConfigError, match="collective policy format 1 .*24 orders of 4 dimensions.*format 2"):
+        config_from_document(document, "runs/old")

@@ -1,9 +1,7 @@
 """CollectiveEnv and its network generator (docs/environments.md: one step per chunk,
-action = a permutation of the dimensions, reward at the end = −T / T_ideal)."""
+action = an order (permutation) of the dimensions, reward at the end = −T / T_ideal)."""
 
 from __future__ import annotations
-
-import itertools
 
 import jax
 import jax.numpy as jnp
@@ -11,6 +9,7 @@ import numpy as np
 import pytest
 
 from hps.collective.env.env import CollectiveEnv
+from hps.collective.env.features import canonical_order
 from hps.collective.env.generator import (
     HELDOUT_NETWORKS,
     TRAIN_NETWORKS,
@@ -19,7 +18,7 @@ from hps.collective.env.generator import (
     stratified_chunks,
 )
 from hps.collective.model.network import ideal_time
-from hps.collective.model.orders import PERMUTATIONS, themis_orders
+from hps.collective.model.orders import themis_orders
 from hps.collective.model.simulator import simulate_allreduce
 
 MAX_CHUNKS = 16
@@ -37,10 +36,11 @@ def take(tree, index):
     return jax.tree.map(lambda x: x[index], tree)
 
 
-def random_actions(key, mask, length):
-    """(N, length) permutation indices drawn uniformly among each env's allowed ones."""
-    logits = jnp.where(mask[:, None, :], 0.0, -1e9)
-    return jax.random.categorical(key, jnp.broadcast_to(logits, (mask.shape[0], length, mask.shape[1])))
+def random_orders(key, count, length, n_dims):
+    """(count, length, n_dims) int32: uniformly random permutations of the padded dimensions."""
+    keys = jax.random.split(key, count * length)
+    perms = jax.vmap(lambda k: jax.random.permutation(k, n_dims))(keys)
+    return perms.reshape(count, length, n_dims).astype(jnp.int32)
 
 
 def play(instance, actions):
@@ -71,8 +71,8 @@ def test_generated_networks_follow_the_split_ranges_with_size_one_padding():
     net = inst.net
     real = net.size > 1
     n_dims = real.sum(1)
-    assert set(n_dims) == {1, 2, 3, 4}
-    assert (real == (np.arange(4)[None, :] < n_dims[:, None])).all()  # real dimensions first
+    assert set(n_dims) == {2, 3, 4, 5, 6} and net.size.shape == (512, 6)
+    assert (real == (np.arange(6)[None, :] < n_dims[:, None])).all()  # real dimensions first
     assert net.size[real].min() == 2 and net.size[real].max() == 16
     bandwidth = net.bandwidth[real] / GiB
     assert bandwidth.min() >= 0.999 and bandwidth.max() <= 1000.1 and np.median(bandwidth) < 100  # log-uniform
@@ -89,7 +89,8 @@ def test_heldout_split_has_its_own_instances_and_ranges():
     held = jax.device_get(generate_collectives(key, 256, HELDOUT_NETWORKS))
     assert not np.isin(held.total_bytes, train.total_bytes).any()  # a different salt
     real = held.net.size > 1
-    assert real.sum(1).min() == 2 and held.net.size.max() > 16 and held.total_bytes.max() > GiB
+    assert real.sum(1).min() == 3 and real.sum(1).max() == 6
+    assert held.net.size.max() > 16 and held.total_bytes.max() > GiB
 
 
 def test_stratified_chunk_counts_fix_the_batch_total():
@@ -111,25 +112,25 @@ def test_step_compiles_once_across_networks_of_different_dimension_counts():
         return ENV.step(None, state, action, instance)
 
     step = fast_jit(jax.vmap(counted_step))
-    for n_dims in (1, 2, 4):
+    for n_dims in (1, 2, 4, 6):
         split = NetworkSplit(f"{n_dims}d", min_dims=n_dims, max_dims=n_dims, max_chunks=MAX_CHUNKS)
         inst = generate_collectives(jax.random.PRNGKey(n_dims), 8, split)
         obs, state = reset_batch(None, inst)
         for _ in range(2):
-            obs, state, *_ = step(state, obs.themis_action, inst)
+            obs, state, *_ = step(state, obs.themis_order, inst)
     assert len(traces) == 1
 
 
 def test_final_reward_is_minus_simulated_time_over_ideal_for_the_chosen_orders(instances):
-    obs, _ = reset_batch(None, instances)
-    actions = random_actions(jax.random.PRNGKey(3), obs.action_mask, MAX_CHUNKS)
+    actions = random_orders(jax.random.PRNGKey(3), 64, MAX_CHUNKS, 6)
     rewards, dones, info, states = jax.device_get(play_batch(instances, actions))
     n_chunks = np.asarray(instances.n_chunks)
     last = n_chunks - 1
     rows = np.arange(len(n_chunks))
     assert (dones.argmax(1) == last).all() and dones.sum(1).min() >= 1
     assert (rewards[np.arange(MAX_CHUNKS)[None, :] < last[:, None]] == 0).all()  # nothing before the end
-    orders = jnp.asarray(PERMUTATIONS)[actions]
+    active = np.asarray(instances.net.size) > 1
+    orders = jax.vmap(jax.vmap(canonical_order, in_axes=(0, None)))(actions, active)
     simulate = fast_jit(
         jax.vmap(lambda i, o: simulate_allreduce(i.net, i.total_bytes, i.n_chunks, o, True, max_chunks=MAX_CHUNKS).time)
     )
@@ -137,19 +138,20 @@ def test_final_reward_is_minus_simulated_time_over_ideal_for_the_chosen_orders(i
     expected = -np.asarray(times) / np.asarray(instances.ideal)
     np.testing.assert_allclose(rewards[rows, last], expected, rtol=1e-6)
     np.testing.assert_allclose(info["utilization"][rows, last], -1.0 / expected, rtol=1e-6)
-    assert (info["actions"][rows, last] == np.where(np.arange(MAX_CHUNKS) < n_chunks[:, None], actions, -1)).all()
+    stored = np.where((np.arange(MAX_CHUNKS) < n_chunks[:, None])[..., None], orders, np.arange(6))
+    assert (info["orders"][rows, last] == stored).all()  # canonical orders, the identity past the last chunk
     assert (states.chunk[rows, last] == 0).all() and (states.load[rows, last] == 0).all()  # auto-reset
 
 
 @fast_jit
 @jax.vmap
 def themis_played_and_simulated(instance):
-    """(time of the episode that always takes obs.themis_action, time of themis_orders)."""
+    """(time of the episode that always takes obs.themis_order, time of themis_orders)."""
     obs, state = ENV.reset(None, instance)
 
     def one(carry, _):
         obs, state = carry
-        obs, state, done, actions = ENV.advance(state, obs.themis_action, instance)
+        obs, state, done, actions = ENV.advance(state, obs.themis_order, instance)
         return (obs, state), (done, actions)
 
     _, (dones, actions) = jax.lax.scan(one, (obs, state), None, length=MAX_CHUNKS)
@@ -165,20 +167,38 @@ def test_following_themis_action_plays_themis_orders(instances):
     np.testing.assert_allclose(played, themis, rtol=1e-6)
 
 
-def test_action_mask_keeps_one_permutation_per_order_of_the_active_dimensions(instances):
-    obs, _ = reset_batch(None, instances)
-    mask, active = np.asarray(obs.action_mask), np.asarray(obs.dim_mask)
-    for i in range(16):
+def test_orders_are_kept_canonical_and_only_the_order_of_active_dimensions_counts(instances):
+    """Two orders with the same order of the active dimensions give the same state and reward."""
+    _, state = reset_batch(None, instances)
+    active = np.asarray(instances.net.size) > 1
+    orders = np.asarray(random_orders(jax.random.PRNGKey(9), 64, 1, 6))[:, 0]
+    rng = np.random.default_rng(1)
+    shuffled = orders.copy()
+    for i in range(64):  # move the size-1 dimensions to other slots, keeping the active ones in order
+        slots = rng.permutation(6)
+        idle = orders[i][~active[i, orders[i]]]
+        keep = orders[i][active[i, orders[i]]]
+        row = np.full(6, -1)
+        idle_slots = np.sort(slots[: len(idle)])
+        row[idle_slots] = rng.permutation(idle)
+        row[row < 0] = keep
+        shuffled[i] = row
+    step = fast_jit(jax.vmap(ENV.transition))
+    first, _ = jax.device_get(step(state, jnp.asarray(orders), instances))
+    second, _ = jax.device_get(step(state, jnp.asarray(shuffled), instances))
+    np.testing.assert_array_equal(first.orders, second.orders)
+    np.testing.assert_allclose(first.load, second.load, rtol=1e-6)
+    for i in range(64):
+        row = first.orders[i, 0]
         n_active = int(active[i].sum())
-        assert mask[i].sum() == len(list(itertools.permutations(range(n_active))))
-        kept = {tuple(d for d in PERMUTATIONS[k] if active[i, d]) for k in np.flatnonzero(mask[i])}
-        assert len(kept) == mask[i].sum()
-        assert mask[i, int(obs.themis_action[i])]
+        assert sorted(row) == list(range(6)) and active[i, row[:n_active]].all()
+        assert list(row[n_active:]) == sorted(row[n_active:])  # size-1 dimensions in index order
+        assert list(row[:n_active]) == [d for d in orders[i] if active[i, d]]
 
 
 def test_observation_is_finite_and_padded_dimensions_are_zero(instances):
     obs, state = reset_batch(None, instances)
-    obs, *_ = fast_jit(jax.vmap(ENV.advance))(state, obs.themis_action, instances)
+    obs, *_ = fast_jit(jax.vmap(ENV.advance))(state, obs.themis_order, instances)
     for leaf in jax.tree.leaves(obs):
         assert np.isfinite(np.asarray(leaf, np.float32)).all()
     padded = ~np.asarray(obs.dim_mask)

@@ -176,7 +176,7 @@ def test_collective_policy_trains_saves_and_compares_with_themis(tmp_path):
 
 def test_collective_policy_config_is_checked():
     with pytest.raises(ValueError, match="suite"):
-        CollectivePolicyConfig(suite=((2.0**26, (128,)),))
+        CollectivePolicyConfig(suite=((2.0**26, (1025,)),))
     with pytest.raises(ValueError, match="envs"):
         CollectivePolicyConfig(envs=0)
 

@@ -7,6 +7,7 @@ import math
 import re
 
 from hps.cli.common import output_path, print_json, workload_arg
+from hps.config.limits import MAX_CHUNKS
 from hps.config.loaders import load_network
 from hps.config.paths import TOPOLOGIES, resolve_topology
 from hps.config.ranges import check_in_range
@@ -35,7 +36,7 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser("collective", help="simulate an All-Reduce on a multi-dimensional network")
     parser.add_argument("--network", default="3d-switch-8x8x8", help="network TOML file or shipped name")
     parser.add_argument("--size", default="1GiB", help="All-Reduce size in bytes (suffixes KiB, MiB, GiB)")
-    parser.add_argument("--chunks", type=int, default=64)
+    parser.add_argument("--chunks", type=int, default=64, help=f"All-Reduce chunks, 1 to {MAX_CHUNKS:,} (default: 64)")
     parser.add_argument("--policy", default="themis", choices=POLICY_CHOICES)
     parser.add_argument("--intra", default="scf", choices=("fifo", "scf"), help="intra-dimension discipline")
     parser.add_argument("--checkpoint", help="trained collective policy (for --policy learned)")
@@ -83,6 +84,8 @@ def run(args) -> int:
     from hps.collective import studies
 
     size = parse_size(args.size)
+    if not 1 <= args.chunks <= MAX_CHUNKS:
+        raise ConfigError("--chunks", "chunks", f"must be between 1 and {MAX_CHUNKS}, got {args.chunks}")
     plot = output_path(args.plot, "--plot")
     if args.policy == "learned" and not args.checkpoint:
         raise ConfigError(

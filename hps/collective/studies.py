@@ -10,7 +10,7 @@ from hps.collective.model.iteration import iteration_time
 from hps.collective.model.network import ideal_time, network_params
 from hps.collective.model.orders import policy_orders
 from hps.collective.model.simulator import simulate_allreduce, utilization
-from hps.config.limits import MAX_CHUNKS
+from hps.config.limits import chunks_bucket
 from hps.config.loaders import load_catalog, load_network
 from hps.config.paths import resolve_topology
 from hps.config.types import Network, ResourceType, Workload
@@ -29,14 +29,18 @@ SUITE_POLICIES = (
 def single_allreduce(network: Network, total_bytes: float, chunks: int, policy: str, scf: bool, orders=None):
     """({"time", "ideal_time", "utilization", "busy", "orders"}, SimResult) of one All-Reduce.
 
-    orders: (≥ chunks, 4) padded orders to use instead of the named policy's (e.g. a learned
-    policy's). The payload lists the real dimensions only (0-based), one list per chunk."""
+    total_bytes in bytes, 1 ≤ chunks ≤ MAX_CHUNKS. orders: (≥ chunks, 4) padded orders to use
+    instead of the named policy's (e.g. a learned policy's). The simulation runs over
+    chunks_bucket(chunks) padded chunks (256 up to 256 chunks, 1,024 up to 1,024). The payload
+    lists the real dimensions only (0-based), one list per chunk."""
     net = network_params(network)
     if orders is None:
         orders = policy_orders(policy, network, total_bytes, chunks, scf=scf)
-    elif orders.shape[0] < MAX_CHUNKS:  # rows past the chunk count are never read
-        orders = np.pad(np.asarray(orders), ((0, MAX_CHUNKS - orders.shape[0]), (0, 0)), mode="edge")
-    result = jax.device_get(simulate_allreduce(net, total_bytes, chunks, orders, scf))
+    rows = chunks_bucket(chunks)
+    orders = np.asarray(orders)[:rows]  # rows past the chunk count are never read
+    if orders.shape[0] < rows:
+        orders = np.pad(orders, ((0, rows - orders.shape[0]), (0, 0)), mode="edge")
+    result = jax.device_get(simulate_allreduce(net, total_bytes, chunks, orders, scf, max_chunks=rows))
     n_dims = len(network.dimensions)
     real_orders = [[int(d) for d in row if d < n_dims] for row in np.asarray(orders)[:chunks]]
     per_chunk = ("phase_start", "phase_end", "phase_dim", "chunk_end")

@@ -5,8 +5,9 @@ Two kinds of size limit, which differ on purpose:
 
 - What a configuration may hold (``MAX_*``): the loaders (or, for chunks, the job and
   ``--chunks`` checks) reject more with a ConfigError. Network dimensions and All-Reduce chunks
-  are also the padded shapes of every collective array, so their accepted maximum and their
-  padded size are one number. MAX_DIMENSION_SIZE, MAX_NETWORK_SIZE and MAX_UNITS bound the
+  are also the padded shapes of the collective arrays: a network or a chunk count is padded to
+  the least of a few buckets that holds it (DIMS_BUCKETS, CHUNK_BUCKETS), the largest of which
+  is the accepted maximum. MAX_DIMENSION_SIZE, MAX_NETWORK_SIZE and MAX_UNITS bound the
   counts the models compute exactly (step counts, int32 NPU counts, the replica scan); the
   loaders refuse more before anything is allocated. The ranges of every numeric value (bytes,
   FLOP, seconds, prices) live in ``hps.config.ranges``.
@@ -27,10 +28,6 @@ DIMS_BUCKETS = (4, 6)
 (padded dimensions have size 1 and take no part), so one compile serves every network of a
 bucket and networks of up to 4 dimensions keep their 4-wide shapes."""
 
-POLICY_DIMS = 4
-"""Dimensions the learned collective policy plans: its actions are the 4! = 24 orders of 4
-padded dimensions; a network with more is refused."""
-
 MAX_IN_FLIGHT = 8
 """Phases one network dimension serves at once (``in_flight``): the collective simulator keeps
 8 lanes per dimension, those past a dimension's in_flight never free."""
@@ -48,9 +45,22 @@ MAX_UNITS = 2**16
 """Units of one resource type (``max_units``): the replica counts k = 1..max_units the placement
 models provision."""
 
-MAX_CHUNKS = 256
-"""All-Reduce chunks: a job or ``--chunks`` asks for 1 to 256, and every chunk-order array has
-256 rows (rows past the chunk count are unused and add no load)."""
+MAX_CHUNKS = 1024
+"""All-Reduce chunks: a job or ``--chunks`` asks for 1 to 1,024. Chunk-order arrays are padded
+to the chunk bucket of the count (`chunks_bucket`), not to this maximum."""
+
+CHUNK_BUCKETS = (256, 1024)
+"""The padded rows of chunk-order arrays (and of the simulator's per-chunk arrays): a count C is
+padded to the least bucket that holds it, so an All-Reduce of up to 256 chunks keeps its 256-row
+arrays (and their cost) and only 257 to 1,024 chunks use 1,024 rows. Rows past C are unused
+and add no load; each bucket compiles once."""
+
+
+def chunks_bucket(n_chunks: int) -> int:
+    """The padded rows (256 or 1,024) of the chunk-order arrays of an All-Reduce in `n_chunks`
+    chunks: the least of CHUNK_BUCKETS that is at least n_chunks; ValueError past MAX_CHUNKS."""
+    return policy_bucket(n_chunks, CHUNK_BUCKETS)
+
 
 MAX_WORKLOAD_LAYERS = 4096
 """Layers a workload file may hold (``[[layer]]`` tables)."""

@@ -15,7 +15,7 @@ results (internal units; L ≤ 4,096 layers, T ≤ 32 types, k ≤ 65,536 units)
 - a feasible plan's cost is at most Σ_t max_units_t · price_t · N / R / 3600 ≤ 32 · 65,536 ·
   1e9 · 1e16 / 1e-6 / 3600 ≈ 6e33 $, and at least 1e-6 $/h · 1 sample · 1e-18 s / 3600 ≈ 3e-28 $;
 - an All-Reduce phase takes at most 65,535 steps · 1,000 s + 1e18 B / 1.07 B/s ≈ 1e18 s, and its
-  bandwidth term is at least 1 B / 256 chunks / 2^30 NPUs / 1.07e15 B/s ≈ 3e-27 s.
+  bandwidth term is at least 1 B / 1,024 chunks / 2^30 NPUs / 1.07e15 B/s ≈ 8.5e-28 s.
 
 This module imports only the limits, the config types and the errors, so every layer of hps may
 import it.
@@ -91,7 +91,7 @@ RANGES: dict[str, Range] = {
     "throughput": Range(1e-6, 1e15, "samples/s", "a sample per 11 days to a quadrillion per second"),
     "samples": Range(1.0, 1e16, "samples", "ten quadrillion samples to train"),
     "micro_batches": Range(1, 1e12, "micro-batches", "a trillion per iteration; inf: no bubble", infinite=True),
-    "chunks": Range(1, MAX_CHUNKS, "chunks", "the rows of every chunk-order array"),
+    "chunks": Range(1, MAX_CHUNKS, "chunks", "orders pad to 256 rows up to 256 chunks, to 1,024 rows past"),
     # collectives (hps collective)
     "collective_bytes": Range(1.0, 1e18, "bytes", "an exabyte in one All-Reduce"),
     "batch_per_npu": BATCH,

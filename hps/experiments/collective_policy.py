@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from hps.config.limits import MAX_CHUNKS, chunks_bucket
 from hps.errors import ConfigError
 from hps.experiments.base import ExperimentConfig, Summary, register_experiment_kind
 from hps.experiments.figures import grouped_bars
@@ -52,8 +53,10 @@ class CollectivePolicyConfig(ExperimentConfig):
         for i, setting in enumerate(self.suite):
             ok = isinstance(setting, tuple) and len(setting) == 2 and isinstance(setting[0], (int, float))
             ok = ok and setting[0] > 0 and isinstance(setting[1], tuple) and len(setting[1]) > 0
-            if not (ok and all(isinstance(c, int) and 1 <= c <= 64 for c in setting[1])):
-                raise ValueError(f"suite[{i}]: must be (bytes > 0, (chunk counts in 1..64, ...)), got {setting!r}")
+            if not (ok and all(isinstance(c, int) and 1 <= c <= MAX_CHUNKS for c in setting[1])):
+                raise ValueError(
+                    f"suite[{i}]: must be (bytes > 0, (chunk counts in 1..{MAX_CHUNKS}, ...)), got {setting!r}"
+                )
 
 
 def train_config(config: CollectivePolicyConfig):
@@ -144,6 +147,7 @@ def evaluate(config: CollectivePolicyConfig, what: str, size: float = 0.0, chunk
 
     from hps.collective.agent.checkpoint import load_policy
     from hps.collective.agent.evaluation import evaluate_instances, evaluate_suite
+    from hps.collective.env.env import CollectiveEnv
     from hps.collective.env.generator import HELDOUT_NETWORKS, generate_collectives
 
     policy, params, _ = load_policy(config.policy_dir)
@@ -152,6 +156,8 @@ def evaluate(config: CollectivePolicyConfig, what: str, size: float = 0.0, chunk
         instances = generate_collectives(jax.random.PRNGKey(HELDOUT_KEY), config.heldout, HELDOUT_NETWORKS)
         held = evaluate_instances(policy, params, env, instances)
         return {"mean": held["mean"], "wins": held["wins"], "losses": held["losses"]}
+    if max(chunks) > env.max_chunks:  # the policy has no chunk limit of its own
+        env = CollectiveEnv(chunks_bucket(max(chunks)), env.scf)
     suite = evaluate_suite(policy, params, env, network_paths(config.networks), (size,), chunks)
     return {
         "size_bytes": size,

@@ -7,8 +7,7 @@ import os
 from hps.collective.agent.evaluation import learned_orders
 from hps.collective.agent.train import COLLECTIVE
 from hps.collective.env.generator import collective_instance
-from hps.config.limits import POLICY_DIMS
-from hps.errors import ConfigError
+from hps.config.limits import chunks_bucket
 from hps.rl import checkpoint
 
 
@@ -19,17 +18,10 @@ def load_policy(path: str | os.PathLike, step: int | None = None):
 
 
 def checkpoint_orders(checkpoint, network, size_bytes: float, chunks: int):
-    """(max_chunks, D) orders the collective policy saved in `checkpoint` (a run folder or its
-    checkpoints/) picks for one All-Reduce of size_bytes in `chunks` chunks on `network`."""
-    if len(network.dimensions) > POLICY_DIMS:
-        raise ConfigError(
-            "--network",
-            "dimension",
-            f"the learned collective policy plans networks of up to {POLICY_DIMS} dimensions; "
-            f"{network.name!r} has {len(network.dimensions)} (use --policy themis or best-fixed)",
-        )
-    policy, params, spec = load_policy(checkpoint)
-    max_chunks = spec["train"]["max_chunks"]
-    if chunks > max_chunks:
-        raise ConfigError("--chunks", "chunks", f"the policy was trained for at most {max_chunks} chunks, got {chunks}")
-    return learned_orders(policy, params, collective_instance(network, size_bytes, chunks), max_chunks=max_chunks)
+    """(chunks_bucket(chunks), D) orders the collective policy saved in `checkpoint` (a run
+    folder or its checkpoints/) picks for one All-Reduce of size_bytes in `chunks` chunks on
+    `network` (any network and chunk count the loaders accept: the policy has no size of its
+    own); rows past the chunk count are the identity."""
+    policy, params, _ = load_policy(checkpoint)
+    instance = collective_instance(network, size_bytes, chunks)
+    return learned_orders(policy, params, instance, max_chunks=chunks_bucket(chunks))

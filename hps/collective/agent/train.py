@@ -185,7 +185,7 @@ def heldout_metrics(config: CollectiveTrainConfig, count: int = 128):
     policy, env = CollectivePolicyFunctions(config.policy), config.env()
 
     def evaluate(params):
-        mean = evaluate_instances(policy, params, env, instances)["mean"]
+        mean = evaluate_instances(policy, params, env, instances, fixed=False)["mean"]
         return {"eval_utilization": mean["learned"], "eval_themis_utilization": mean["themis"]}
 
     return evaluate

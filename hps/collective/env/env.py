@@ -3,19 +3,20 @@
     obs, state = env.reset(key, instance)
     obs, state, reward, done, info = env.step(key, state, action, instance)
 
-One step per chunk, in chunk order; the action is an index into PERMUTATIONS (D! = 24 orders of
-the D = 4 padded dimensions), the chunk's Reduce-Scatter order (All-Gather runs it reversed).
-`obs.action_mask` keeps one canonical permutation per distinct order of the dimensions that take
-part (`collective_features.canonical_mask`); a masked action is still played as given, and only
-its order of the active dimensions matters. The state tracks each dimension's load as Themis's
-greedy does (`chunk_loads`), so the observation shows the loads and Themis's own choice.
+One step per chunk, in chunk order; the action is the chunk's Reduce-Scatter order (All-Gather
+runs it reversed): a permutation (D,) int32 of the network's D padded dimensions (4 or 6). Only
+its order of the active dimensions (size > 1) matters, so the env keeps the canonical order
+(`features.canonical_order`: the active ones as given, then the size-1 ones in index order).
+The state tracks each dimension's load as Themis's greedy does (`chunk_loads`), so the
+observation shows the loads and Themis's own order for the chunk.
 
 After the last real chunk the whole collective is simulated with the chosen orders and the
 intra-dimension discipline of the env (SCF by default) by the jitted event-driven simulator,
 and the reward is −T / T_ideal (so utilization = −1 / reward); earlier rewards are 0. The episode
 then auto-resets by select. Instances (`CollectiveInstance`) are the env params, so one compiled
-step serves any network, size and chunk count under `vmap`; every shape is fixed by the env's
-static max_chunks. `reset` is deterministic; the keys are accepted for the common interface.
+step serves any network, size and chunk count of one padded width under `vmap`; the chunk rows
+are fixed by the env's static max_chunks. `reset` is deterministic; the keys are accepted for
+the common interface.
 
 Under `vmap`, `step` runs the simulation on every step (a select, not a branch). Rollouts that
 play whole episodes use `advance` (dynamics and auto-reset, no simulation) and `final_reward`
@@ -38,35 +39,38 @@ from hps.rl.env import Environment
 @struct.dataclass
 class CollectiveState:
     """chunk: index of the next chunk to order (int32). load (D,) s: the bandwidth time the
-    ordered chunks put on each dimension (Themis's fluid load). actions (max_chunks,) int32:
-    the permutation chosen for each ordered chunk, −1 for the rest."""
+    ordered chunks put on each dimension (Themis's fluid load). orders (max_chunks, D) int32:
+    the canonical order of each ordered chunk, the identity for the rest."""
 
     chunk: jnp.ndarray
     load: jnp.ndarray
-    actions: jnp.ndarray
+    orders: jnp.ndarray
 
 
 @struct.dataclass
 class CollectiveObs:
-    """Fixed-shape observation (D = 4, K = 24; see `collective_features`): dim_features
-    (D, F_D), dim_mask (D,) (dimensions of size > 1), step_features (K, D, F_S) and perm_features
-    (K, F_P) of each candidate permutation, global_features (F_G,), action_mask (K,),
-    themis_action () int32 (Themis's canonical choice for this chunk), chunk () int32."""
+    """Fixed-shape observation of one chunk (D padded dimensions; `features`): dim_features
+    (D, F_D), dim_mask (D,) (dimensions of size > 1), global_features (F_G,); what the decoder's
+    position features need: size (D,) float32 NPUs, bandwidth (D,) bytes/s, latency (D,) s (a
+    chunk's latency on each dimension), load and busy (D,) s, scale (3,) = (chunk bytes, c_ideal
+    s, T_ideal s); themis_order (D,) int32 (Themis's canonical order for this chunk); chunk ()."""
 
     dim_features: jnp.ndarray
     dim_mask: jnp.ndarray
-    step_features: jnp.ndarray
-    perm_features: jnp.ndarray
     global_features: jnp.ndarray
-    action_mask: jnp.ndarray
-    themis_action: jnp.ndarray
+    size: jnp.ndarray
+    bandwidth: jnp.ndarray
+    latency: jnp.ndarray
+    load: jnp.ndarray
+    busy: jnp.ndarray
+    scale: jnp.ndarray
+    themis_order: jnp.ndarray
     chunk: jnp.ndarray
 
 
-def orders_of(actions):
-    """(max_chunks, D) int32 orders of permutation indices (max_chunks,) (−1: identity)."""
-    perms = features.permutations()
-    return jnp.where(actions[:, None] >= 0, perms[jnp.maximum(actions, 0)], perms[0])
+def identity_orders(max_chunks: int, n_dims: int):
+    """(max_chunks, D) int32: every row 0..D−1."""
+    return jnp.tile(jnp.arange(n_dims, dtype=jnp.int32), (max_chunks, 1))
 
 
 class CollectiveEnv(Environment):
@@ -84,33 +88,30 @@ class CollectiveEnv(Environment):
     def __hash__(self):
         return hash((type(self).__name__, self.max_chunks, self.scf))
 
-    @property
-    def num_actions(self) -> int:
-        return int(features.PERMUTATIONS.shape[0])
-
     def initial_state(self, instance: CollectiveInstance) -> CollectiveState:
+        n_dims = instance.net.size.shape[-1]
         return CollectiveState(
             chunk=jnp.int32(0),
             load=jnp.zeros_like(instance.net.bandwidth),
-            actions=jnp.full((self.max_chunks,), -1, jnp.int32),
+            orders=identity_orders(self.max_chunks, n_dims),
         )
 
     def observe(self, chunk, load, instance: CollectiveInstance) -> CollectiveObs:
         """The observation at chunk `chunk` with loads `load` (D,) s (all a decision needs;
-        rollouts keep only these two per step and rebuild observations for the update)."""
+        rollouts keep only these two per step)."""
         net = instance.net
-        active = net.size > 1
-        chunk_bytes, _ = features.chunk_times(instance)
-        themis = features.themis_action(load, chunk_bytes, net)
-        step, perm = features.candidate_features(instance, load, chunk, themis)
+        chunk_bytes, c_ideal = features.chunk_times(instance)
         return CollectiveObs(
             dim_features=features.dim_features(instance, load, chunk),
-            dim_mask=active,
-            step_features=step,
-            perm_features=perm,
+            dim_mask=net.size > 1,
             global_features=features.global_features(instance, chunk),
-            action_mask=features.canonical_mask(active),
-            themis_action=themis,
+            size=net.size.astype(jnp.float32),
+            bandwidth=net.bandwidth,
+            latency=features.chunk_latency(net),
+            load=load,
+            busy=features.busy(load, chunk, net),
+            scale=jnp.stack([chunk_bytes, c_ideal, jnp.maximum(instance.ideal, features._TINY)]),
+            themis_order=features.themis_canonical(load, chunk_bytes, net),
             chunk=jnp.asarray(chunk, jnp.int32),
         )
 
@@ -124,47 +125,45 @@ class CollectiveEnv(Environment):
     def advance(self, state: CollectiveState, action, instance: CollectiveInstance):
         """`step` without the simulation, for rollouts that score whole episodes: order the
         current chunk and auto-reset after the last real chunk. Returns (obs, next_state, done,
-        finished_actions): the finished episode's (or so far) actions (max_chunks,), before any
+        finished_orders): the finished episode's (or so far) orders (max_chunks, D), before any
         reset."""
         new_state, done = self.transition(state, action, instance)
         next_state = self.auto_reset(None, done, new_state, instance)
-        return self.observation(next_state, instance), next_state, done, new_state.actions
+        return self.observation(next_state, instance), next_state, done, new_state.orders
 
     def transition(self, state: CollectiveState, action, instance: CollectiveInstance):
-        """(state after ordering the current chunk by permutation `action` (clipped to
-        0..K−1), done after the last real chunk)."""
-        action = jnp.clip(jnp.asarray(action, jnp.int32), 0, self.num_actions - 1)
+        """(state after ordering the current chunk by `action` (D,) int32, a permutation of the
+        padded dimensions; done after the last real chunk)."""
         net = instance.net
+        order = features.canonical_order(jnp.asarray(action, jnp.int32), net.size > 1)
         chunk_bytes, _ = features.chunk_times(instance)
-        order = features.permutations()[action]
         chunk = jnp.minimum(state.chunk, self.max_chunks - 1)
         new_state = CollectiveState(
             chunk=state.chunk + 1,
             load=state.load + chunk_loads(order, chunk_bytes, net.size, net.bandwidth),
-            actions=state.actions.at[chunk].set(action),
+            orders=state.orders.at[chunk].set(order),
         )
         done = new_state.chunk >= jnp.minimum(instance.n_chunks, self.max_chunks)
         return new_state, done
 
-    def simulate(self, actions, instance: CollectiveInstance):
-        """SimResult of the collective when chunk c uses permutation actions[c] (max_chunks,)."""
-        orders = orders_of(actions)
+    def simulate(self, orders, instance: CollectiveInstance):
+        """SimResult of the collective when chunk c uses orders[c] ((max_chunks, D) int32)."""
         return simulate_allreduce(
             instance.net, instance.total_bytes, instance.n_chunks, orders, self.scf, max_chunks=self.max_chunks
         )
 
-    def final_reward(self, actions, instance: CollectiveInstance):
-        """(reward −T / T_ideal, completion time T s) of a finished episode's actions."""
-        time = self.simulate(actions, instance).time
+    def final_reward(self, orders, instance: CollectiveInstance):
+        """(reward −T / T_ideal, completion time T s) of a finished episode's orders."""
+        time = self.simulate(orders, instance).time
         return -time / jnp.maximum(instance.ideal, features._TINY), time
 
     def step_env(self, key, state: CollectiveState, action, instance: CollectiveInstance):
-        """Order the current chunk; returns (state, reward, done, info). info: "actions"
-        (max_chunks,) of the episode that just ended (or so far), "time" (s) and
+        """Order the current chunk; returns (state, reward, done, info). info: "orders"
+        (max_chunks, D) of the episode that just ended (or so far), "time" (s) and
         "utilization" (T_ideal / T) of those orders (meaningful where done). Under `vmap` the
         simulation runs on every step (a select, not a branch)."""
         del key
         new_state, done = self.transition(state, action, instance)
-        reward, time = self.final_reward(new_state.actions, instance)
-        info = {"actions": new_state.actions, "time": time, "utilization": -1.0 / reward}
+        reward, time = self.final_reward(new_state.orders, instance)
+        info = {"orders": new_state.orders, "time": time, "utilization": -1.0 / reward}
         return new_state, jnp.where(done, reward, 0.0), done, info

@@ -1,7 +1,7 @@
 """Random collective instances: a network, a collective size and a chunk count (the
 CollectiveEnv *params*). Keyed, pure jnp, jit- and vmap-able.
 
-A network has D ∈ [min_dims, max_dims] real dimensions (the first D slots of POLICY_DIMS = 4; the
+A network has D ∈ [min_dims, max_dims] real dimensions (the first D of MAX_DIMS = 6 slots; the
 rest are size-1 padding), each with a size uniform in [min_size, max_size], a bandwidth
 log-uniform in [bandwidth_low, bandwidth_high] GiB/s, a latency uniform in [0, latency_high] s
 per step and any algorithm. The collective moves S bytes, log-uniform in [bytes_low,
@@ -9,8 +9,8 @@ bytes_high], in C chunks, C log-uniform in [min_chunks, max_chunks + 1) rounded 
 in the range occurs, small counts more often). Training batches may stratify C instead
 (`stratified_chunks`), which fixes a batch's total number of decisions.
 
-Splits differ in salt AND ranges: `TRAIN_NETWORKS` (1–4 dims, sizes 2–16, 1 MiB–1 GiB) trains;
-`HELDOUT_NETWORKS` (2–4 dims, sizes 2–32, 1 MiB–4 GiB, its own salt) is for evaluation only.
+Splits differ in salt AND ranges: `TRAIN_NETWORKS` (2–6 dims, sizes 2–16, 1 MiB–1 GiB) trains;
+`HELDOUT_NETWORKS` (3–6 dims, sizes 2–32, 1 MiB–4 GiB, its own salt) is for evaluation only.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from hps.collective.model.network import (
     ideal_time,
     network_params,
 )
-from hps.config.limits import MAX_CHUNKS, MAX_DIMENSION_SIZE, MAX_NETWORK_SIZE, POLICY_DIMS
+from hps.config.limits import MAX_CHUNKS, MAX_DIMENSION_SIZE, MAX_DIMS, MAX_NETWORK_SIZE
 from hps.config.types import ALGORITHMS, Network
 from hps.config.validation import GIB, MIB, check_range
 from hps.rl.env import traced_bounds
@@ -40,8 +40,8 @@ class NetworkSplit:
     salt is folded into every key, so two splits never share an instance."""
 
     name: str
-    min_dims: int = 1
-    max_dims: int = POLICY_DIMS
+    min_dims: int = 2
+    max_dims: int = MAX_DIMS
     min_size: int = 2
     max_size: int = 16
     bandwidth_low_GiBps: float = 1.0
@@ -54,7 +54,7 @@ class NetworkSplit:
     salt: int = 0
 
     def __post_init__(self):
-        check_range(self, "dims", self.min_dims, self.max_dims, least=1, most=POLICY_DIMS)
+        check_range(self, "dims", self.min_dims, self.max_dims, least=1, most=MAX_DIMS)
         check_range(self, "sizes", self.min_size, self.max_size, least=2, most=MAX_DIMENSION_SIZE)
         if self.max_size**self.max_dims > MAX_NETWORK_SIZE:  # the int32 NPU count of the largest network drawn
             raise ValueError(f"max_size ** max_dims must be at most {MAX_NETWORK_SIZE:,} NPUs: {self}")
@@ -83,7 +83,7 @@ class NetworkBounds:
 
 
 TRAIN_NETWORKS = NetworkSplit("train", salt=0)
-HELDOUT_NETWORKS = NetworkSplit("heldout", min_dims=2, max_size=32, bytes_high=4.0 * GIB, salt=1)
+HELDOUT_NETWORKS = NetworkSplit("heldout", min_dims=3, max_size=32, bytes_high=4.0 * GIB, salt=1)
 
 
 @struct.dataclass
@@ -99,9 +99,9 @@ class CollectiveInstance:
 
 def collective_instance(net: NetworkParams | Network, total_bytes, n_chunks) -> CollectiveInstance:
     """The env params of one All-Reduce of total_bytes in n_chunks chunks on `net` (a typed
-    Network, padded to POLICY_DIMS, or NetworkParams)."""
+    Network, padded to its dimension bucket, or NetworkParams)."""
     if isinstance(net, Network):
-        net = network_params(net, POLICY_DIMS)
+        net = network_params(net)
     total_bytes = jnp.asarray(total_bytes, jnp.float32)
     return CollectiveInstance(net, total_bytes, jnp.asarray(n_chunks, jnp.int32), ideal_time(net, total_bytes))
 
@@ -117,11 +117,11 @@ def log_scale(u, low, high):
 
 
 def random_network(u, split: NetworkSplit | NetworkBounds = TRAIN_NETWORKS) -> NetworkParams:
-    """One random network of `split` from uniforms u (5, POLICY_DIMS) in [0, 1) (rows: dimension
+    """One random network of `split` from uniforms u (5, MAX_DIMS) in [0, 1) (rows: dimension
     count (first entry), sizes, bandwidths, latencies, algorithms): real dimensions first, size-1
     padding after. One draw of uniforms per instance keeps the generator cheap to compile."""
     n_dims = uniform_int(u[0, 0], split.min_dims, split.max_dims)
-    real = jnp.arange(POLICY_DIMS) < n_dims
+    real = jnp.arange(MAX_DIMS) < n_dims
     size = uniform_int(u[1], split.min_size, split.max_size)
     bandwidth = log_scale(u[2], split.bandwidth_low_GiBps, split.bandwidth_high_GiBps) * GIB
     latency = u[3] * split.latency_high_s
@@ -131,7 +131,7 @@ def random_network(u, split: NetworkSplit | NetworkBounds = TRAIN_NETWORKS) -> N
         bandwidth=jnp.where(real, bandwidth, 1.0).astype(jnp.float32),
         latency=jnp.where(real, latency, 0.0).astype(jnp.float32),
         algorithm=jnp.where(real, algorithm, 0).astype(jnp.int32),
-        in_flight=jnp.ones((POLICY_DIMS,), jnp.int32),
+        in_flight=jnp.ones((MAX_DIMS,), jnp.int32),
         lanes=1,
     )
 
@@ -155,7 +155,7 @@ def stratified_chunks(count: int, split: NetworkSplit) -> np.ndarray:
 def generate_collective(key, split: NetworkSplit | NetworkBounds = TRAIN_NETWORKS, chunks=None) -> CollectiveInstance:
     """One random instance of `split` (the split's numbers may be traced); `chunks`, when
     given, replaces the drawn chunk count."""
-    u = jax.random.uniform(jax.random.fold_in(key, split.salt), (6, POLICY_DIMS))
+    u = jax.random.uniform(jax.random.fold_in(key, split.salt), (6, MAX_DIMS))
     net = random_network(u[:5], split)
     total_bytes = log_scale(u[5, 0], split.bytes_low, split.bytes_high)
     chunks = draw_chunks(u[5, 1], split) if chunks is None else jnp.asarray(chunks, jnp.int32)

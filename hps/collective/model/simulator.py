@@ -23,7 +23,7 @@ from flax import struct
 
 from hps.collective.model.network import NetworkParams, ideal_time, steps_per_phase_codes
 from hps.collective.model.themis import ag_seconds, rs_seconds
-from hps.config.limits import MAX_CHUNKS, MAX_IN_FLIGHT
+from hps.config.limits import MAX_IN_FLIGHT
 
 
 @struct.dataclass
@@ -297,9 +297,16 @@ def equal_chunks(total_bytes, n_chunks, max_chunks):
 
 
 @partial(jax.jit, static_argnames="max_chunks")
-def simulate_allreduce(net: NetworkParams, total_bytes, n_chunks, orders, scf, max_chunks=MAX_CHUNKS):
-    """One All-Reduce of S = total_bytes in C = n_chunks ≤ max_chunks equal chunks, all released
-    at 0. orders (≥ max_chunks, D) int32 (rows ≥ C unused). Returns SimResult."""
+def simulate_allreduce(net: NetworkParams, total_bytes, n_chunks, orders, scf, max_chunks: int | None = None):
+    """One All-Reduce of S = total_bytes (bytes) in C = n_chunks ≤ max_chunks equal chunks, all
+    released at 0. orders (≥ max_chunks, D) int32 (rows ≥ C unused). max_chunks (static): the
+    padded chunk count the simulation runs over (its C·2D decisions); None: the rows of orders,
+    which the policies pad to the chunk bucket of C (256 rows up to 256 chunks, 1,024 up to
+    1,024). Returns SimResult, per-chunk arrays (max_chunks, ...)."""
+    if max_chunks is None:
+        max_chunks = orders.shape[0]
+    if orders.shape[0] < max_chunks:
+        raise ValueError(f"orders have {orders.shape[0]} rows, fewer than max_chunks {max_chunks}")
     chunk_bytes, mask = equal_chunks(total_bytes, n_chunks, max_chunks)
     release = jnp.zeros((max_chunks,), jnp.float32)
     return simulate(net, chunk_bytes, release, orders[:max_chunks], mask, scf)

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from hps.collective.model.loads import LOAD_TIE_RTOL, THEMIS_GAP_FRACTION
-from hps.config.limits import MAX_CHUNKS
+from hps.config.limits import CHUNK_BUCKETS, chunks_bucket
 
 
 def rs_seconds(size_bytes, dim_size, bandwidth):
@@ -82,13 +83,30 @@ def themis_order(load, chunk_bytes, sizes, bandwidths):
     return jnp.where(below, baseline, order)
 
 
-def collective_orders(sizes, bandwidths, total_bytes, n_chunks, use_themis):
+def padded_chunks(n_chunks, max_chunks: int | None = None) -> int:
+    """The static padded chunk count (rows of chunk-order arrays) for C = n_chunks chunks:
+    max_chunks itself when given; else chunks_bucket(C) (256 up to 256 chunks, 1,024 up to
+    1,024; ValueError past) when C is a concrete number (a Python or numpy int, a concrete
+    array); else, C being traced (under jit or vmap), the smallest bucket, 256: a traced count
+    past 256 needs an explicit max_chunks."""
+    if max_chunks is not None:
+        return int(max_chunks)
+    if isinstance(n_chunks, jax.core.Tracer):
+        return CHUNK_BUCKETS[0]
+    return chunks_bucket(int(np.asarray(n_chunks)))
+
+
+def collective_orders(sizes, bandwidths, total_bytes, n_chunks, use_themis, max_chunks: int | None = None):
     """Orders for every chunk and the resulting per-dimension loads.
 
-    sizes (D,) int, bandwidths (D,) bytes/s, total_bytes: collective size S, n_chunks: C ≤
-    MAX_CHUNKS (traced), use_themis: bool (traced; False gives the baseline order).
-    Returns (orders (MAX_CHUNKS, D) int32, loads (D,) seconds); rows ≥ C are unused and add no load.
+    sizes (D,) int, bandwidths (D,) bytes/s, total_bytes: collective size S (bytes), n_chunks:
+    C (traced or not), use_themis: bool (traced; False gives the baseline order), max_chunks:
+    the static rows of the orders, C ≤ max_chunks (None: `padded_chunks`, the chunk bucket of
+    a concrete C, 256 for a traced one). Returns (orders (max_chunks, D) int32, loads (D,)
+    seconds); rows ≥ C are unused and add no load. The loads count all C chunks whatever
+    max_chunks is (only the orders of chunks ≥ max_chunks are not kept).
     """
+    rows = padded_chunks(n_chunks, max_chunks)
     n_dims = sizes.shape[0]
     chunk_bytes = total_bytes / n_chunks
     baseline = jnp.arange(n_dims, dtype=jnp.int32)
@@ -98,9 +116,9 @@ def collective_orders(sizes, bandwidths, total_bytes, n_chunks, use_themis):
         greedy = themis_order(load, chunk_bytes, sizes, bandwidths)
         order = jnp.where(use_themis, greedy, baseline)
         load = load + chunk_loads(order, chunk_bytes, sizes, bandwidths)
-        return load, orders.at[index].set(order)
+        return load, orders.at[index].set(order, mode="drop")
 
     load0 = jnp.zeros((n_dims,), jnp.float32)
-    orders0 = jnp.tile(baseline, (MAX_CHUNKS, 1))
+    orders0 = jnp.tile(baseline, (rows, 1))
     loads, orders = jax.lax.fori_loop(0, n_chunks, one_chunk, (load0, orders0))
     return orders, loads

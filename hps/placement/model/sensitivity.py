@@ -17,14 +17,15 @@ Memory and max_units only decide provisioning, which is held fixed, so they are 
 
 from __future__ import annotations
 
+from functools import partial
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
 from hps.collective.model.network import steps_per_phase_codes
-from hps.collective.model.themis import chunk_loads, collective_orders
-from hps.config.limits import MAX_CHUNKS
+from hps.collective.model.themis import chunk_loads, collective_orders, padded_chunks
 from hps.config.types import Catalog
 from hps.errors import ConfigError
 from hps.placement.model.allreduce import used_sizes
@@ -56,7 +57,8 @@ FIGURES = tuple(name for name, _ in TYPE_FIGURES + NETWORK_FIGURES)
 class FixedPlan:
     """One schedule's stages with provisioning held fixed, each (L,) per layer, valid at stage
     ends: types (int32), first layer of the stage, ends (bool), replicas k (float32, 1 off the
-    ends) and used network sizes (L, D) int32; orders (L, MAX_CHUNKS, D) int32 chunk orders."""
+    ends) and used network sizes (L, D) int32; orders (L, R, D) int32 chunk orders, R the
+    chunk bucket of the job's chunk count (256 rows up to 256 chunks, 1,024 up to 1,024)."""
 
     types: jnp.ndarray
     first: jnp.ndarray
@@ -71,9 +73,20 @@ def figures_of(params: PlacementParams) -> dict:
     return {name: getattr(params, name) for name in FIGURES}
 
 
-@jax.jit
-def fix_plan(params: PlacementParams, schedule) -> tuple[FixedPlan, jnp.ndarray, jnp.ndarray, jnp.ndarray]:
-    """(plan, feasible, cost $, reason code) of one schedule (L,) int under the exact model."""
+def fix_plan(
+    params: PlacementParams, schedule, max_chunks: int | None = None
+) -> tuple[FixedPlan, jnp.ndarray, jnp.ndarray, jnp.ndarray]:
+    """(plan, feasible, cost $, reason code) of one schedule (L,) int under the exact model.
+
+    max_chunks: the static rows R of the plan's chunk orders, at least params.chunks; None:
+    the chunk bucket of params.chunks (read from the concrete params: 256 for a job of up to
+    256 chunks, 1,024 up to 1,024; 256 when params is traced)."""
+    return _fix_plan(params, schedule, padded_chunks(params.chunks, max_chunks))
+
+
+@partial(jax.jit, static_argnames="max_chunks")
+def _fix_plan(params: PlacementParams, schedule, max_chunks: int):
+    """fix_plan with a resolved static max_chunks."""
     result = evaluate_schedules(params, schedule[None].astype(jnp.int32))
     types = jnp.where(params.layer_mask, schedule.astype(jnp.int32), 0)
     first, ends = _stage_structure(types[None], params.layer_mask)
@@ -81,7 +94,9 @@ def fix_plan(params: PlacementParams, schedule) -> tuple[FixedPlan, jnp.ndarray,
     used = jax.vmap(used_sizes)(params.net_size[types], replicas)
 
     def orders_of(used_sizes_, bandwidth):
-        return collective_orders(used_sizes_, bandwidth, jnp.float32(1.0), params.chunks, params.use_themis)[0]
+        return collective_orders(
+            used_sizes_, bandwidth, jnp.float32(1.0), params.chunks, params.use_themis, max_chunks
+        )[0]
 
     orders = jax.vmap(orders_of)(used, params.net_bandwidth[types])
     plan = FixedPlan(types, first[0], ends[0], replicas.astype(jnp.float32), used, orders)
@@ -89,10 +104,11 @@ def fix_plan(params: PlacementParams, schedule) -> tuple[FixedPlan, jnp.ndarray,
 
 
 def allreduce_fixed_orders(orders, used, bandwidth, latency, algorithm, chunks):
-    """(alpha s/byte, beta s) of one stage's network (D,) arrays with its chunk orders fixed:
-    alpha = max_d of the chunks' summed bandwidth time per byte, beta = Σ_d 2·steps_d·latency_d."""
+    """(alpha s/byte, beta s) of one stage's network (D,) arrays with its chunk orders (R, D)
+    fixed (rows ≥ chunks unused): alpha = max_d of the chunks' summed bandwidth time per byte,
+    beta = Σ_d 2·steps_d·latency_d."""
     per_chunk = jax.vmap(chunk_loads, in_axes=(0, None, None, None))(orders, 1.0 / chunks, used, bandwidth)
-    live = (jnp.arange(MAX_CHUNKS) < chunks)[:, None]
+    live = (jnp.arange(orders.shape[0]) < chunks)[:, None]
     alpha = jnp.max(jnp.sum(jnp.where(live, per_chunk, 0.0), axis=0))
     beta = jnp.sum(2.0 * steps_per_phase_codes(algorithm, used) * latency)
     return alpha, beta
