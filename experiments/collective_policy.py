@@ -2,7 +2,8 @@
 18 chunks of 10 updates of 256 episodes (about two minutes on 2 CPU cores), then compare its
 greedy decoding with Themis, the baseline order and the best fixed permutation, all with SCF, by
 mean bandwidth utilization on 512 held-out networks and on the topology suite (topologies/
-networks/, at 1 GiB in 64 chunks and at 64 MiB in 16 and 64 chunks), with the suite per network.
+networks/, at 1 GiB in 64 chunks, at 64 MiB in 16 and 64 chunks, and at 1 GiB in 1,024 chunks, 16
+times the most the policy trained on), with the suite per network.
 
     hps run experiments/collective_policy.py
 
@@ -20,6 +21,6 @@ def config() -> CollectivePolicyConfig:
         envs=256,
         hidden=64,
         heldout=512,
-        suite=((2.0**30, (64,)), (2.0**26, (16, 64))),
+        suite=((2.0**30, (64,)), (2.0**26, (16, 64)), (2.0**30, (1024,))),
         policy_dir="runs/collective-policy-study",
     )

@@ -18,18 +18,23 @@ WIDE = InstanceSplit("at-scale-test", 40, 48, 7, 9, salt=5)
 def test_no_planner_beats_the_proven_optimum_and_best_of_includes_greedy():
     policy = PolicyFunctions(PolicySpec(hidden=16))
     params = policy.init(jax.random.PRNGKey(0))
-    found = compare_at_scale(policy, params, WIDE, count=3, samples=8, seconds=30.0)
+    found = compare_at_scale(policy, params, WIDE, count=3, samples=8, seconds=30.0, budget=256)
     rows, summary = found["rows"], found["summary"]
     assert summary["instances"] == 3 and summary["proven_optimal"] >= 1
+    assert set(PLANNERS) <= set(summary)  # 48 layers at 16 types: the segment table fits, every planner ran
     for row in rows:
         assert 40 <= row["layers"] <= 48 and 7 <= row["types"] <= 9
         assert row["policy"] <= row["policy_greedy"] * (1 + 1e-9)
+        assert row["policy_refined"] <= row["policy"] * (1 + 1e-5)  # stage moves only improve
+        assert row["climb"] <= row["single"] * (1 + 1e-5)  # the climb starts at the best single type
         if math.isfinite(row["exact"]) and row["exact_gap"] == 0.0:
-            for name in PLANNERS:  # the single-type figure is float32, the others float64
+            for name in PLANNERS:  # float32 jnp figures, float64 numpy ones
                 assert row[name] >= row["exact"] * (1 - 1e-5), name
     for name in PLANNERS:
         if summary[name]["feasible"] > 0:
             assert summary[name]["mean"] >= 1 - 1e-5 and summary[name]["worst"] >= summary[name]["mean"]
+            timed = name not in ("policy_greedy", "single")  # the greedy plan is one of the policy's, single is free
+            assert summary[name]["seconds"] > 0 if timed else math.isnan(summary[name]["seconds"])
 
 
 def test_summary_by_hand():
@@ -72,6 +77,8 @@ def test_summary_by_hand():
     assert s["policy"]["p95"] == pytest.approx(np.percentile([1.1, 1.0], 95))
     assert s["policy_greedy"]["mean"] == pytest.approx(1.2) and s["policy_greedy"]["feasible"] == pytest.approx(2 / 3)
     assert s["single"]["mean"] == pytest.approx(1.5) and s["single"]["feasible"] == 1.0
+    assert s["policy"]["seconds"] == pytest.approx(0.2)  # the median
+    assert "genetic" not in s and "climb" not in s  # planners that did not run are left out
 
 
 def test_hps_run_of_the_at_scale_kind_tables_every_planner_per_split(tmp_path, monkeypatch):
@@ -83,11 +90,15 @@ def test_hps_run_of_the_at_scale_kind_tables_every_planner_per_split(tmp_path, m
     policy = PolicyFunctions(PolicySpec(hidden=16))
     stub = (policy, policy.init(jax.random.PRNGKey(1)), {"step": 0})
     monkeypatch.setattr("hps.placement.agent.checkpoint.load_policy", lambda folder: stub)
-    config = PlacementAtScaleConfig(name="s", checkpoint=str(tmp_path), splits=((40, 44, 7, 8),), count=2, samples=4)
+    config = PlacementAtScaleConfig(
+        name="s", checkpoint=str(tmp_path), splits=((40, 44, 7, 8),), count=2, samples=4, budget=128
+    )
     ran = run_experiment(config, tmp_path / "out", progress=False)
     assert ran["computed"] == ["scale-40-44x7-8"]
     (item,) = ran["results"]["results"].values()
-    assert [row[1] for row in ran["rows"]] == ["policy: best of samples + greedy", "policy: greedy", "best single type"]
+    planners = [row[1] for row in ran["rows"]]
+    assert planners[:3] == ["policy: best of samples + greedy", "policy: greedy", "policy, refined by stage moves"]
+    assert len(planners) == len(PLANNERS) and "genetic algorithm" in planners
     mean = item["summary"]["single"]["mean"]
-    assert ran["rows"][2][2] == ("-" if mean is None else f"{mean:.3f}")
+    assert ran["rows"][3][2] == ("-" if mean is None else f"{mean:.3f}")
     assert "proven optimal within 60 s" in (tmp_path / "out" / "report.md").read_text()

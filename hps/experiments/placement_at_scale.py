@@ -6,6 +6,7 @@ over the optimum and the feasible fraction per planner, with the solver's and th
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from hps.experiments.base import ExperimentConfig, Summary, register_experiment_kind
@@ -13,13 +14,26 @@ from hps.experiments.figures import grouped_bars
 from hps.experiments.files import json_ready
 from hps.experiments.placement import DEFAULT_POLICY_DIR, TRAIN_ITEM, ensure_policy
 
-LABELS = {"policy": "policy: best of samples + greedy", "policy_greedy": "policy: greedy", "single": "best single type"}
+LABELS = {
+    "policy": "policy: best of samples + greedy",
+    "policy_greedy": "policy: greedy",
+    "policy_refined": "policy, refined by stage moves",
+    "single": "best single type",
+    "greedy": "greedy search",
+    "random": "random search",
+    "genetic": "genetic algorithm",
+    "gradient": "gradient search",
+    "climb": "hill climb from the best single type",
+}
 
 
 @dataclass(frozen=True, kw_only=True)
 class PlacementAtScaleConfig(ExperimentConfig):
     """splits: (min_layers, max_layers, min_types, max_types) each, with `count` instances per
-    split; the exact solver gets `seconds` per instance."""
+    split; hard: draw them with HARD_KNOBS (tight pooled caps, smaller memories, floors near
+    the single types' reach); the exact solver gets `seconds` per instance; budget: the
+    searches' evaluations (None: their defaults). The searches run where the segment table
+    fits (about a hundred layers)."""
 
     name: str = "placement_at_scale"
     checkpoint: str = DEFAULT_POLICY_DIR
@@ -27,23 +41,26 @@ class PlacementAtScaleConfig(ExperimentConfig):
     count: int = 10
     samples: int = 64
     seconds: float = 60.0
+    hard: bool = False
+    budget: int | None = None
     train_minutes: float = 0.0
     """When > 0 and `checkpoint` holds no policy, train the default recipe there first."""
 
     AT_LEAST = {"train_minutes": 0.0}
 
 
-def _split(bounds, index: int):
+def _split(bounds, index: int, hard: bool = False):
     from hps.placement.env import InstanceSplit
+    from hps.placement.env.generator import HARD_KNOBS
 
     low, high, types_low, types_high = bounds
-    return InstanceSplit(
-        f"scale-{low}-{high}x{types_low}-{types_high}", low, high, types_low, types_high, salt=500 + index
-    )
+    name = f"{'hard' if hard else 'scale'}-{low}-{high}x{types_low}-{types_high}"
+    knobs = HARD_KNOBS if hard else {}
+    return InstanceSplit(name, low, high, types_low, types_high, **knobs, salt=(700 if hard else 500) + index)
 
 
 def items(config: PlacementAtScaleConfig):
-    splits = [(_split(bounds, i).name, i) for i, bounds in enumerate(config.splits)]
+    splits = [(_split(bounds, i, config.hard).name, i) for i, bounds in enumerate(config.splits)]
     return ([(TRAIN_ITEM, None)] if config.train_minutes > 0 else []) + splits
 
 
@@ -54,8 +71,10 @@ def run_item(config: PlacementAtScaleConfig, params) -> dict:
     from hps.placement.agent.checkpoint import load_policy
 
     policy, weights, spec = load_policy(config.checkpoint)
-    split = _split(config.splits[params], params)
-    found = compare_at_scale(policy, weights, split, count=config.count, samples=config.samples, seconds=config.seconds)
+    split = _split(config.splits[params], params, config.hard)
+    found = compare_at_scale(
+        policy, weights, split, count=config.count, samples=config.samples, seconds=config.seconds, budget=config.budget
+    )
     return json_ready({"split": split.name, "checkpoint_step": spec["step"], **found})
 
 
@@ -65,14 +84,16 @@ def _fmt(value) -> str:
 
 def summarize(config: PlacementAtScaleConfig, results: dict[str, dict]) -> Summary:
     results.pop(TRAIN_ITEM, None)
-    headers = ["split", "planner", "mean", "p95", "worst", "feasible"]
+    headers = ["split", "planner", "mean", "p95", "worst", "feasible", "seconds (median)"]
     rows, lines, series = [], [], {}
     for r in results.values():
         s = r["summary"]
         for planner, label in LABELS.items():
-            figures = s[planner]
-            rows.append([r["split"], label, *(_fmt(figures[k]) for k in ("mean", "p95", "worst", "feasible"))])
-            series.setdefault(label, []).append(figures["mean"] if figures["mean"] == figures["mean"] else 0.0)
+            figures = s.get(planner)
+            if figures is None:  # did not run at this size
+                continue
+            row = [_fmt(figures[k]) for k in ("mean", "p95", "worst", "feasible")]
+            rows.append([r["split"], label, *row, _fmt(figures.get("seconds"))])
         lines.append(
             f"- {r['split']}: {s['instances']} instances, {s['with_feasible_plan']} with a feasible plan, "
             f"{s['proven_optimal']} proven optimal within {config.seconds:g} s (mean gap of the others "
@@ -85,6 +106,10 @@ def summarize(config: PlacementAtScaleConfig, results: dict[str, dict]) -> Summa
         + "\n".join(lines)
     )
     groups = [r["split"] for r in results.values()]
+    for planner, label in LABELS.items():  # one bar per split and planner that ran anywhere; 0 where absent
+        means = [r["summary"].get(planner, {}).get("mean", math.nan) for r in results.values()]
+        if any(m == m for m in means):
+            series[label] = [m if m == m else 0.0 for m in means]
     figure = grouped_bars("at_scale.png", groups, series, ylabel="mean cost / optimum", hline=1.0, title=config.name)
     return Summary(
         results=dict(results), headers=headers, rows=rows, figures=[figure], markdown=text, title="Placement at scale"

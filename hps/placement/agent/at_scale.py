@@ -1,18 +1,22 @@
-"""A placement policy on instances far past its training size, against the exact optimum.
+"""Every planner on generated instances of any size, against the exact optimum.
 
-Instances of hundreds or thousands of layers have no segment table that fits in memory, so
-everything here is scored by the float64 numpy model the exact solver uses
-(`hps.placement.model.plan.evaluate_plan`), one plan at a time:
+Per instance, each planner's cost ($, +inf when it found no feasible plan) and seconds:
 
 - the policy: its best of `samples` sampled plans plus its greedy plan, as `hps plan` picks
-  (`hps.placement.agent.planner.best_by_numpy`), and its greedy plan alone, with the time to
-  sample and score them (compile excluded);
+  (`hps.placement.agent.planner.best_by_numpy`, the float64 numpy model the exact solver uses),
+  its greedy plan alone, and (where the segment table fits) its best refined by stage moves;
 - the best single-type plan (the env's reference cost);
+- where the jnp model's segment table fits (hps.config.limits.DENSE_MODEL_BYTES, up to about
+  a hundred layers at 16 types): the searches of `hps search` at their default budgets (greedy,
+  random, the genetic algorithm, the gradient search, which refuses past 64 padded layers at
+  16 types) and the stage-move hill climb from the best single-type plan; past it they have no
+  model to run on and are left out, not guessed;
 - the exact solver's best HeterPS schedule within `seconds`, with its proven bound and time.
 
 Ratios are cost / the proven optimum over the instances the solver closed (gap 0), so no
 figure rests on an unproven denominator; the instances it could not close are counted, with the
 mean proven gap. Every planner's feasible fraction is over the instances with a feasible plan.
+Times are medians (the first instance's searches include their compile).
 """
 
 from __future__ import annotations
@@ -22,14 +26,20 @@ import time
 from operator import itemgetter
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
+from hps.errors import InstanceTooLarge, SearchSpaceTooLarge
+from hps.placement.agent.evaluation import best_greedy_refined, climb_cost
 from hps.placement.agent.planner import best_by_numpy, candidate_schedules
 from hps.placement.env.generator import InstanceSplit, generate_instances
 from hps.placement.model.from_params import generated_instance
+from hps.placement.model.params import check_dense_size
 from hps.placement.model.plan import evaluate_plan, schedule_plan
+from hps.placement.search.methods import run_search
 
-PLANNERS = ("policy", "policy_greedy", "single")
+SEARCHES = ("greedy", "random", "genetic", "gradient")
+PLANNERS = ("policy", "policy_greedy", "policy_refined", "single", *SEARCHES, "climb")
 SCALE_KEY = 2026
 
 
@@ -37,9 +47,47 @@ def _cost(score: dict) -> float:
     return score["cost"] if score["feasible"] else math.inf
 
 
-def one_instance(policy, params, instance, arrays, *, samples: int, seed: int, seconds: float) -> dict:
-    """Every planner's cost ($, inf when infeasible) and time (s) on one unbatched instance
-    (`instance` on the device, `arrays` its host copy), and the exact solver's cost, bound, gap."""
+def dense_fits(placement) -> bool:
+    """Whether the segment table of a padded (unbatched) PlacementParams fits DENSE_MODEL_BYTES."""
+    try:
+        check_dense_size(placement.max_layers, placement.max_types, int(placement.unit_grid.shape[-1]))
+    except InstanceTooLarge:
+        return False
+    return True
+
+
+def _timed(fn):
+    start = time.perf_counter()
+    out = jax.block_until_ready(fn())
+    return out, time.perf_counter() - start
+
+
+def dense_planners(instance, schedules, num_layers: int, seed: int, budget: int | None = None) -> dict:
+    """{planner: cost} and {planner + "_seconds": s} of the planners that need the segment
+    table: the policy's best refined by stage moves, the searches (at `budget` evaluations,
+    None: each one's default) and the hill climb."""
+    placement = instance.placement
+    padded = jnp.zeros((schedules.shape[0], placement.max_layers), jnp.int32).at[:, :num_layers].set(schedules)
+    refined, seconds = _timed(lambda: best_greedy_refined(placement, padded))
+    out = {"policy_refined": float(refined[4]) if bool(refined[5]) else math.inf, "policy_refined_seconds": seconds}
+    for method in SEARCHES:
+        try:
+            found = run_search(method, placement, key=jax.random.PRNGKey(seed), budget=budget)
+        except SearchSpaceTooLarge:  # e.g. the gradient search past ~100 layers: left out
+            continue
+        out[method] = found.cost if found.feasible else math.inf
+        out[f"{method}_seconds"] = found.wall_seconds
+    (cost, ok, _), seconds = _timed(lambda: climb_cost(placement))
+    out.update(climb=float(cost) if bool(ok) else math.inf, climb_seconds=seconds)
+    return out
+
+
+def one_instance(
+    policy, params, instance, arrays, *, samples: int, seed: int, seconds: float, budget: int | None = None
+) -> dict:
+    """Every planner's cost ($, inf when infeasible; absent when it cannot run at this size)
+    and time (s) on one unbatched instance (`instance` on the device, `arrays` its host copy),
+    and the exact solver's cost, bound, gap. budget: the searches' evaluations (None: default)."""
     from hps.placement.exact import solve_exact
 
     inst = generated_instance(arrays)
@@ -50,27 +98,32 @@ def one_instance(policy, params, instance, arrays, *, samples: int, seed: int, s
         return schedules, best_by_numpy(inst, schedules)[0]
 
     sample()  # compile
-    start = time.perf_counter()
-    schedules, best = sample()
-    policy_seconds = time.perf_counter() - start
+    (schedules, best), policy_seconds = _timed(sample)
     exact = solve_exact(inst, heterps=True, seconds=seconds)
-    return {
+    row = {
         "layers": inst.num_layers,
         "types": inst.num_types,
         "policy": _cost(best.score),
+        "policy_seconds": policy_seconds,
         "policy_greedy": _cost(evaluate_plan(inst, schedule_plan(np.asarray(schedules)[-1]))),
         "single": float(arrays.reference_cost),
-        "policy_seconds": policy_seconds,
         "exact": exact.score["cost"] if exact.plan is not None else math.inf,
         "exact_bound": exact.bound,
         "exact_gap": exact.gap,
         "exact_seconds": exact.seconds,
     }
+    if dense_fits(instance.placement):
+        row.update(dense_planners(instance, schedules, inst.num_layers, seed, budget))
+    return row
+
+
+def _ratios(rows: list[dict], name: str) -> np.ndarray:
+    return np.array([r[name] / r["exact"] for r in rows if name in r and math.isfinite(r[name])])
 
 
 def summarize(rows: list[dict]) -> dict:
-    """Per planner: mean / p95 / worst cost over the proven optimum and the feasible fraction;
-    the solver's closed count, mean gap where open, mean time; the policy's mean time."""
+    """Per planner that ran: mean / p95 / worst cost over the proven optimum, the feasible
+    fraction and the median seconds; the solver's closed count, mean gap where open, mean time."""
     proven = [r for r in rows if math.isfinite(r["exact"]) and r["exact_gap"] == 0.0]
     with_plan = [r for r in rows if math.isfinite(r["exact"])]
     out = {
@@ -84,22 +137,35 @@ def summarize(rows: list[dict]) -> dict:
         "policy_seconds": float(np.mean([r["policy_seconds"] for r in rows])),
     }
     for name in PLANNERS:
-        ratios = np.array([r[name] / r["exact"] for r in proven if math.isfinite(r[name])])
-        found = sum(math.isfinite(r[name]) for r in with_plan)
+        ran = [r for r in with_plan if name in r]
+        if not ran:
+            continue
+        ratios = _ratios(proven, name)
+        timed = [r[f"{name}_seconds"] for r in rows if f"{name}_seconds" in r]
         out[name] = {
             "mean": float(ratios.mean()) if ratios.size else math.nan,
             "p95": float(np.percentile(ratios, 95)) if ratios.size else math.nan,
             "worst": float(ratios.max()) if ratios.size else math.nan,
-            "feasible": found / len(with_plan) if with_plan else math.nan,
+            "feasible": sum(math.isfinite(r[name]) for r in ran) / len(ran),
+            "seconds": float(np.median(timed)) if timed else math.nan,
         }
     return out
 
 
 def compare_at_scale(
-    policy, params, split: InstanceSplit, *, count: int = 10, samples: int = 64, seconds: float = 60.0, on_row=None
+    policy,
+    params,
+    split: InstanceSplit,
+    *,
+    count: int = 10,
+    samples: int = 64,
+    seconds: float = 60.0,
+    budget: int | None = None,
+    on_row=None,
 ) -> dict:
     """`count` instances of `split` (drawn from SCALE_KEY): {"rows": per instance, "summary"}.
-    on_row(row) after each instance (for progress)."""
+    budget: the searches' evaluations (None: their defaults, 51,200 for random, GA and
+    gradient). on_row(row) after each instance (for progress)."""
     pool = generate_instances(jax.random.PRNGKey(SCALE_KEY), count, split)
     arrays = jax.device_get(pool)
     rows = []
@@ -112,6 +178,7 @@ def compare_at_scale(
             samples=samples,
             seed=i,
             seconds=seconds,
+            budget=budget,
         )
         rows.append(row)
         if on_row is not None:

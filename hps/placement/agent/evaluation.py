@@ -109,7 +109,7 @@ def heldout_evaluator(config, split: InstanceSplit = HELDOUT, count: int = 256):
 
 
 @jax.jit
-def _best_and_greedy(params, schedules):
+def best_greedy_refined(params, schedules):
     """(cost of the best schedule, its feasibility, greedy (last row) cost, greedy feasibility,
     cost and feasibility of the best after stage-move refinement, refine evaluations)."""
     table = segment_table(params)
@@ -129,7 +129,7 @@ def _best_and_greedy(params, schedules):
 
 
 @jax.jit
-def _climb(params):
+def climb_cost(params):
     """(cost, feasible, evaluations) of the teacher's plan."""
     best, evaluations = climb_from_single(params)
     return best.primary, best.rank == RANK_FEASIBLE, evaluations
@@ -156,7 +156,7 @@ def _policy_best(policy, params, instance, seed: int, samples: int, num_layers: 
         policy, params, instance, jax.random.PRNGKey(seed), samples, num_layers, temperature
     )
     padded = jnp.zeros((schedules.shape[0], placement.max_layers), jnp.int32).at[:, :num_layers].set(schedules)
-    return jax.device_get(_best_and_greedy(placement, padded))
+    return jax.device_get(best_greedy_refined(placement, padded))
 
 
 def _mean_ratio(costs, optimum, found):
@@ -214,7 +214,7 @@ def compare_with_optimum(policy, params, *, count: int = 50, samples: int = 64, 
             descent.feasible,
             ga_refined.cost,
             ga_refined.feasible,
-            *jax.device_get(_climb(placement)),
+            *jax.device_get(climb_cost(placement)),
             optimum["seconds"],
             agrees,
         )
@@ -295,7 +295,7 @@ def compare_on_large(
         ga = genetic(placement, key=jax.random.PRNGKey(i), budget=genetic_budget)
         ga_equal = genetic_at(placement, jax.random.PRNGKey(i), samples + 1)
         one = single(placement)
-        climb, climb_ok, _ = _climb(placement)
+        climb, climb_ok, _ = climb_cost(placement)
         optimum = exact_optimum(instance)
         costs["optimum"].append(optimum["cost"])
         seconds.append(optimum["seconds"])

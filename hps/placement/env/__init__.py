@@ -8,6 +8,8 @@ from hps.placement.env.accounting import (
 )
 from hps.placement.env.env import PlacementEnv, PlacementObs, PlacementState
 from hps.placement.env.generator import (
+    HARD_HELDOUT,
+    HARD_TRAIN,
     HELDOUT,
     HELDOUT_LARGE,
     TRAIN,
@@ -19,6 +21,8 @@ from hps.placement.env.generator import (
 )
 
 __all__ = [
+    "HARD_HELDOUT",
+    "HARD_TRAIN",
     "HELDOUT",
     "HELDOUT_LARGE",
     "INFEASIBLE_BASE",

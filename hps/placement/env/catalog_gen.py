@@ -64,17 +64,22 @@ def base_choice(key, n_types, max_types: int, n_base: int):
     return bases[jnp.argsort(sort_key)].astype(jnp.int32)
 
 
-def random_catalog(key, n_types, max_types: int, max_replicas: int) -> dict[str, jnp.ndarray]:
+def random_catalog(
+    key, n_types, max_types: int, max_replicas: int, caps=(0.25, 1.0), memory=(1.0, 1.0)
+) -> dict[str, jnp.ndarray]:
     """Fields of PlacementParams for a random catalogue of `n_types` (traced) real types padded
     to `max_types`, plus the exact All-Reduce tables alpha, beta (T, K).
 
     Per type: price, peak FLOP/s, both efficiencies (capped at 0.95), mem/io/nic bandwidths and
-    memory × log-uniform [0.5, 2]; network bandwidths × one and latencies × another such factor;
-    max_units = base cap × log-uniform [1/4, 1], rounded, at least 1. Padded slots carry the
-    fill values of `build_params` (1.0, max_units 0, size-1 network dimensions)."""
+    memory × log-uniform [0.5, 2]; memory × a further log-uniform factor in `memory` (low, high),
+    (1, 1) by default; network bandwidths × one and latencies × another such factor; max_units =
+    base cap × log-uniform `caps` (low, high) ≤ 1, default [1/4, 1], rounded, at least 1. The
+    ranges may be traced. Padded slots carry the fill values of `build_params` (1.0, max_units 0,
+    size-1 network dimensions)."""
     tables = base_tables(max_replicas)
     n_base = tables["peak_flops"].shape[0]
     k_base, k_fields, k_net, k_units = jax.random.split(key, 4)
+    k_memory = jax.random.fold_in(key, 5)  # a stream of its own: the other draws stay as they were
     base = base_choice(k_base, n_types, max_types, n_base)
     real = jnp.arange(max_types) < n_types
     factors = log_uniform(k_fields, (len(TYPE_FIELDS), max_types), PERTURB_LOW, PERTURB_HIGH)
@@ -83,10 +88,12 @@ def random_catalog(key, n_types, max_types: int, max_replicas: int) -> dict[str,
         value = jnp.asarray(tables[name])[base] * factors[i]
         if name.startswith("efficiency"):
             value = jnp.minimum(value, MAX_EFFICIENCY)
+        if name == "memory":
+            value = value * log_uniform(k_memory, (max_types,), memory[0], memory[1])
         out[name] = jnp.where(real, value, 1.0)
     bw_scale, lat_scale = log_uniform(k_net, (2, max_types), PERTURB_LOW, PERTURB_HIGH)
     cap = jnp.asarray(tables["max_units"])[base].astype(jnp.float32)
-    units = jnp.round(cap * log_uniform(k_units, (max_types,), 0.25, 1.0))
+    units = jnp.round(cap * log_uniform(k_units, (max_types,), caps[0], caps[1]))
     out["max_units"] = jnp.where(real, jnp.clip(units, 1.0, cap), 0).astype(jnp.int32)
     out["type_mask"] = real
     out.update(_networks(tables, base, real, bw_scale, lat_scale))

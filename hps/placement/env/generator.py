@@ -8,6 +8,8 @@ per-layer times) and the reference cost: the best feasible single-type plan (+in
 
 Splits differ in seeds AND sizes: `TRAIN` (4–24 layers) and `HELDOUT` (4–32 layers) fold a
 different salt into the key, and `HELDOUT_LARGE` (24–32 layers) tests size generalisation.
+`HARD_TRAIN` (16–48 layers) and `HARD_HELDOUT` (64 layers), both of 8–16 types, draw tight
+pooled caps, smaller memories and floors near the single types' reach (`HARD_KNOBS`).
 """
 
 from __future__ import annotations
@@ -55,7 +57,15 @@ class InstanceSplit:
     floor_low: float = 0.02
     floor_high: float = 1.0
     """The throughput floor: a log-uniform fraction in [floor_low, floor_high] of the best
-    single-type throughput at full allocation."""
+    single-type throughput at full allocation (above 1: floors no single type reaches)."""
+    cap_low: float = 0.25
+    cap_high: float = 1.0
+    """Each type's max_units (its pooled cap, over all its stages): the base type's cap × a
+    log-uniform fraction in [cap_low, cap_high] (at most 1)."""
+    memory_low: float = 1.0
+    memory_high: float = 1.0
+    """Each type's memory × a log-uniform factor in [memory_low, memory_high] (below 1: memory
+    that forces pipeline cuts)."""
     salt: int = 0
     """Folded into every key, so two splits never share an instance."""
 
@@ -63,6 +73,8 @@ class InstanceSplit:
         check_range(self, "layers", self.min_layers, self.max_layers, least=4, most=MAX_WORKLOAD_LAYERS)
         check_range(self, "types", self.min_types, self.max_types, least=1, most=MAX_CATALOG_TYPES)
         check_range(self, "floor fractions", self.floor_low, self.floor_high, above=0)
+        check_range(self, "cap fractions", self.cap_low, self.cap_high, above=0, most=1.0)
+        check_range(self, "memory factors", self.memory_low, self.memory_high, above=0)
 
     @property
     def padded_layers(self) -> int:
@@ -85,12 +97,24 @@ class SplitBounds:
     max_types: jnp.ndarray
     floor_low: jnp.ndarray
     floor_high: jnp.ndarray
+    cap_low: jnp.ndarray
+    cap_high: jnp.ndarray
+    memory_low: jnp.ndarray
+    memory_high: jnp.ndarray
     salt: jnp.ndarray
 
 
 TRAIN = InstanceSplit("train", 4, 24, salt=0)
 HELDOUT = InstanceSplit("heldout", 4, 32, salt=1)
 HELDOUT_LARGE = InstanceSplit("heldout-large", 24, 32, salt=2)
+
+HARD_KNOBS = dict(floor_low=0.5, floor_high=1.0, cap_low=0.05, cap_high=0.3, memory_low=0.25, memory_high=1.0)
+"""Hard instances: pooled caps of 5–30 % of the base type's, floors of half to all of what the
+best single type reaches at its cap, and memory down to a quarter, so that plans must mix
+types and cut pipelines."""
+HARD_TRAIN = InstanceSplit("hard-train", 16, 48, 8, 16, **HARD_KNOBS, salt=10)
+HARD_HELDOUT = InstanceSplit("hard-heldout", 64, 64, 8, 16, **HARD_KNOBS, salt=11)
+"""Evaluation only: other seeds and longer workloads than HARD_TRAIN."""
 
 
 @struct.dataclass
@@ -180,7 +204,8 @@ def generate_instance(key, split: InstanceSplit | SplitBounds = TRAIN, sizes: tu
     n_layers = jax.random.randint(k_n, (), split.min_layers, split.max_layers + 1)
     n_types = jax.random.randint(k_t, (), split.min_types, split.max_types + 1)
     fields = random_workload(k_work, n_layers, max_layers)
-    catalog = random_catalog(k_cat, n_types, max_types, POLICY_UNITS)
+    caps, memory = (split.cap_low, split.cap_high), (split.memory_low, split.memory_high)
+    catalog = random_catalog(k_cat, n_types, max_types, POLICY_UNITS, caps=caps, memory=memory)
     alpha, beta = catalog.pop("alpha"), catalog.pop("beta")
     params = PlacementParams(
         **fields,
