@@ -102,3 +102,5 @@ def test_hps_run_of_the_at_scale_kind_tables_every_planner_per_split(tmp_path, m
     mean = item["summary"]["single"]["mean"]
     assert ran["rows"][3][2] == ("-" if mean is None else f"{mean:.3f}")
     assert "proven optimal within 60 s" in (tmp_path / "out" / "report.md").read_text()
+    again = run_experiment(config, tmp_path / "out", progress=False)  # from results.json, NaN read back as null
+    assert again["computed"] == [] and again["rows"] == ran["rows"]

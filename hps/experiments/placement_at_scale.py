@@ -107,7 +107,8 @@ def summarize(config: PlacementAtScaleConfig, results: dict[str, dict]) -> Summa
     )
     groups = [r["split"] for r in results.values()]
     for planner, label in LABELS.items():  # one bar per split and planner that ran anywhere; 0 where absent
-        means = [r["summary"].get(planner, {}).get("mean", math.nan) for r in results.values()]
+        means = [r["summary"].get(planner, {}).get("mean") for r in results.values()]
+        means = [math.nan if m is None else m for m in means]  # results.json writes NaN as null
         if any(m == m for m in means):
             series[label] = [m if m == m else 0.0 for m in means]
     figure = grouped_bars("at_scale.png", groups, series, ylabel="mean cost / optimum", hline=1.0, title=config.name)
