@@ -18,9 +18,9 @@ WIDE = InstanceSplit("at-scale-test", 40, 48, 7, 9, salt=5)
 def test_no_planner_beats_the_proven_optimum_and_best_of_includes_greedy():
     policy = PolicyFunctions(PolicySpec(hidden=16))
     params = policy.init(jax.random.PRNGKey(0))
-    found = compare_at_scale(policy, params, WIDE, count=3, samples=8, seconds=30.0, budget=256)
+    found = compare_at_scale(policy, params, WIDE, count=2, samples=8, seconds=30.0, budget=64)
     rows, summary = found["rows"], found["summary"]
-    assert summary["instances"] == 3 and summary["proven_optimal"] >= 1
+    assert summary["instances"] == 2 and summary["proven_optimal"] >= 1
     assert set(PLANNERS) <= set(summary)  # 48 layers at 16 types: the segment table fits, every planner ran
     for row in rows:
         assert 40 <= row["layers"] <= 48 and 7 <= row["types"] <= 9
@@ -91,7 +91,7 @@ def test_hps_run_of_the_at_scale_kind_tables_every_planner_per_split(tmp_path, m
     stub = (policy, policy.init(jax.random.PRNGKey(1)), {"step": 0})
     monkeypatch.setattr("hps.placement.agent.checkpoint.load_policy", lambda folder: stub)
     config = PlacementAtScaleConfig(
-        name="s", checkpoint=str(tmp_path), splits=((40, 44, 7, 8),), count=2, samples=4, budget=128
+        name="s", checkpoint=str(tmp_path), splits=((40, 44, 7, 8),), count=2, samples=4, budget=32
     )
     ran = run_experiment(config, tmp_path / "out", progress=False)
     assert ran["computed"] == ["scale-40-44x7-8"]
