@@ -37,8 +37,13 @@ import jax
 import jax.numpy as jnp
 from flax import nnx, struct
 
-from hps.collective.env.features import N_DIM_FEATURES, N_GLOBAL_FEATURES, N_POSITION_FEATURES, position_features
-from hps.collective.model.themis import rs_seconds
+from hps.collective.env.features import (
+    N_DIM_FEATURES,
+    N_GLOBAL_FEATURES,
+    N_POSITION_FEATURES,
+    added_load,
+    position_features,
+)
 from hps.config.limits import MASKED_LOGIT, MAX_DIMS
 from hps.rl.reinforce import masked_mean
 
@@ -103,8 +108,7 @@ def themis_next(obs, placed):
 
 def place(obs, prefix: Prefix, dim, key_row):
     """The prefix after placing dimension `dim` (int32) with position key row key_row (H,)."""
-    added = 2.0 * rs_seconds(prefix.entering, obs.size[dim], obs.bandwidth[dim])
-    added = jnp.where(obs.dim_mask[dim], added, 0.0)
+    added = added_load(prefix.entering, obs.size[dim], obs.bandwidth[dim], obs.dim_mask[dim])
     return Prefix(
         placed=prefix.placed.at[dim].set(True),
         partial_load=prefix.partial_load.at[dim].add(added),
@@ -214,7 +218,7 @@ class CollectivePolicyFunctions:
         placed = (jnp.cumsum(onehot, axis=0) - onehot) > 0
         size = obs.size[order]
         entering = obs.scale[0] / jnp.cumprod(jnp.concatenate([jnp.ones((1,)), size[:-1]]))
-        added = jnp.where(obs.dim_mask[order], 2.0 * rs_seconds(entering, size, obs.bandwidth[order]), 0.0)
+        added = added_load(entering, size, obs.bandwidth[order], obs.dim_mask[order])
         earlier = jnp.tril(jnp.ones((n_dims, n_dims)), -1)  # [j, i]: position i comes before j
         partial_load = obs.load[None, :] + (earlier * added[None, :]) @ onehot.astype(added.dtype)
         context = earlier @ keys[jnp.arange(n_dims), order]

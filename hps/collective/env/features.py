@@ -131,6 +131,13 @@ def global_features(instance, chunk):
     )
 
 
+def added_load(entering, size, bandwidth, active):
+    """Bandwidth time (s) a chunk entering a dimension with `entering` bytes puts on it (its
+    Reduce-Scatter and the mirrored All-Gather, 2·s·(P − 1)/P / B); 0 where not `active`.
+    Broadcasts over dimensions."""
+    return jnp.where(active, 2.0 * rs_seconds(entering, size, bandwidth), 0.0)
+
+
 def position_features(obs, placed, partial_load, entering):
     """(D, N_POSITION_FEATURES) of each dimension as the next position of the chunk's order.
 
@@ -144,7 +151,7 @@ def position_features(obs, placed, partial_load, entering):
     """
     active = obs.dim_mask
     c_ideal, ideal = obs.scale[1], obs.scale[2]
-    added = jnp.where(active, 2.0 * rs_seconds(entering, obs.size, obs.bandwidth), 0.0)
+    added = added_load(entering, obs.size, obs.bandwidth, active)
     after = partial_load + added
     busy_partial = obs.busy + (partial_load - obs.load) + jnp.where(placed, obs.latency, 0.0)
     busy_after = busy_partial + added + obs.latency

@@ -29,12 +29,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from hps.errors import InstanceTooLarge, SearchSpaceTooLarge
+from hps.errors import SearchSpaceTooLarge
 from hps.placement.agent.evaluation import best_greedy_refined, climb_cost
 from hps.placement.agent.planner import best_by_numpy, candidate_schedules
 from hps.placement.env.generator import InstanceSplit, generate_instances
 from hps.placement.model.from_params import generated_instance
-from hps.placement.model.params import check_dense_size
+from hps.placement.model.params import dense_size_fits
 from hps.placement.model.plan import evaluate_plan, schedule_plan
 from hps.placement.search.methods import run_search
 
@@ -49,11 +49,7 @@ def _cost(score: dict) -> float:
 
 def dense_fits(placement) -> bool:
     """Whether the segment table of a padded (unbatched) PlacementParams fits DENSE_MODEL_BYTES."""
-    try:
-        check_dense_size(placement.max_layers, placement.max_types, int(placement.unit_grid.shape[-1]))
-    except InstanceTooLarge:
-        return False
-    return True
+    return dense_size_fits(placement.max_layers, placement.max_types, int(placement.unit_grid.shape[-1]))
 
 
 def _timed(fn):

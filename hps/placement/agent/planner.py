@@ -26,14 +26,14 @@ import numpy as np
 
 from hps.config.limits import POLICY_LAYER_BUCKETS, POLICY_TYPE_BUCKETS, POLICY_UNIT_BUCKETS, policy_bucket
 from hps.config.types import Catalog, Job, Workload
-from hps.errors import ConfigError, InstanceTooLarge
+from hps.errors import ConfigError
 from hps.placement.agent.policy import PolicyFunctions
 from hps.placement.agent.rollout import rollout
 from hps.placement.env.env import PlacementEnv
 from hps.placement.env.generator import make_instance
 from hps.placement.model import build_params
 from hps.placement.model.cost import segment_table
-from hps.placement.model.params import check_dense_size
+from hps.placement.model.params import dense_size_fits
 from hps.placement.model.plan import evaluate_plan, schedule_plan
 from hps.placement.model.provisioning import build_instance
 from hps.placement.search.refine import refine
@@ -70,11 +70,7 @@ def policy_sizes(workload: Workload, catalog: Catalog) -> tuple[int, int, int]:
 
 def dense_model_fits(workload: Workload, catalog: Catalog) -> bool:
     """Whether the jnp model's segment table of the unpadded instance fits DENSE_MODEL_BYTES."""
-    try:
-        check_dense_size(len(workload.layers), len(catalog.resources), max(r.max_units for r in catalog.resources))
-    except InstanceTooLarge:
-        return False
-    return True
+    return dense_size_fits(len(workload.layers), len(catalog.resources), max(r.max_units for r in catalog.resources))
 
 
 @partial(jax.jit, static_argnames=("policy", "samples", "num_layers"))

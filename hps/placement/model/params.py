@@ -138,6 +138,16 @@ def check_dense_size(layers: int, types: int, replicas: int) -> None:
         )
 
 
+def dense_size_fits(layers: int, types: int, replicas: int) -> bool:
+    """Whether the jnp model's segment table of these sizes fits DENSE_MODEL_BYTES
+    (`check_dense_size` would not raise)."""
+    try:
+        check_dense_size(layers, types, replicas)
+    except InstanceTooLarge:
+        return False
+    return True
+
+
 def build_params(
     workload: Workload,
     catalog: Catalog,
