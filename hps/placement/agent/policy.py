@@ -64,12 +64,12 @@ class PolicySpec:
 
 @struct.dataclass
 class Context:
-    """Per-episode tensors the decoder reads: layer_gates (L, 4H), types (T, H) the type embeddings,
-    keys (L, T, H) and key_scores (L, T) (each type's embedding with its layer-on-type
-    features, for the type head), action_mask (T,)."""
+    """Per-episode tensors the decoder reads: layer_gates (L, 4H), type_gates (T, 4H) the decoder
+    input gates of each type as the previous action, keys (L, T, H) and key_scores (L, T) (each
+    type's embedding with its layer-on-type features, for the type head), action_mask (T,)."""
 
     layer_gates: jnp.ndarray
-    types: jnp.ndarray
+    type_gates: jnp.ndarray
     keys: jnp.ndarray
     key_scores: jnp.ndarray
     action_mask: jnp.ndarray
@@ -113,7 +113,7 @@ class PlacementPolicy(nnx.Module):
         keys = jax.nn.relu(self.head_type(types)[None] + self.head_pair(obs.pair_features))
         return Context(
             layer_gates=self.dec_layer(codes),
-            types=types,
+            type_gates=self.dec_type(types),
             keys=keys,
             key_scores=self.head_out(keys)[..., 0],
             action_mask=obs.action_mask,
@@ -128,11 +128,12 @@ class PlacementPolicy(nnx.Module):
         """Decoder input gates (…, 4H) of the previous decision's type; the learned start
         vector where previous_action < 0 (the first layer)."""
         previous_action = jnp.asarray(previous_action)
-        one_hot = jax.nn.one_hot(previous_action, context.types.shape[0], dtype=context.types.dtype)
+        type_gates = context.type_gates
+        one_hot = jax.nn.one_hot(previous_action, type_gates.shape[0], dtype=type_gates.dtype)
         start = (previous_action < 0)[..., None] * self.dec_start[...]
-        # a one-hot matmul, not a gather (whose gradient scatters), at width H; then one wide
-        # matmul over every decision to the 4H gates
-        return self.dec_type(one_hot @ context.types) + start
+        # the type gates are computed once per instance; a decision selects its row by a one-hot
+        # matmul (T wide), not a gather, whose gradient would scatter
+        return one_hot @ type_gates + start
 
     def heads(self, context: Context, hidden, keys, key_scores, previous_action):
         """Logits (…, T) and values (…) from decoder states hidden (…, H), the layers' type

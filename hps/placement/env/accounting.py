@@ -62,22 +62,49 @@ class ProvisionedStage:
     reason: jnp.ndarray
 
 
-def provision_stage(instance, first, last, type_index) -> ProvisionedStage:
-    """Provision the stage of layers first..last (int32 scalars) on type `type_index`."""
+@struct.dataclass
+class StageSums:
+    """Sums over the open stage's layers, kept as the stage grows so that a step costs O(1) in
+    the layer count: time (s/sample on the stage's type), dense, sparse and act (bytes)."""
+
+    time: jnp.ndarray
+    dense: jnp.ndarray
+    sparse: jnp.ndarray
+    act: jnp.ndarray
+
+    @classmethod
+    def empty(cls) -> StageSums:
+        zero = jnp.float32(0.0)
+        return cls(time=zero, dense=zero, sparse=zero, act=zero)
+
+
+def extend_sums(sums: StageSums, instance, layer, type_index, restart) -> StageSums:
+    """The sums with `layer` (on `type_index`) added; where `restart`, the sums of a stage that
+    begins at `layer`."""
     params = instance.placement
-    idx = jnp.arange(params.max_layers)
-    inside = ((first <= idx) & (idx <= last)).astype(jnp.float32)  # (L,)
-    time_sum = jnp.sum(inside * instance.layer_time[:, type_index])  # s/sample
+    grow = lambda total, value: jnp.where(restart, 0.0, total) + value  # noqa: E731
+    return StageSums(
+        time=grow(sums.time, instance.layer_time[layer, type_index]),
+        dense=grow(sums.dense, params.dense_param_bytes[layer]),
+        sparse=grow(sums.sparse, params.sparse_param_bytes[layer]),
+        act=grow(sums.act, params.act_bytes[layer]),
+    )
+
+
+def provision_stage(instance, first, last, type_index, sums: StageSums) -> ProvisionedStage:
+    """Provision the stage of layers first..last (int32 scalars) on type `type_index`, whose
+    sums over its layers are `sums`."""
+    params = instance.placement
     n_layers = jnp.sum(params.layer_mask)
     act_in = jnp.where(first > 0, params.act_bytes[jnp.maximum(first - 1, 0)], 0.0)
     act_out = jnp.where(last < n_layers - 1, params.act_bytes[last], 0.0)
     replicas, time, reason = provision(
         params,
-        time_sum,
+        sums.time,
         act_in + act_out,
-        jnp.sum(inside * params.dense_param_bytes),
-        jnp.sum(inside * params.sparse_param_bytes),
-        jnp.sum(inside * params.act_bytes),
+        sums.dense,
+        sums.sparse,
+        sums.act,
         instance.alpha,
         instance.beta,
         type_index,

@@ -22,8 +22,10 @@ from hps.placement.env import features
 from hps.placement.env.accounting import (
     Outcome,
     ProvisionedStage,
+    StageSums,
     Totals,
     commit,
+    extend_sums,
     outcome,
     provision_stage,
 )
@@ -34,12 +36,14 @@ from hps.rl.env import Environment
 @struct.dataclass
 class PlacementState:
     """layer: index of the next layer to place (int32). actions (L,) int32: the type chosen for
-    each placed layer, −1 for the rest. stage_first: first layer of the open stage. pending: the
-    open stage provisioned through the last placed layer. totals: the closed stages so far."""
+    each placed layer, −1 for the rest. stage_first: first layer of the open stage. sums: the open
+    stage's sums over its layers; pending: the open stage provisioned through the last placed
+    layer. totals: the closed stages so far."""
 
     layer: jnp.ndarray
     actions: jnp.ndarray
     stage_first: jnp.ndarray
+    sums: StageSums
     pending: ProvisionedStage
     totals: Totals
 
@@ -72,6 +76,7 @@ class PlacementEnv(Environment):
             layer=jnp.int32(0),
             actions=jnp.full((params.max_layers,), -1, jnp.int32),
             stage_first=jnp.int32(0),
+            sums=StageSums.empty(),
             pending=ProvisionedStage(jnp.float32(0.0), jnp.float32(1.0), jnp.int32(0)),
             totals=Totals.empty(params.max_types),
         )
@@ -118,7 +123,8 @@ class PlacementEnv(Environment):
         changed = (layer > 0) & (action != previous)
         totals = commit(state.totals, instance, state.pending, state.stage_first, layer - 1, previous, changed)
         first = jnp.where(changed, layer, state.stage_first)
-        pending = provision_stage(instance, first, layer, action)
+        sums = extend_sums(state.sums, instance, layer, action, changed | (layer == 0))
+        pending = provision_stage(instance, first, layer, action, sums)
         done = layer >= n_layers - 1
         totals = commit(totals, instance, pending, first, layer, action, done)
         totals = totals.replace(failing_layers=totals.failing_layers + (~in_range).astype(jnp.int32))
@@ -126,6 +132,7 @@ class PlacementEnv(Environment):
             layer=layer + 1,
             actions=state.actions.at[layer].set(action),
             stage_first=first,
+            sums=sums,
             pending=pending,
             totals=totals,
         )
