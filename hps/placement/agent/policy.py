@@ -166,7 +166,12 @@ class PlacementPolicy(nnx.Module):
         """Teacher forcing of one episode with `actions` (L,): the decoder's input gates (L, 4H)
         and each decision's previous action (L,), −1 at the first."""
         previous = jnp.concatenate([jnp.full((1,), -1, jnp.int32), actions[:-1].astype(jnp.int32)])
-        return context.layer_gates + self.previous_gates(context, previous), previous
+        # the start vector goes to the instance's first layer once (not through a mask over
+        # every decision, whose gradient would sum over all of them)
+        layer_gates = context.layer_gates.at[0].add(self.dec_start[...])
+        type_gates = context.type_gates
+        one_hot = jax.nn.one_hot(previous, type_gates.shape[0], dtype=type_gates.dtype)  # zeros at −1
+        return layer_gates + one_hot @ type_gates, previous
 
     def evaluate_batch(self, obs, actions, samples: int = 1):
         """Teacher-forced logits (N, L, T) and values (N, L) of N = I × samples episodes:
