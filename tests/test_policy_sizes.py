@@ -57,12 +57,13 @@ def test_one_set_of_parameters_serves_every_bucket(encoder):
         instances = generate_instances(jax.random.PRNGKey(1), 4, split)
         assert instances.placement.layer_mask.shape[1:] == (shape[0],)
         assert instances.placement.type_mask.shape[1:] == (shape[1],)
-        trajectory = rollout(policy, params, PlacementEnv(), instances, jax.random.PRNGKey(2), split.max_layers)
+        play = jax.jit(lambda p, inst, key: rollout(policy, p, PlacementEnv(), inst, key, split.max_layers))  # noqa: B023
+        trajectory = play(params, instances, jax.random.PRNGKey(2))
         for i in range(4):
             one = jax.tree.map(lambda x: x[i], instances)  # noqa: B023
             n = int(one.placement.layer_mask.sum())
             schedule = jnp.zeros((shape[0],), jnp.int32).at[:n].set(trajectory.actions[i, :n])
-            direct = evaluate_direct(one.placement, schedule[None], one.alpha, one.beta)
+            direct = jax.jit(evaluate_direct)(one.placement, schedule[None], one.alpha, one.beta)
             assert bool(direct.feasible[0]) == bool(trajectory.feasible[i])
             if bool(direct.feasible[0]):
                 np.testing.assert_allclose(trajectory.cost_ratio[i], direct.cost[0] / one.cost_scale, rtol=1e-5)
