@@ -53,6 +53,7 @@ def test_one_set_of_parameters_serves_every_bucket(encoder):
     policy = PolicyFunctions(PolicySpec(encoder=encoder, hidden=16))
     params = policy.init(jax.random.PRNGKey(0))
     small = InstanceSplit("sizes-small", 4, 8, 2, 4, salt=42)
+    score = jax.jit(evaluate_direct)
     for split, shape in ((small, (32, 6)), (WIDE, (64, 16))):
         instances = generate_instances(jax.random.PRNGKey(1), 4, split)
         assert instances.placement.layer_mask.shape[1:] == (shape[0],)
@@ -63,7 +64,7 @@ def test_one_set_of_parameters_serves_every_bucket(encoder):
             one = jax.tree.map(lambda x: x[i], instances)  # noqa: B023
             n = int(one.placement.layer_mask.sum())
             schedule = jnp.zeros((shape[0],), jnp.int32).at[:n].set(trajectory.actions[i, :n])
-            direct = jax.jit(evaluate_direct)(one.placement, schedule[None], one.alpha, one.beta)
+            direct = score(one.placement, schedule[None], one.alpha, one.beta)
             assert bool(direct.feasible[0]) == bool(trajectory.feasible[i])
             if bool(direct.feasible[0]):
                 np.testing.assert_allclose(trajectory.cost_ratio[i], direct.cost[0] / one.cost_scale, rtol=1e-5)

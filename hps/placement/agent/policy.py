@@ -128,12 +128,16 @@ class PlacementPolicy(nnx.Module):
         """Decoder input gates (…, 4H) of the previous decision's type; the learned start
         vector where previous_action < 0 (the first layer)."""
         previous_action = jnp.asarray(previous_action)
-        type_gates = context.type_gates
-        one_hot = jax.nn.one_hot(previous_action, type_gates.shape[0], dtype=type_gates.dtype)
         start = (previous_action < 0)[..., None] * self.dec_start[...]
-        # the type gates are computed once per instance; a decision selects its row by a one-hot
-        # matmul (T wide), not a gather, whose gradient would scatter
-        return one_hot @ type_gates + start
+        return self.type_inputs(context, previous_action) + start
+
+    @staticmethod
+    def type_inputs(context: Context, previous_action):
+        """The type gates (…, 4H) of each previous action, zeros where it is −1. The gates are
+        computed once per instance; a decision selects its row by a one-hot matmul (T wide), not
+        a gather, whose gradient would scatter."""
+        type_gates = context.type_gates
+        return jax.nn.one_hot(previous_action, type_gates.shape[0], dtype=type_gates.dtype) @ type_gates
 
     def heads(self, context: Context, hidden, keys, key_scores, previous_action):
         """Logits (…, T) and values (…) from decoder states hidden (…, H), the layers' type
@@ -169,9 +173,7 @@ class PlacementPolicy(nnx.Module):
         # the start vector goes to the instance's first layer once (not through a mask over
         # every decision, whose gradient would sum over all of them)
         layer_gates = context.layer_gates.at[0].add(self.dec_start[...])
-        type_gates = context.type_gates
-        one_hot = jax.nn.one_hot(previous, type_gates.shape[0], dtype=type_gates.dtype)  # zeros at −1
-        return layer_gates + one_hot @ type_gates, previous
+        return layer_gates + self.type_inputs(context, previous), previous
 
     def evaluate_batch(self, obs, actions, samples: int = 1):
         """Teacher-forced logits (N, L, T) and values (N, L) of N = I × samples episodes:

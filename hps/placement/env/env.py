@@ -123,7 +123,7 @@ class PlacementEnv(Environment):
         changed = (layer > 0) & (action != previous)
         totals = commit(state.totals, instance, state.pending, state.stage_first, layer - 1, previous, changed)
         first = jnp.where(changed, layer, state.stage_first)
-        sums = extend_sums(state.sums, instance, layer, action, changed | (layer == 0))
+        sums = extend_sums(state.sums, instance, layer, action, changed)  # empty at layer 0 (reset)
         pending = provision_stage(instance, first, layer, action, sums)
         done = layer >= n_layers - 1
         totals = commit(totals, instance, pending, first, layer, action, done)
