@@ -1,7 +1,8 @@
 """`hps plan`: plan a workload on a catalogue with a trained placement policy.
 
 `--samples` is the job's training samples N, as in every command; `--plans` is how many
-plans the policy samples (default 64) before the exact model keeps the best, greedy plan included;
+distinct plans the policy samples (default 64, drawn without replacement) before the exact model
+keeps the best, greedy plan included;
 `--refine` then polishes that plan with a hill climb of stage moves (`hps.placement.search.refine`).
 """
 
@@ -15,7 +16,9 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser("plan", help="plan a placement with a trained policy checkpoint")
     add_instance_args(parser)
     parser.add_argument("--checkpoint", required=True, help="run folder or its checkpoints/ folder (hps train --out)")
-    parser.add_argument("--plans", type=int, default=64, help="plans sampled from the policy (default: %(default)s)")
+    parser.add_argument(
+        "--plans", type=int, default=64, help="distinct plans sampled from the policy (default: %(default)s)"
+    )
     parser.add_argument(
         "--refine",
         action="store_true",

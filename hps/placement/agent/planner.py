@@ -1,7 +1,8 @@
 """Planning with a trained placement policy (`hps plan`).
 
-The policy samples `samples` schedules of the instance (and decodes one greedily); the exact cost
-model scores them all and the cheapest feasible one wins (the least infeasible when none is
+The policy draws `samples` distinct schedules of the instance, without replacement (stochastic
+beam search, `hps.placement.agent.beam`), and decodes one greedily; the exact cost model scores
+them all and the cheapest feasible one wins (the least infeasible when none is
 feasible). With `refine`, a hill climb of stage moves (`hps.placement.search.refine`) then
 polishes that plan.
 
@@ -27,6 +28,7 @@ import numpy as np
 from hps.config.limits import POLICY_LAYER_BUCKETS, POLICY_TYPE_BUCKETS, POLICY_UNIT_BUCKETS, policy_bucket
 from hps.config.types import Catalog, Job, Workload
 from hps.errors import ConfigError
+from hps.placement.agent.beam import beam_plans
 from hps.placement.agent.policy import PolicyFunctions
 from hps.placement.agent.rollout import rollout
 from hps.placement.env.env import PlacementEnv
@@ -73,14 +75,23 @@ def dense_model_fits(workload: Workload, catalog: Catalog) -> bool:
     return dense_size_fits(len(workload.layers), len(catalog.resources), max(r.max_units for r in catalog.resources))
 
 
-@partial(jax.jit, static_argnames=("policy", "samples", "num_layers"))
-def candidate_schedules(policy: PolicyFunctions, params, instance, key, samples: int, num_layers: int, temperature=1.0):
-    """(samples + 1, num_layers) int32: schedules sampled at `temperature`, then the greedy one."""
+@partial(jax.jit, static_argnames=("policy", "samples", "num_layers", "distinct"))
+def candidate_schedules(
+    policy: PolicyFunctions, params, instance, key, samples: int, num_layers: int, temperature=1.0, distinct=True
+):
+    """(samples + 1, num_layers) int32: `samples` schedules drawn at `temperature`, then the
+    greedy one. distinct: drawn without replacement (stochastic beam search,
+    `hps.placement.agent.beam`), so no plan is scored twice; else independently."""
     env = PlacementEnv()  # sizes come from the instance
     single = jax.tree.map(lambda x: x[None], instance)
-    sampled = rollout(policy, params, env, single, key, num_layers, temperature=temperature, samples=samples).actions
+    if distinct:
+        sampled = beam_plans(policy, params, instance, key, num_layers, samples, temperature=temperature)
+    else:
+        sampled = rollout(
+            policy, params, env, single, key, num_layers, temperature=temperature, samples=samples
+        ).actions
     greedy = rollout(policy, params, env, single, key, num_layers, greedy=True).actions
-    return jnp.concatenate([sampled, greedy], axis=0)[:, :num_layers]
+    return jnp.concatenate([sampled[:, :num_layers], greedy[:, :num_layers]], axis=0)
 
 
 @jax.jit
