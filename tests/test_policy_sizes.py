@@ -19,7 +19,6 @@ from hps.config.limits import (
 )
 from hps.config.loaders import load_catalog
 from hps.config.paths import resolve_topology
-from hps.errors import ConfigError
 from hps.experiments.placement import default_job
 from hps.placement.agent import planner
 from hps.placement.agent.policy import PolicyFunctions, PolicySpec
@@ -28,6 +27,8 @@ from hps.placement.env import InstanceSplit, PlacementEnv, generate_instances
 from hps.placement.model.direct import evaluate_direct
 from hps.placement.model.plan import evaluate_plan, schedule_plan
 from hps.placement.model.provisioning import build_instance
+from hps.placement.search.climb_at_scale import climb_at_scale
+from hps.placement.search.refine import MAX_ROUNDS as REFINE_ROUNDS
 from hps.workloads import build_workload
 
 POLICY = PolicyFunctions(PolicySpec(hidden=16))
@@ -94,7 +95,7 @@ def test_the_plan_of_a_workload_past_the_training_bucket_is_scored_exactly():
         assert evaluate_plan(inst, schedule_plan(best.schedule))["cost"] == pytest.approx(chosen["cost"], rel=1e-5)
 
 
-def test_past_the_dense_model_the_planner_scores_in_numpy_and_refuses_only_refine(monkeypatch):
+def test_past_the_dense_model_the_planner_scores_and_refines_in_numpy(monkeypatch):
     workload = build_workload("resnet152")
     catalog = load_catalog(resolve_topology("cloud-2024", "catalogs", "catalog"))
     job = default_job(workload)
@@ -105,8 +106,14 @@ def test_past_the_dense_model_the_planner_scores_in_numpy_and_refuses_only_refin
     inst = build_instance(workload, catalog, job)
     cost = lambda schedule: evaluate_plan(inst, schedule_plan(schedule))["cost"]  # noqa: E731
     assert cost(numpy_plan.schedule) == pytest.approx(cost(dense.schedule), rel=1e-5)
-    with pytest.raises(ConfigError, match="refine"):
-        planner.plan(POLICY, PARAMS, workload, catalog, job, samples=8, polish=True)
+    refined = planner.plan(POLICY, PARAMS, workload, catalog, job, samples=8, seed=2, polish=True)
+    assert refined.sampled_schedule == numpy_plan.schedule and refined.refine_evaluations > 0
+    assert cost(refined.schedule) <= cost(numpy_plan.schedule)
+    monkeypatch.undo()
+    dense_refined = planner.plan(POLICY, PARAMS, workload, catalog, job, samples=8, seed=2, polish=True)
+    # the same moves from the same start for as many rounds: the numpy climb ends where the jnp one does
+    climbed, _, _ = climb_at_scale(inst, dense_refined.sampled_schedule, max_rounds=REFINE_ROUNDS)
+    assert cost(climbed) == pytest.approx(cost(dense_refined.schedule), rel=1e-5)
 
 
 def _padded(workload, catalog, job):

@@ -3,8 +3,8 @@
 The policy draws `samples` distinct schedules of the instance, without replacement (stochastic
 beam search, `hps.placement.agent.beam`), and decodes one greedily; the exact cost model scores
 them all and the cheapest feasible one wins (the least infeasible when none is
-feasible). With `refine`, a hill climb of stage moves (`hps.placement.search.refine`) then
-polishes that plan.
+feasible). With `refine`, a hill climb of stage moves (`hps.placement.search.refine`, or past the segment
+table's size `hps.placement.search.climb_at_scale`) then polishes that plan.
 
 The instance is padded to the least size bucket of hps.config.limits (POLICY_LAYER_BUCKETS,
 POLICY_TYPE_BUCKETS, POLICY_UNIT_BUCKETS) that holds its layers, types and largest max_units,
@@ -38,6 +38,7 @@ from hps.placement.model.cost import segment_table
 from hps.placement.model.params import dense_size_fits
 from hps.placement.model.plan import evaluate_plan, schedule_plan
 from hps.placement.model.provisioning import build_instance
+from hps.placement.search.climb_at_scale import climb_at_scale
 from hps.placement.search.refine import refine
 from hps.placement.search.scoring import RANK_FEASIBLE, batch_best, score
 
@@ -143,19 +144,13 @@ def plan(
     seed: int = 0,
     polish: bool = False,
 ) -> Plan:
-    """The best of `samples` sampled plans and the greedy plan of `workload` on `catalog`;
-    `polish`: then refined by stage moves (which needs the jnp model's segment table: a
-    ConfigError past its size). Each step runs once to compile, then once timed."""
+    """The best of `samples` distinct sampled plans and the greedy plan of `workload` on
+    `catalog`; `polish`: then refined by stage moves (against the jnp model's segment table
+    where it fits, else by `climb_at_scale` in numpy). Each step runs once to compile, then
+    once timed."""
     if samples < 1:
         raise ConfigError("--samples", "samples", f"must be ≥ 1, got {samples}")
     dense = dense_model_fits(workload, catalog)
-    if polish and not dense:
-        raise ConfigError(
-            "--refine",
-            "refine",
-            f"stage moves need the jnp model's segment table, too large for {len(workload.layers)} layers x "
-            f"{len(catalog.resources)} types; plan without --refine (the plan is still scored exactly)",
-        )
     layers, types, units = policy_sizes(workload, catalog)
     padded = build_params(
         workload, catalog, job, max_layers=layers, max_types=types, max_replicas=units, dense_model=False
@@ -176,9 +171,13 @@ def plan(
     _, first = _timed(sample)
     (table, best, feasible), seconds = _timed(sample)
     refined, evaluations, refine_first, refine_seconds = best, 0, 0.0, 0.0
-    if polish:
+    if polish and dense:
         _, refine_first = _timed(refine, table, exact, best)
         (refined, evaluations), refine_seconds = _timed(refine, table, exact, best)
+    elif polish:
+        start = time.perf_counter()
+        schedule, _, evaluations = climb_at_scale(inst, best.schedule)
+        refined, refine_seconds = _Best(schedule, {}), time.perf_counter() - start
     return Plan(
         schedule=np.asarray(refined.schedule).tolist(),
         sampled_schedule=np.asarray(best.schedule).tolist(),
