@@ -37,6 +37,19 @@ def test_no_planner_beats_the_proven_optimum_and_best_of_includes_greedy():
             assert summary[name]["seconds"] > 0 if timed else math.isnan(summary[name]["seconds"])
 
 
+def test_past_the_segment_table_both_climbs_run_in_numpy(monkeypatch):
+    monkeypatch.setattr("hps.placement.agent.at_scale.dense_fits", lambda placement: False)
+    policy = PolicyFunctions(PolicySpec(hidden=16))
+    params = policy.init(jax.random.PRNGKey(0))
+    found = compare_at_scale(policy, params, WIDE, count=1, samples=8, seconds=30.0)
+    (row,) = found["rows"]
+    assert not any(name in row for name in ("greedy", "random", "genetic", "gradient"))
+    assert row["policy_refined"] <= row["policy"] * (1 + 1e-9) and row["climb"] <= row["single"] * (1 + 1e-9)
+    assert math.isfinite(row["climb"]) and row["climb_seconds"] > 0 and row["policy_refined_seconds"] > 0
+    if math.isfinite(row["exact"]) and row["exact_gap"] == 0.0:
+        assert min(row["policy_refined"], row["climb"]) >= row["exact"] * (1 - 1e-9)
+
+
 def test_summary_by_hand():
     rows = [
         dict(

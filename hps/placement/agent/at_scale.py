@@ -9,8 +9,9 @@ Per instance, each planner's cost ($, +inf when it found no feasible plan) and s
 - where the jnp model's segment table fits (hps.config.limits.DENSE_MODEL_BYTES, up to about
   a hundred layers at 16 types): the searches of `hps search` at their default budgets (greedy,
   random, the genetic algorithm, the gradient search, which refuses past 64 padded layers at
-  16 types) and the stage-move hill climb from the best single-type plan; past it they have no
-  model to run on and are left out, not guessed;
+  16 types) and the stage-move hill climb from the best single-type plan; past it the searches
+  have no model to run on and are left out, not guessed, and both climbs (from the policy's
+  best and from the best single type) run in numpy (`climb_at_scale`);
 - the exact solver's best HeterPS schedule within `seconds`, with its proven bound and time.
 
 Ratios are cost / the proven optimum over the instances the solver closed (gap 0), so no
@@ -36,6 +37,7 @@ from hps.placement.env.generator import InstanceSplit, generate_instances
 from hps.placement.model.from_params import generated_instance
 from hps.placement.model.params import dense_size_fits
 from hps.placement.model.plan import evaluate_plan, schedule_plan
+from hps.placement.search.climb_at_scale import best_single_type, climb_at_scale
 from hps.placement.search.methods import run_search
 
 SEARCHES = ("greedy", "random", "genetic", "gradient")
@@ -110,7 +112,21 @@ def one_instance(
     }
     if dense_fits(instance.placement):
         row.update(dense_planners(instance, schedules, inst.num_layers, seed, budget))
+    else:
+        row.update(numpy_climbs(inst, best.schedule))
     return row
+
+
+def numpy_climbs(inst, policy_best) -> dict:
+    """{planner: cost} and {planner + "_seconds": s} where the segment table does not fit: the
+    numpy stage-move climb (`climb_at_scale`) from the policy's best plan ("policy_refined")
+    and from the best single-type plan ("climb")."""
+    out = {}
+    for name, start in (("policy_refined", lambda: policy_best), ("climb", lambda: best_single_type(inst))):
+        began = time.perf_counter()
+        _, score, _ = climb_at_scale(inst, start())
+        out.update({name: _cost(score), f"{name}_seconds": time.perf_counter() - began})
+    return out
 
 
 def _ratios(rows: list[dict], name: str) -> np.ndarray:

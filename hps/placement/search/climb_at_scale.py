@@ -189,6 +189,13 @@ def climb_at_scale(inst: Instance, schedule, *, max_rounds: int = MAX_ROUNDS, se
     return current, evaluate_plan(inst, schedule_plan(current.tolist())), evaluations
 
 
+def best_single_type(inst: Instance) -> np.ndarray:
+    """(L,) the schedule of the best single-type plan: the cheapest feasible one, else the
+    least infeasible (by the graded penalty)."""
+    schedules = [np.full(inst.num_layers, t, np.int64) for t in range(inst.num_types)]
+    return min(schedules, key=lambda schedule: _exact_key(inst, schedule))
+
+
 def _improves(new: tuple, old: tuple) -> bool:
     return new[0] < old[0] or (new[0] == old[0] and new[1] < old[1] * (1 - 1e-12))
 
