@@ -148,6 +148,51 @@ def test_work_bounds_hold_for_every_provisioned_stage():
     assert checked >= 500
 
 
+def test_an_incumbent_changes_the_time_not_the_answer():
+    """Started from a feasible plan (the worst, a random one, or an infeasible or non-HeterPS
+    one, which it must ignore), the solver still returns the brute-force optimum, gap 0; on
+    hard generated instances (binding pooled caps) it returns what it returns without one."""
+    rng = random.Random(7)
+    started = 0
+    for _ in range(40):
+        workload, catalog, job = random_instance(rng, n_layers=rng.randint(2, 4), n_types=rng.randint(2, 3))
+        job = dataclasses.replace(job, micro_batches=rng.choice([math.inf, 2]))
+        inst = build_instance(workload, catalog, job)
+        plans = list(every_plan(inst.num_layers, inst.num_types, heterps=False))
+        costs = [s["cost"] if s["feasible"] else -1.0 for s in (evaluate_plan(inst, plan) for plan in plans)]
+        worst = plans[int(np.argmax(costs))] if max(costs) > 0 else None
+        for heterps in (False, True):
+            want = brute_force(inst, heterps)
+            for incumbent in (worst, rng.choice(plans), plans[-1]):
+                got = solve_exact(inst, heterps=heterps, incumbent=incumbent)
+                if math.isinf(want):
+                    assert got.plan is None
+                    continue
+                started += incumbent is worst
+                assert got.score["cost"] == pytest.approx(want, rel=1e-12) and got.gap == 0.0
+    assert started >= 30
+
+    import jax
+
+    from hps.placement.env.generator import HARD_KNOBS, InstanceSplit, generate_instances
+    from hps.placement.model.from_params import generated_instance
+    from hps.placement.model.plan import schedule_plan
+    from hps.placement.search.climb_at_scale import best_single_type, climb_at_scale
+
+    pool = jax.device_get(
+        generate_instances(jax.random.PRNGKey(4), 2, InstanceSplit("inc", 12, 16, 4, 6, **HARD_KNOBS, salt=12))
+    )
+    for i in range(2):
+        inst = generated_instance(jax.tree.map(lambda x, i=i: x[i], pool))
+        climbed, score, _ = climb_at_scale(inst, best_single_type(inst))
+        plain = solve_exact(inst, heterps=True)
+        warm = solve_exact(inst, heterps=True, incumbent=schedule_plan(climbed.tolist()))
+        assert (plain.plan is None) == (warm.plan is None) and plain.gap == warm.gap == 0.0
+        if plain.plan is not None:
+            assert warm.score["cost"] == pytest.approx(plain.score["cost"], rel=1e-9)
+            assert warm.score["cost"] <= score["cost"] * (1 + 1e-9) if score["feasible"] else True
+
+
 def test_exact_on_generated_instances_equals_exhaustive_search():
     """The placement env's generated instances (jnp params, float32), turned into the solver's
     numpy Instance: its HeterPS optimum equals exhaustive search's to 1e-5, gap 0."""

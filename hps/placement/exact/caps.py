@@ -137,13 +137,16 @@ def capped_search(
     heterps: bool,
     deadline,
     nodes=NODE_LIMIT,
+    useless_from: float = math.inf,
 ):
     """(least Σ r, plan, proven lower bound on Σ r) over plans meeting the pooled caps. Lagrange
     prices give a bound and usually the plan; otherwise a best-first search over (boundary,
     stages, last type, units per type) finishes, its bound on the rest of a plan the larger of
     the cap-free least rate to the end and its priced form less λ·(caps − units used). It stops
     early after `nodes` expansions or at `deadline` (time.perf_counter()), and then the bound
-    it returns is below the rate it found."""
+    it returns is below the rate it found. useless_from: the caller has no use for plans of
+    Σ r ≥ it (they cannot beat its best plan), so the search prunes them; when it finds none
+    below, the bound it returns is at least useless_from (or the plan it has)."""
     n = inst.num_layers
     rate = np.where(allowed, table.rate, np.inf)
     lam, dual, (upper, found) = cap_prices(table, rate, inst, stages, heterps)
@@ -160,9 +163,10 @@ def capped_search(
             return math.inf
         return max(free[row, j], priced[row, j] - float(lam @ (caps - np.asarray(units))))
 
+    limit = min(upper, useless_from)  # nodes whose bound reaches it cannot help the caller
     start = (max(dual, rest(0, 0, (0,) * inst.num_types)), 0.0, 0, 0, -1, (0,) * inst.num_types, ())
     frontier, seen, expanded = [start], set(), 0
-    while frontier and expanded < nodes and frontier[0][0] < upper:
+    while frontier and expanded < nodes and frontier[0][0] < limit:
         if expanded % 256 == 0 and time.perf_counter() > deadline:
             break
         bound, spent, j, s, last, units, plan = heapq.heappop(frontier)
@@ -180,9 +184,9 @@ def capped_search(
             grown = units[:t] + (units[t] + k,) + units[t + 1 :]
             cost = spent + rate[j, end, t]
             estimate = cost + rest(end + 1, s + 1, grown)
-            if estimate < upper:
+            if estimate < limit:
                 heapq.heappush(
                     frontier, (estimate, cost, end + 1, s + 1, int(t), grown, (*plan, (j, int(end), int(t))))
                 )
-    lowest = min(frontier[0][0], upper) if frontier else upper
+    lowest = min(frontier[0][0], limit) if frontier else limit
     return upper, found, min(upper, max(dual, lowest))

@@ -47,6 +47,20 @@ class ExactResult:
     seconds: float
 
 
+def _bottleneck(table: Table, plan) -> float:
+    """max τ (s per iteration) over the stages of `plan`."""
+    return float(np.max(table.time[table.index(*(np.array(column) for column in zip(*plan)))]))
+
+
+def _better(best, inst: Instance, table: Table, scale: float, total: float, plan):
+    """`best` (cost, plan), or (its cost, plan) where `plan` (of rate Σ r = total; None: no
+    plan) is cheaper."""
+    if plan is None:
+        return best
+    cost = scale * total * _bottleneck(table, plan)
+    return (cost, plan) if cost < best[0] else best
+
+
 def _solve_count(inst: Instance, table: Table, stages: int | None, heterps: bool, scale: float, best, deadline, nodes):
     """Lower ρ until the bound proves `best` (cost, plan) optimal among plans of this stage
     count, or time.perf_counter() passes `deadline`; a pooled-cap search expands at most
@@ -61,17 +75,21 @@ def _solve_count(inst: Instance, table: Table, stages: int | None, heterps: bool
             return best, math.inf
         if time.perf_counter() > deadline:
             return best, scale * floor
-        least, proven = total, True
+        least, proven, useless = total, True, math.inf
         if not meets_caps(plan, table, inst):
             dense = table.dense()
-            total, plan, lowest = capped_search(dense, plans.allowed(), inst, stages, heterps, deadline, nodes)
+            # a plan of Σ r ≥ best / (scale · τ_lb) costs at least the best: the search prunes it
+            useless = best[0] / (scale * cover) if cover > 0 else math.inf
+            total, plan, lowest = capped_search(
+                dense, plans.allowed(), inst, stages, heterps, deadline, nodes, useless_from=useless
+            )
+            if lowest >= useless * (1 - 1e-12):  # the rest of the class cannot beat the best
+                return _better(best, inst, table, scale, total, plan), math.inf
             if plan is None:
                 return best, scale * lowest * cover if math.isfinite(lowest) else math.inf
             proven = lowest >= total * (1 - 1e-12)
-        rho = float(np.max(table.time[table.index(*(np.array(column) for column in zip(*plan)))]))
-        cost = scale * total * rho
-        if cost < best[0]:
-            best = (cost, plan)
+        rho = _bottleneck(table, plan)
+        best = _better(best, inst, table, scale, total, plan)
         if not proven:  # the search stopped at its limit: what it could not close stays open
             return best, scale * lowest * cover
         # A plan of max τ ≥ best / (scale · least) costs at least the best: skip them all.
@@ -95,10 +113,27 @@ def _stage_counts(inst: Instance, heterps: bool, best, deadline: float, nodes: i
     return best
 
 
-def solve_exact(inst: Instance, *, heterps: bool = False, seconds: float = math.inf) -> ExactResult:
+def _starting_best(inst: Instance, heterps: bool, incumbent: Plan | None):
+    """(cost, plan) of the incumbent where it is a feasible plan the solver may return, else
+    (inf, None)."""
+    if incumbent is None:
+        return math.inf, None
+    plan = tuple((int(f), int(e), int(t)) for f, e, t in incumbent)
+    if heterps and any(a[2] == b[2] for a, b in zip(plan, plan[1:])):
+        return math.inf, None
+    score = evaluate_plan(inst, plan)
+    return (score["cost"], plan) if score["feasible"] else (math.inf, None)
+
+
+def solve_exact(
+    inst: Instance, *, heterps: bool = False, seconds: float = math.inf, incumbent: Plan | None = None
+) -> ExactResult:
     """The cheapest plan of `inst` (with heterps, the cheapest HeterPS schedule: adjacent
     stages on different types) and its certificate. Past `seconds` of search the solver stops
-    with the best plan found and the bound it has proven (then gap > 0).
+    with the best plan found and the bound it has proven (then gap > 0). incumbent: a plan to
+    start from (a heuristic's); where it is feasible (and, with heterps, a HeterPS schedule)
+    the search prunes against its cost from the start. The result does not depend on it, only
+    the time to reach it.
 
     With finite M, a first pass over the stage counts prices the pooled caps without searching
     (a cap-meeting plan for every S early); a second one searches the counts left open,
@@ -107,7 +142,7 @@ def solve_exact(inst: Instance, *, heterps: bool = False, seconds: float = math.
     started = time.perf_counter()
     deadline = started + seconds
     job = inst.job
-    best, unproven = (math.inf, None), math.inf
+    best, unproven = _starting_best(inst, heterps, incumbent), math.inf
     if math.isinf(job.micro_batches):
         table, best = pruned_table(inst, 1, heterps, best, first_bound(inst))
         best, unproven = _solve_count(inst, table, None, heterps, cost_scale(inst, 1), best, deadline, NODE_LIMIT)
