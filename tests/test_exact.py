@@ -193,6 +193,26 @@ def test_an_incumbent_changes_the_time_not_the_answer():
             assert warm.score["cost"] <= score["cost"] * (1 + 1e-9) if score["feasible"] else True
 
 
+def test_a_solver_out_of_time_before_any_plan_claims_no_infeasibility():
+    """With no time, the solver may stop before any plan: where a feasible plan exists it
+    must then report gap inf and a bound below the optimum, not gap 0 (proven infeasible)."""
+    rng = random.Random(1)
+    stopped = proven_infeasible = 0
+    for _ in range(30):
+        workload, catalog, job = random_instance(rng, n_layers=6, n_types=3)
+        inst = build_instance(workload, catalog, job)
+        quick, full = solve_exact(inst, seconds=0.0), solve_exact(inst)
+        if quick.plan is None and full.plan is not None:
+            stopped += 1
+            assert quick.gap == math.inf and quick.bound <= full.score["cost"] * (1 + 1e-12)
+        if full.plan is None:
+            proven_infeasible += 1
+            assert quick.plan is None and quick.gap == 0.0 and quick.bound == math.inf
+        if quick.plan is not None and quick.gap == 0.0:
+            assert quick.score["cost"] == pytest.approx(full.score["cost"], rel=1e-12)
+    assert stopped >= 1 and proven_infeasible >= 1
+
+
 def test_exact_on_generated_instances_equals_exhaustive_search():
     """The placement env's generated instances (jnp params, float32), turned into the solver's
     numpy Instance: its HeterPS optimum equals exhaustive search's to 1e-5, gap 0."""

@@ -229,6 +229,11 @@ def _print_exact(report, workload, catalog, job, args) -> int:
     print(format_report(report, workload))
     if report["gap"] is not None:
         print(f"proven bound ${report['bound']:,.2f} (gap {report['gap']:.2%}) in {report['search_seconds']:.2f} s")
+    elif report["bound"] is not None:  # the time ran out before a plan or a proof that none exists
+        print(
+            f"no feasible plan found in {report['search_seconds']:.2f} s, and none proven impossible: "
+            f"a feasible plan would cost at least ${report['bound']:,.2f} (raise --seconds)"
+        )
     return 0
 
 

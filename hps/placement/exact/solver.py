@@ -36,9 +36,10 @@ from hps.placement.model.provisioning import Instance
 
 @dataclass(frozen=True)
 class ExactResult:
-    """The best plan found (None: no feasible plan), its `evaluate_plan` score, the proven
-    lower bound on cost ($; inf when no plan is feasible), the relative gap (cost − bound) /
-    bound (0: proven optimal) and the solver's wall time (s)."""
+    """The best plan found (None: no feasible plan found), its `evaluate_plan` score, the
+    proven lower bound on cost ($; inf when no plan is feasible), the relative gap (cost −
+    bound) / bound (0: proven optimal; with no plan, 0 where it is proven that none exists and
+    inf where the time ran out first) and the solver's wall time (s)."""
 
     plan: Plan | None
     score: dict | None
@@ -155,5 +156,8 @@ def solve_exact(
     cost, plan = best
     bound = min(cost, unproven)
     score = evaluate_plan(inst, plan) if plan is not None else None
-    gap = 0.0 if plan is None or bound >= cost else (cost - bound) / bound
+    if plan is None:  # proven infeasible only where no plan can exist (bound inf)
+        gap = 0.0 if math.isinf(bound) else math.inf
+    else:
+        gap = 0.0 if bound >= cost * (1 - 1e-12) else (cost - bound) / bound  # 1e-12: rounding
     return ExactResult(plan, score, bound, gap, time.perf_counter() - started)
