@@ -239,7 +239,7 @@ def _write_json(path: Path, payload: dict) -> None:
 
 COMPARISON_CAPTION = (
     "cost / best plan found, which is the exact solver's optimum where proven (exhaustive: the independent "
-    "check; policy = best of 64 sampled plans + greedy; policy_refined = that plan after stage moves, "
+    "check; policy = best of 64 distinct sampled plans + greedy; policy_refined = that plan after stage moves, "
     "hps plan --refine):"
 )
 ORDER = ("exact", *METHODS, "policy", "policy_refined")
