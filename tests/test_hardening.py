@@ -648,10 +648,12 @@ def test_plan_says_why_no_sampled_plan_is_feasible(trained, capsys):
     argv = ["plan", "--checkpoint", str(trained[0]), *instance(throughput="1e12"), "--plans", "16"]
     report = run_json(argv, capsys)
     assert report["feasible"] is False and report["cost"] is None and report["feasible_plans"] == 0
+    # the 16 plans are distinct, so the least infeasible of them (by the graded penalty) may fail
+    # on memory before the unreachable floor: either way the reason names the stage and the limit
+    reason = report["reason"]
     assert (
-        report["reason"].startswith("throughput at the stage starting at layer ")
-        and "below the floor of 1e+12" in report["reason"]
-    )
+        reason.startswith("throughput at the stage starting at layer ") and "below the floor of 1e+12" in reason
+    ) or (reason.startswith("memory at the stage starting at layer ") and "does not fit in" in reason), reason
     code, out, _ = run_cli_output(argv, capsys)
     assert code == 0 and "17 plans scored, 0 feasible" in out and f"INFEASIBLE: {report['reason']}" in out
 
