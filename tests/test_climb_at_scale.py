@@ -39,7 +39,7 @@ def test_every_priced_move_matches_the_whole_plan_scored_again(pool):
         blocks = 1 + i // 6  # plans of one stage, then of two (most plans of many stages fail)
         schedule = np.repeat(rng.integers(0, inst.num_types, blocks), -(-inst.num_layers // blocks))[: inst.num_layers]
         plan = _Plan(inst, schedule)
-        moves = _moves(plan, np.ones(inst.num_types, bool))
+        moves = _moves(plan, inst.num_types)
         ok, cost, penalty = _price(inst, plan, moves)
         for m in range(len(ok)):
             moved = _apply(schedule, moves, m)

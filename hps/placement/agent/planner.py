@@ -176,8 +176,8 @@ def plan(
         (refined, evaluations), refine_seconds = _timed(refine, table, exact, best)
     elif polish:
         start = time.perf_counter()
-        schedule, _, evaluations = climb_at_scale(inst, best.schedule)
-        refined, refine_seconds = _Best(schedule, {}), time.perf_counter() - start
+        schedule, climbed, evaluations = climb_at_scale(inst, best.schedule)
+        refined, refine_seconds = _Best(schedule, climbed), time.perf_counter() - start
     return Plan(
         schedule=np.asarray(refined.schedule).tolist(),
         sampled_schedule=np.asarray(best.schedule).tolist(),

@@ -53,12 +53,12 @@ def _bottleneck(table: Table, plan) -> float:
     return float(np.max(table.time[table.index(*(np.array(column) for column in zip(*plan)))]))
 
 
-def _better(best, inst: Instance, table: Table, scale: float, total: float, plan):
-    """`best` (cost, plan), or (its cost, plan) where `plan` (of rate Σ r = total; None: no
-    plan) is cheaper."""
+def _better(best, scale: float, total: float, rho: float, plan):
+    """`best` (cost, plan), or (its cost, plan) where `plan` (of rate Σ r = total and max τ =
+    rho; None: no plan) is cheaper."""
     if plan is None:
         return best
-    cost = scale * total * _bottleneck(table, plan)
+    cost = scale * total * rho
     return (cost, plan) if cost < best[0] else best
 
 
@@ -85,12 +85,13 @@ def _solve_count(inst: Instance, table: Table, stages: int | None, heterps: bool
                 dense, plans.allowed(), inst, stages, heterps, deadline, nodes, useless_from=useless
             )
             if lowest >= useless * (1 - 1e-12):  # the rest of the class cannot beat the best
-                return _better(best, inst, table, scale, total, plan), math.inf
+                rho = _bottleneck(table, plan) if plan is not None else math.inf
+                return _better(best, scale, total, rho, plan), math.inf
             if plan is None:
                 return best, scale * lowest * cover if math.isfinite(lowest) else math.inf
             proven = lowest >= total * (1 - 1e-12)
         rho = _bottleneck(table, plan)
-        best = _better(best, inst, table, scale, total, plan)
+        best = _better(best, scale, total, rho, plan)
         if not proven:  # the search stopped at its limit: what it could not close stays open
             return best, scale * lowest * cover
         # A plan of max τ ≥ best / (scale · least) costs at least the best: skip them all.

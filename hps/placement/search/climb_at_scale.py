@@ -47,7 +47,6 @@ class _Plan:
     that price a candidate's untouched stages in O(T)."""
 
     def __init__(self, inst: Instance, schedule: np.ndarray):
-        self.schedule = schedule
         spans = np.array(schedule_plan(schedule.tolist()), np.int64)
         self.first, self.last, self.types = spans[:, 0], spans[:, 1], spans[:, 2]
         stages = provision(inst, self.first, self.last, self.types, len(spans))
@@ -61,10 +60,11 @@ class _Plan:
         self.after_max = np.maximum.accumulate(np.concatenate([self.time, [0.0]])[::-1])[::-1]  # [j]: of ≥ j
 
 
-def _moves(plan: _Plan, type_mask: np.ndarray):
-    """Every stage move of `plan`: window (w0, w1) of replaced stages and two new stages
-    (first, last, type), the first of which may be absent (valid1 False); each (N,)."""
-    n_stages, types = len(plan.first), np.flatnonzero(type_mask)
+def _moves(plan: _Plan, num_types: int):
+    """Every stage move of `plan` to one of `num_types` types: window (w0, w1) of replaced
+    stages and two new stages (first, last, type), the first of which may be absent (valid1
+    False); each (N,)."""
+    n_stages, types = len(plan.first), np.arange(num_types)
     stage_of = np.repeat(np.arange(n_stages), plan.last - plan.first + 1)
     layer, t = (a.ravel() for a in np.meshgrid(np.arange(len(stage_of)), types, indexing="ij"))
     j = stage_of[layer]
@@ -152,9 +152,8 @@ def _key(feasible: bool, cost: float, penalty: float) -> tuple:
     return (0, cost) if feasible else (1, penalty)
 
 
-def _exact_key(inst: Instance, schedule: np.ndarray) -> tuple:
-    """The rank key of a schedule from its `evaluate_plan` score."""
-    plan = _Plan(inst, schedule)
+def _exact_key(inst: Instance, plan: _Plan) -> tuple:
+    """The rank key of a whole provisioned plan, as its `evaluate_plan` score ranks."""
     units = plan.unit_prefix[-1]
     dollars, failing = plan.rate_prefix[-1], plan.fail_prefix[-1]
     throughput = inst.job.batch / (inst.bubble(len(plan.first)) * float(np.max(plan.time)))
@@ -167,14 +166,13 @@ def climb_at_scale(inst: Instance, schedule, *, max_rounds: int = MAX_ROUNDS, se
     climb from `schedule` (one type index per layer) on an instance of any size, for at most
     `max_rounds` rounds or `seconds` of wall time."""
     deadline = time.perf_counter() + seconds
-    type_mask = np.ones(inst.num_types, bool)
     current = np.asarray(schedule, np.int64).copy()
-    key, evaluations = _exact_key(inst, current), 0
+    plan = _Plan(inst, current)
+    key, evaluations = _exact_key(inst, plan), 0
     for _ in range(max_rounds):
         if time.perf_counter() > deadline:
             break
-        plan = _Plan(inst, current)
-        moves = _moves(plan, type_mask)
+        moves = _moves(plan, inst.num_types)
         feasible, cost, penalty = _price(inst, plan, moves)
         evaluations += len(feasible)
         best = int(np.argmin(cost)) if feasible.any() else int(np.argmin(penalty))
@@ -182,10 +180,11 @@ def climb_at_scale(inst: Instance, schedule, *, max_rounds: int = MAX_ROUNDS, se
         if not _improves(candidate_key, key):
             break
         moved = _apply(current, moves, best)
-        exact = _exact_key(inst, moved)
+        moved_plan = _Plan(inst, moved)  # the next round's plan, once confirmed
+        exact = _exact_key(inst, moved_plan)
         if not _improves(exact, key):  # an estimate the exact score did not confirm (finite M)
             break
-        current, key = moved, exact
+        current, plan, key = moved, moved_plan, exact
     return current, evaluate_plan(inst, schedule_plan(current.tolist())), evaluations
 
 
@@ -193,7 +192,7 @@ def best_single_type(inst: Instance) -> np.ndarray:
     """(L,) the schedule of the best single-type plan: the cheapest feasible one, else the
     least infeasible (by the graded penalty)."""
     schedules = [np.full(inst.num_layers, t, np.int64) for t in range(inst.num_types)]
-    return min(schedules, key=lambda schedule: _exact_key(inst, schedule))
+    return min(schedules, key=lambda schedule: _exact_key(inst, _Plan(inst, schedule)))
 
 
 def _improves(new: tuple, old: tuple) -> bool:
