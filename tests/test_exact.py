@@ -258,3 +258,42 @@ def test_span_orders_and_least_match_plain_numpy():
         held = np.flatnonzero(span == s)
         want = values[held].min() if len(held) else np.inf
         assert least[s] == want and at[s] == (held[np.argmax(values[held] == want)] if len(held) else -1)
+
+
+def _capped_instances(rng, count: int):
+    """Random instances of up to 5 layers whose cheapest cap-free plan breaks a pooled cap."""
+    while count:
+        workload, catalog, job = random_instance(rng, n_layers=rng.randint(2, 5), n_types=rng.randint(2, 3))
+        inst = build_instance(workload, catalog, job)
+        table = stage_table(inst, 1).dense()
+        _, plan = least_rate(table.rate, table.time, None, False)
+        if plan is not None and np.any(plan_units(plan, table, inst.num_types) > inst.max_units):
+            count -= 1
+            yield inst
+
+
+def test_interval_duals_bound_every_capped_plan_from_below(monkeypatch):
+    """With the pooled-cap search stopped at once, the interval duals alone answer: their bound
+    is at most brute force's optimum, their plan is feasible at the cost they claim, and a
+    closed certificate (gap 0) is the optimum."""
+    import hps.placement.exact.solver as solver
+
+    monkeypatch.setattr(solver, "NODE_LIMIT", 0)
+    rng, closed, open_ = random.Random(11), 0, 0
+    for inst in _capped_instances(rng, 40):
+        for heterps in (False, True):
+            want = brute_force(inst, heterps)
+            result = solve_exact(inst, heterps=heterps)
+            assert result.bound <= want * (1 + 1e-12)
+            if result.plan is None:
+                assert math.isinf(want) or result.gap == math.inf
+                continue
+            score = evaluate_plan(inst, result.plan)
+            assert score["feasible"] and score["cost"] == pytest.approx(result.score["cost"], rel=1e-12)
+            assert score["cost"] >= want * (1 - 1e-12)
+            if result.gap == 0:
+                assert score["cost"] == pytest.approx(want, rel=1e-12)
+                closed += 1
+            else:
+                open_ += 1
+    assert closed >= 20

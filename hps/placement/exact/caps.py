@@ -96,14 +96,22 @@ def rate_to_end(rate: np.ndarray, stages: int | None) -> np.ndarray:
 
 
 def cap_prices(
-    table: DenseTable, rate: np.ndarray, inst: Instance, stages: int | None, heterps: bool, rounds: int = 40
+    table: DenseTable,
+    rate: np.ndarray,
+    inst: Instance,
+    stages: int | None,
+    heterps: bool,
+    rounds: int = 40,
+    start: np.ndarray | None = None,
+    enough: float = math.inf,
 ):
     """Lagrange prices λ (T,) $/h per unit on the pooled caps, by subgradient ascent on the dual
     g(λ) = min_P Σ_j (r_j + λ_t·k_j) − Σ_t λ_t·max_units_t ≤ the least Σ r of plans meeting the
-    caps. Returns (λ, g(λ), (Σ r, plan) of the cheapest plan that met the caps on the way,
-    each iterate's plan `repair`ed where it broke them; (inf, None) when none did)."""
+    caps, from λ = `start` (None: 0), for at most `rounds` programs, stopping early once
+    g(λ) ≥ `enough`. Returns (λ, g(λ), (Σ r, plan) of the cheapest plan that met the caps on
+    the way, each iterate's plan `repair`ed where it broke them; (inf, None) when none did)."""
     caps = inst.max_units.astype(np.float64)
-    lam = np.zeros(inst.num_types)
+    lam = np.zeros(inst.num_types) if start is None else np.array(start, np.float64)
     best, incumbent = (-math.inf, lam), (math.inf, None)
     unit = float(np.max(inst.price))
     for _ in range(rounds):
@@ -114,6 +122,8 @@ def cap_prices(
         value = total - float(lam @ caps)
         if value > best[0]:
             best = (value, lam.copy())
+        if value >= enough:
+            break
         over = used - caps
         meeting = plan if np.all(over <= 0) else repair(plan, table, rate, inst, heterps)
         if meeting is not None:
@@ -124,7 +134,9 @@ def cap_prices(
         norm = float(over @ over)
         if norm == 0:
             break
-        target = incumbent[0] if math.isfinite(incumbent[0]) else best[0] + 0.1 * abs(best[0]) + unit
+        target = min(incumbent[0], enough)  # Polyak's step towards what is worth reaching
+        if not math.isfinite(target):
+            target = best[0] + 0.1 * abs(best[0]) + unit
         lam = np.maximum(0.0, lam + (target - value) / norm * over)
     return best[1], best[0], incumbent
 

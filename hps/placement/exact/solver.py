@@ -28,6 +28,7 @@ import numpy as np
 
 from hps.placement.exact.caps import NODE_LIMIT, capped_search, meets_caps
 from hps.placement.exact.classes import SpanBests, TypedStages
+from hps.placement.exact.intervals import interval_bound
 from hps.placement.exact.prune import cost_scale, first_bound, pruned_table
 from hps.placement.exact.table import Table, check_table_size
 from hps.placement.model.plan import Plan, evaluate_plan
@@ -76,24 +77,26 @@ def _solve_count(inst: Instance, table: Table, stages: int | None, heterps: bool
             return best, math.inf
         if time.perf_counter() > deadline:
             return best, scale * floor
-        least, proven, useless = total, True, math.inf
+        least, useless = total, math.inf
         if not meets_caps(plan, table, inst):
             dense = table.dense()
             # a plan of Σ r ≥ best / (scale · τ_lb) costs at least the best: the search prunes it
             useless = best[0] / (scale * cover) if cover > 0 else math.inf
+            # the search gets half the time left; the interval duals, the rest where it stops open
+            now = time.perf_counter()
             total, plan, lowest = capped_search(
-                dense, plans.allowed(), inst, stages, heterps, deadline, nodes, useless_from=useless
+                dense, plans.allowed(), inst, stages, heterps, now + (deadline - now) / 2, nodes, useless_from=useless
             )
             if lowest >= useless * (1 - 1e-12):  # the rest of the class cannot beat the best
                 rho = _bottleneck(table, plan) if plan is not None else math.inf
                 return _better(best, scale, total, rho, plan), math.inf
-            if plan is None:
-                return best, scale * lowest * cover if math.isfinite(lowest) else math.inf
-            proven = lowest >= total * (1 - 1e-12)
+            # left open by the search: every plan of max τ in [τ_lb, ρ], bounded by interval duals
+            if plan is None or lowest < total * (1 - 1e-12):
+                best = _better(best, scale, total, _bottleneck(table, plan), plan) if plan is not None else best
+                allowed = plans.allowed()
+                return interval_bound(dense, allowed, inst, stages, heterps, scale, best, cover, deadline)
         rho = _bottleneck(table, plan)
         best = _better(best, scale, total, rho, plan)
-        if not proven:  # the search stopped at its limit: what it could not close stays open
-            return best, scale * lowest * cover
         # A plan of max τ ≥ best / (scale · least) costs at least the best: skip them all.
         plans.lower(min(rho, best[0] / (scale * least)))
 
