@@ -117,3 +117,21 @@ def test_hps_run_of_the_at_scale_kind_tables_every_planner_per_split(tmp_path, m
     assert "proven optimal within 60 s" in (tmp_path / "out" / "report.md").read_text()
     again = run_experiment(config, tmp_path / "out", progress=False)  # from results.json, NaN read back as null
     assert again["computed"] == [] and again["rows"] == ran["rows"]
+
+
+def test_at_scale_training_split_is_named_and_reaches_the_trainer(tmp_path, monkeypatch):
+    """train_split picks the split the policy trains on (an unknown one is refused, naming the
+    field), and it and train_demonstrations reach the training config."""
+    from hps.experiments import placement as placement_experiments
+    from hps.experiments.placement_at_scale import PlacementAtScaleConfig, run_item
+    from hps.placement.env.generator import HARD_TRAIN
+
+    with pytest.raises(ValueError, match="train_split"):
+        PlacementAtScaleConfig(name="s", train_split="hard")
+    seen = {}
+    monkeypatch.setattr(placement_experiments, "ensure_trained", lambda folder, cfg, minutes: seen.update(cfg=cfg))
+    config = PlacementAtScaleConfig(
+        name="s", checkpoint=str(tmp_path), train_minutes=1.0, train_split="hard-train", train_demonstrations=64
+    )
+    run_item(config, None)
+    assert seen["cfg"].split == HARD_TRAIN and seen["cfg"].demonstrations == 64

@@ -84,13 +84,26 @@ def ensure_trained(policy_dir: str, train_config, minutes: float) -> dict:
     return {"trained_now": True, "step": int(jax.device_get(state.step))}
 
 
-def ensure_policy(policy_dir: str, train_minutes: float, seed: int = 0, algorithm: str = "reinforce") -> dict:
+def ensure_policy(
+    policy_dir: str,
+    train_minutes: float,
+    seed: int = 0,
+    algorithm: str = "reinforce",
+    split=None,
+    demonstrations: int | None = None,
+) -> dict:
     """The default placement policy in policy_dir, trained there first if it holds none;
-    algorithm "ppo": the same recipe trained by PPO (without imitation, which is REINFORCE's)."""
+    algorithm "ppo": the same recipe trained by PPO (without imitation, which is REINFORCE's).
+    split: the InstanceSplit it trains on (None: the recipe's); demonstrations: labelled
+    instances (None: the recipe's)."""
     from hps.config.limits import UNBOUNDED_CHUNKS
     from hps.placement.agent.train import default_placement_config
 
     config = dataclasses.replace(default_placement_config(), num_chunks=UNBOUNDED_CHUNKS, seed=seed)
+    if split is not None:
+        config = dataclasses.replace(config, split=split)
+    if demonstrations is not None:
+        config = dataclasses.replace(config, demonstrations=demonstrations)
     if algorithm == "ppo":
         config = dataclasses.replace(config, algorithm="ppo", demonstrations=0)
     return ensure_trained(policy_dir, config, train_minutes)

@@ -14,6 +14,8 @@ from hps.experiments.figures import grouped_bars
 from hps.experiments.files import json_ready
 from hps.experiments.placement import DEFAULT_POLICY_DIR, TRAIN_ITEM, ensure_policy
 
+TRAIN_SPLITS = ("train", "hard-train")
+
 LABELS = {
     "policy": "policy: best of samples + greedy",
     "policy_greedy": "policy: greedy",
@@ -45,8 +47,16 @@ class PlacementAtScaleConfig(ExperimentConfig):
     budget: int | None = None
     train_minutes: float = 0.0
     """When > 0 and `checkpoint` holds no policy, train the default recipe there first."""
+    train_split: str = "train"
+    """The split that training plays: "train" (the recipe's) or "hard-train" (HARD_TRAIN)."""
+    train_demonstrations: int = 0
+    """Instances the teacher labels for that training (0: the recipe's)."""
 
-    AT_LEAST = {"train_minutes": 0.0}
+    AT_LEAST = {"train_minutes": 0.0, "train_demonstrations": 0}
+
+    def check(self) -> None:
+        if self.train_split not in TRAIN_SPLITS:
+            raise ValueError(f"train_split: must be one of {', '.join(TRAIN_SPLITS)}, got {self.train_split!r}")
 
 
 def _split(bounds, index: int, hard: bool = False):
@@ -66,7 +76,11 @@ def items(config: PlacementAtScaleConfig):
 
 def run_item(config: PlacementAtScaleConfig, params) -> dict:
     if params is None:
-        return ensure_policy(config.checkpoint, config.train_minutes, config.seed)
+        from hps.placement.env.generator import HARD_TRAIN, TRAIN
+
+        split = {"train": TRAIN, "hard-train": HARD_TRAIN}[config.train_split]
+        labels = config.train_demonstrations or None
+        return ensure_policy(config.checkpoint, config.train_minutes, config.seed, split=split, demonstrations=labels)
     from hps.placement.agent.at_scale import compare_at_scale
     from hps.placement.agent.checkpoint import load_policy
 
