@@ -1,5 +1,5 @@
 """The default placement recipe trained on hard instances (HARD_TRAIN: 16-48 layers, 8-16
-types, tight pooled caps, small memories, floors near the single types' reach; 512 instances
+types, tight pooled caps, small memories, floors near the single types' reach; 384 instances
 labelled by the exact solver), zero-shot on the held-out hard 256-layer split against the exact
 solver's proven optimum (30 s per instance), beside the same planners as placement_hard.
 
@@ -22,5 +22,5 @@ def config() -> PlacementAtScaleConfig:
         hard=True,
         train_minutes=10.0,
         train_split="hard-train",
-        train_demonstrations=512,
+        train_demonstrations=384,
     )
