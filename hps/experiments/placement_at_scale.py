@@ -14,7 +14,8 @@ from hps.experiments.figures import grouped_bars
 from hps.experiments.files import json_ready
 from hps.experiments.placement import DEFAULT_POLICY_DIR, TRAIN_ITEM, ensure_policy
 
-TRAIN_SPLITS = ("train", "hard-train")
+TRAIN_SPLITS = {"train": "TRAIN", "hard-train": "HARD_TRAIN"}
+"""train_split -> the InstanceSplit of hps.placement.env.generator it names."""
 
 LABELS = {
     "policy": "policy: best of samples + greedy",
@@ -76,9 +77,9 @@ def items(config: PlacementAtScaleConfig):
 
 def run_item(config: PlacementAtScaleConfig, params) -> dict:
     if params is None:
-        from hps.placement.env.generator import HARD_TRAIN, TRAIN
+        from hps.placement.env import generator
 
-        split = {"train": TRAIN, "hard-train": HARD_TRAIN}[config.train_split]
+        split = getattr(generator, TRAIN_SPLITS[config.train_split])
         labels = config.train_demonstrations or None
         return ensure_policy(config.checkpoint, config.train_minutes, config.seed, split=split, demonstrations=labels)
     from hps.placement.agent.at_scale import compare_at_scale

@@ -83,9 +83,9 @@ def _solve_count(inst: Instance, table: Table, stages: int | None, heterps: bool
             # a plan of Σ r ≥ best / (scale · τ_lb) costs at least the best: the search prunes it
             useless = best[0] / (scale * cover) if cover > 0 else math.inf
             # the search gets half the time left; the interval duals, the rest where it stops open
-            now = time.perf_counter()
+            now, allowed = time.perf_counter(), plans.allowed()
             total, plan, lowest = capped_search(
-                dense, plans.allowed(), inst, stages, heterps, now + (deadline - now) / 2, nodes, useless_from=useless
+                dense, allowed, inst, stages, heterps, now + (deadline - now) / 2, nodes, useless_from=useless
             )
             if lowest >= useless * (1 - 1e-12):  # the rest of the class cannot beat the best
                 rho = _bottleneck(table, plan) if plan is not None else math.inf
@@ -93,7 +93,6 @@ def _solve_count(inst: Instance, table: Table, stages: int | None, heterps: bool
             # left open by the search: every plan of max τ in [τ_lb, ρ], bounded by interval duals
             if plan is None or lowest < total * (1 - 1e-12):
                 best = _better(best, scale, total, _bottleneck(table, plan), plan) if plan is not None else best
-                allowed = plans.allowed()
                 return interval_bound(dense, allowed, inst, stages, heterps, scale, best, cover, deadline)
         rho = _bottleneck(table, plan)
         best = _better(best, scale, total, rho, plan)
