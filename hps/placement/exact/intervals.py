@@ -22,6 +22,7 @@ import time
 
 import numpy as np
 
+from hps.placement.exact.best import keep_cheaper
 from hps.placement.exact.caps import cap_prices
 from hps.placement.exact.table import DenseTable
 from hps.placement.model.provisioning import Instance
@@ -31,12 +32,6 @@ NARROW = 1 + 1e-3
 
 COLD_ROUNDS, WARM_ROUNDS = 40, 12
 """Subgradient programs of the first dual, and of each later one (started from a neighbour's prices)."""
-
-
-def _plan_cost(dense: DenseTable, scale: float, total: float, plan) -> float:
-    """c·Σ r·max τ ($) of `plan` (of Σ r = total) by the table's stage times."""
-    first, last, types = (np.array(column) for column in zip(*plan))
-    return scale * total * float(np.max(dense.time[first, last, types]))
 
 
 def interval_bound(
@@ -74,8 +69,7 @@ def interval_bound(
         under = np.where(dense.time <= rho, rate, np.inf)
         lam, value, (total, plan) = cap_prices(dense, under, inst, stages, heterps, rounds, start, enough)
         if plan is not None:
-            cost = _plan_cost(dense, scale, total, plan)
-            best = (cost, plan) if cost < best[0] else best
+            best = keep_cheaper(best, scale, total, dense.bottleneck(plan), plan)
         return value, lam
 
     def needed(lo: float) -> float:  # the Σ r that closes an interval starting at lo

@@ -24,8 +24,7 @@ import math
 import time
 from dataclasses import dataclass
 
-import numpy as np
-
+from hps.placement.exact.best import keep_cheaper
 from hps.placement.exact.caps import NODE_LIMIT, capped_search, meets_caps
 from hps.placement.exact.classes import SpanBests, TypedStages
 from hps.placement.exact.intervals import interval_bound
@@ -47,20 +46,6 @@ class ExactResult:
     bound: float
     gap: float
     seconds: float
-
-
-def _bottleneck(table: Table, plan) -> float:
-    """max τ (s per iteration) over the stages of `plan`."""
-    return float(np.max(table.time[table.index(*(np.array(column) for column in zip(*plan)))]))
-
-
-def _better(best, scale: float, total: float, rho: float, plan):
-    """`best` (cost, plan), or (its cost, plan) where `plan` (of rate Σ r = total and max τ =
-    rho; None: no plan) is cheaper."""
-    if plan is None:
-        return best
-    cost = scale * total * rho
-    return (cost, plan) if cost < best[0] else best
 
 
 def _solve_count(inst: Instance, table: Table, stages: int | None, heterps: bool, scale: float, best, deadline, nodes):
@@ -88,14 +73,14 @@ def _solve_count(inst: Instance, table: Table, stages: int | None, heterps: bool
                 dense, allowed, inst, stages, heterps, now + (deadline - now) / 2, nodes, useless_from=useless
             )
             if lowest >= useless * (1 - 1e-12):  # the rest of the class cannot beat the best
-                rho = _bottleneck(table, plan) if plan is not None else math.inf
-                return _better(best, scale, total, rho, plan), math.inf
+                rho = table.bottleneck(plan) if plan is not None else math.inf
+                return keep_cheaper(best, scale, total, rho, plan), math.inf
             # left open by the search: every plan of max τ in [τ_lb, ρ], bounded by interval duals
             if plan is None or lowest < total * (1 - 1e-12):
-                best = _better(best, scale, total, _bottleneck(table, plan), plan) if plan is not None else best
+                best = keep_cheaper(best, scale, total, table.bottleneck(plan), plan) if plan is not None else best
                 return interval_bound(dense, allowed, inst, stages, heterps, scale, best, cover, deadline)
-        rho = _bottleneck(table, plan)
-        best = _better(best, scale, total, rho, plan)
+        rho = table.bottleneck(plan)
+        best = keep_cheaper(best, scale, total, rho, plan)
         # A plan of max τ ≥ best / (scale · least) costs at least the best: skip them all.
         plans.lower(min(rho, best[0] / (scale * least)))
 

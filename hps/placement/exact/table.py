@@ -58,6 +58,11 @@ class DenseTable:
     time: np.ndarray
     replicas: np.ndarray
 
+    def bottleneck(self, plan) -> float:
+        """max τ (s per iteration) over the stages (first, last, type) of `plan`."""
+        first, last, types = (np.array(column) for column in zip(*plan))
+        return float(np.max(self.time[first, last, types]))
+
 
 @dataclass(frozen=True)
 class Table:
@@ -93,6 +98,11 @@ class Table:
         """The table of the stages where keep (N,) is true."""
         fields = (self.first, self.last, self.type, self.rate, self.time, self.replicas)
         return Table(self.num_layers, self.num_types, *(a[keep] for a in fields))
+
+    def bottleneck(self, plan) -> float:
+        """max τ (s per iteration) over the stages (first, last, type) of `plan`; KeyError for a
+        stage not in the table."""
+        return float(np.max(self.time[self.index(*(np.array(column) for column in zip(*plan)))]))
 
     def stage_time(self, first: int, last: int, t: int) -> float:
         return float(self.time[self.index(first, last, t)])
