@@ -95,7 +95,7 @@ def heldout_evaluator(config, split: InstanceSplit = HELDOUT, count: int = 256):
     steps = split.max_layers
 
     @jax.jit
-    def evaluate(params):
+    def evaluate(params, pool):  # the pool an argument, not a constant XLA would fold at compile time
         traj = rollout(policy, params, env, pool, jax.random.PRNGKey(0), steps, greedy=True)
         feasible = traj.feasible
         ratio = jnp.sum(jnp.where(feasible, traj.cost_ratio, 0.0)) / jnp.maximum(jnp.sum(feasible), 1)
@@ -105,7 +105,7 @@ def heldout_evaluator(config, split: InstanceSplit = HELDOUT, count: int = 256):
             "eval_feasible": jnp.mean(feasible.astype(jnp.float32)),
         }
 
-    return lambda params: {k: float(v) for k, v in jax.device_get(evaluate(params)).items()}
+    return lambda params: {k: float(v) for k, v in jax.device_get(evaluate(params, pool)).items()}
 
 
 @jax.jit
