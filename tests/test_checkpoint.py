@@ -1,4 +1,5 @@
-"""Checkpoints, resume after SIGKILL, `hps train` and `hps plan` (issue 4 items 5 and 6)."""
+"""Checkpoints, `hps train` and `hps plan` (issue 4 items 5 and 6); a SIGKILL at every point of a
+chunk boundary, and the resume after it, is tests/faults/runs.py."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ import dataclasses
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -26,19 +26,6 @@ from hps.rl.session import final_params, read_metrics, train_session
 from tests.helpers import TINY, assert_same_params
 
 REPO = Path(__file__).resolve().parents[1]
-KILL_AFTER_CHUNK = 1
-
-# Trains in a run folder and SIGKILLs itself right after chunk KILL_AFTER_CHUNK's checkpoint.
-KILLED_RUN = """
-import os, signal, sys
-import runpy
-from hps.rl.session import train_session
-config = runpy.run_path(sys.argv[1])["CONFIG"]
-def on_chunk(record):
-    if record["chunk"] == int(sys.argv[3]):
-        os.kill(os.getpid(), signal.SIGKILL)
-train_session(config, sys.argv[2], on_chunk=on_chunk, evaluate=False)
-"""
 
 
 @pytest.fixture(scope="module")
@@ -61,20 +48,6 @@ def test_session_equals_plain_training_and_saves_every_chunk(uninterrupted):
     assert document["format_version"] == checkpoint.FORMAT_VERSION and document["policy"]["hidden"] == 16
     assert checkpoint.config_from_document(document, "x") == TINY
     assert (out / "learning_curve.png").stat().st_size > 10_000
-
-
-@pytest.mark.slow
-def test_sigkilled_run_resumes_to_the_uninterrupted_parameters(tmp_path, experiment, uninterrupted):
-    out = tmp_path / "run"
-    script = [sys.executable, "-c", KILLED_RUN, str(experiment), str(out), str(KILL_AFTER_CHUNK)]
-    env = dict(os.environ, JAX_COMPILATION_CACHE_DIR=jax.config.jax_compilation_cache_dir)  # conftest's cache
-    killed = subprocess.run(script, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
-    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
-    assert [r["chunk"] for r in read_metrics(out / "metrics.jsonl")] == list(range(KILL_AFTER_CHUNK + 1))
-    state, records = train_session(TINY, out, evaluate=False)  # what `hps train` does on restart
-    assert [r["chunk"] for r in records] == list(range(TINY.num_chunks))
-    assert int(state.step) == TINY.num_chunks * TINY.updates_per_chunk
-    assert_same_params(final_params(state), uninterrupted[1])
 
 
 @pytest.mark.slow
