@@ -10,9 +10,11 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import jax  # noqa: E402
 
+from hps.cli.main import MIN_COMPILE_SECONDS  # noqa: E402
+
 _CACHE = os.environ.get("JAX_COMPILATION_CACHE_DIR", os.path.join(os.path.dirname(__file__), "..", ".jax_cache"))
 jax.config.update("jax_compilation_cache_dir", os.path.abspath(_CACHE))
-jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)  # as the CLI (hps.cli.main)
+jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)  # as the CLI
 
 import textwrap  # noqa: E402
 

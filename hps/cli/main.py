@@ -34,9 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 MIN_COMPILE_SECONDS = 0.0
-"""Compiles shorter than this are not written to the persistent cache: 0, every one. A command
-also compiles dozens of small programs (catalogue tables, parameter initialisation), 0.1 s each;
-read back from the cache they cost a few milliseconds."""
+"""Compiles shorter than this (seconds) are not written to the persistent cache: 0 keeps every
+one, the small programs a command compiles before its main one (catalogue tables, parameter
+initialisation) included."""
 
 
 def enable_compile_cache() -> None:
