@@ -75,7 +75,7 @@ def test_a_training_chunk_compiles_once_across_chunks_of_fresh_instances(monkeyp
     for _ in range(2):
         state, metrics = train_chunk(state)
         assert np.isfinite(np.asarray(metrics["loss"])).all()
-    assert int(state.step) == 2 and train_chunk._cache_size() == 1
+    assert int(state.step) == 2 and train_chunk.program._cache_size() == 1
 
 
 def test_the_planners_sampling_compiles_once_for_catalogues_of_different_sizes():

@@ -1,7 +1,8 @@
-"""Training placement policies: `make_train(config)` → a pure, jitted `train_chunk(state)`.
+"""Training placement policies: `make_train(config)` → `train_chunk(state)`, a pure, jitted
+chunk program fed the chunk's pool of instances.
 
-A chunk draws a pool of instances (fresh from the generator, or a fixed pool given by the
-caller), then scans `updates_per_chunk` updates; each update draws `num_envs` instances from the
+A chunk draws a pool of instances (fresh from the generator's own jitted program, or a fixed
+pool given by the caller), then scans `updates_per_chunk` updates; each update draws `num_envs` instances from the
 pool, rolls out one episode per env (`rollout`), computes the REINFORCE or PPO loss and takes an
 optax step (gradient clipping + Adam). Metrics are averaged inside the scan. The env batch is
 sharded over a 1-D device mesh ("envs",); parameters stay replicated.
@@ -13,7 +14,9 @@ metrics)` (progress bars, checkpoints and evaluation plug in there) and prints n
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -152,8 +155,24 @@ def _episode_metrics(trajectory) -> dict:
     }
 
 
-def make_train(config: TrainConfig, *, devices=None, instances=None):
-    """The jitted `train_chunk(state) -> (state, metrics)` of `config`.
+@dataclass(frozen=True)
+class TrainChunk:
+    """`train_chunk(state) -> (state, metrics)`: draw_pool(state) -> (state, pool) picks the
+    chunk's instances (fresh ones from the generator's own jitted program, or the fixed pool),
+    then `program(state, pool)`, one jitted program, runs the chunk's updates. The pool is an
+    argument, not part of the program: every training config of one pool size and size bucket
+    shares the generator's compile (and the persistent cache serves it across processes), and a
+    fixed pool is never folded into the program as a constant."""
+
+    program: Any
+    draw_pool: Callable
+
+    def __call__(self, state: TrainState):
+        return self.program(*self.draw_pool(state))
+
+
+def make_train(config: TrainConfig, *, devices=None, instances=None) -> TrainChunk:
+    """The `train_chunk(state) -> (state, metrics)` of `config` (a `TrainChunk`).
 
     devices: the mesh's devices (default all). instances: an optional fixed pool (leading axis
     P, a multiple of the device count) used instead of generating `instances_per_chunk` fresh
@@ -255,16 +274,19 @@ def make_train(config: TrainConfig, *, devices=None, instances=None):
         metrics.update(_episode_metrics(trajectory))
         return state.replace(key=key, step=state.step + 1), metrics
 
-    def train_chunk(state: TrainState):
-        if instances is None:
-            key, pool_key = jax.random.split(state.key)
-            state = state.replace(key=key)
-            pool = shard_envs(generate_instances(pool_key, config.instances_per_chunk, config.split), mesh)
-        else:
-            pool = instances
-        return driver.scan_chunk(one_update, state, pool, config.updates_per_chunk)
+    def chunk(state: TrainState, pool):
+        return driver.scan_chunk(one_update, state, shard_envs(pool, mesh), config.updates_per_chunk)
 
-    return jax.jit(train_chunk, out_shardings=replicated(mesh))
+    program = jax.jit(chunk, out_shardings=replicated(mesh))
+    if instances is not None:
+        return TrainChunk(program, lambda state: (state, instances))
+
+    def draw_pool(state: TrainState):
+        key, pool_key = jax.random.split(state.key)
+        pool = generate_instances(pool_key, config.instances_per_chunk, config.split)
+        return state.replace(key=key), jax.device_put(pool, env_shardings(pool, mesh))
+
+    return TrainChunk(program, draw_pool)
 
 
 def run_training(config: TrainConfig, *, on_chunk=None, devices=None, instances=None, state=None, stop=None):
