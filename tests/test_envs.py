@@ -18,7 +18,7 @@ from hps.placement.env import (
     PlacementEnv,
     generate_instances,
 )
-from hps.placement.env.generator import BATCHES
+from hps.placement.env.generator import BATCHES, generation_block
 from hps.placement.model import evaluate_schedules
 from hps.placement.model.allreduce import allreduce_table
 from hps.placement.model.cost import THROUGHPUT, single_type_schedules
@@ -118,9 +118,26 @@ def test_generators_are_keyed_and_splits_never_share_instances():
     assert not np.array_equal(np.asarray(a.placement.flops), np.asarray(c.placement.flops))
 
 
-def test_generate_4096_instances_in_one_vmapped_call():
+def test_generate_4096_instances_in_blocks_of_one_compiled_program():
     inst = generate_instances(jax.random.PRNGKey(1), 4096, TRAIN)
     assert inst.alpha.shape == (4096, POLICY_TYPES, POLICY_UNITS) and inst.reference_cost.shape == (4096,)
+    assert generation_block(4096, (32, 6)) == 256 and generation_block(3, (32, 6)) == 4
+    assert generation_block(17, (4096, 32)) == 16  # 64 × 4096 × 32 elements would pass BLOCK_ELEMENTS
+
+
+def test_an_instance_does_not_depend_on_how_many_are_generated_with_it():
+    """300 instances come in two blocks of 256 (the second cut to 44), 16 in one block of 16:
+    the first 16 are the same instances: the same integers and masks, and floats equal to
+    float32 rounding (XLA compiles each block size its own way; 16 and 256 differ by 1 ulp)."""
+    many = generate_instances(jax.random.PRNGKey(6), 300, TRAIN)
+    few = generate_instances(jax.random.PRNGKey(6), 16, TRAIN)
+    assert many.reference_cost.shape == (300,)
+    for x, y in zip(jax.tree.leaves(many), jax.tree.leaves(few)):
+        x, y = np.asarray(x)[:16], np.asarray(y)
+        if np.issubdtype(x.dtype, np.floating):
+            np.testing.assert_allclose(x, y, rtol=1e-6)
+        else:
+            np.testing.assert_array_equal(x, y)
 
 
 def test_generated_allreduce_tables_equal_allreduce_table(instances):

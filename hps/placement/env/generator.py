@@ -19,6 +19,7 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from hps.config.limits import (
@@ -225,13 +226,42 @@ def generate_instance(key, split: InstanceSplit | SplitBounds = TRAIN, sizes: tu
     return make_instance(params, alpha, beta)
 
 
+COUNT_BUCKETS = (1, 4, 16, 64, 256)
+"""Instances per call of the compiled generator: a count is generated in blocks of one of these
+sizes, so a size bucket compiles at most five generator programs whatever the counts asked."""
+BLOCK_ELEMENTS = 1 << 22
+"""Largest instances × L × T of one block: long workloads on big catalogues come in smaller
+blocks."""
+
+
+def generation_block(count: int, sizes: tuple[int, int]) -> int:
+    """Instances per generator call for `count` instances padded to sizes = (L, T): the least
+    count bucket that holds `count`, at most the largest whose block stays under BLOCK_ELEMENTS."""
+    layers, types = sizes
+    fitting = [b for b in COUNT_BUCKETS if b == 1 or b * layers * types <= BLOCK_ELEMENTS]
+    return next((b for b in fitting if b >= count), fitting[-1])
+
+
 def generate_instances(key, count: int, split: InstanceSplit = TRAIN) -> PlacementInstance:
-    """`count` instances of `split` in one vmapped call: every leaf gets a leading (count,)
-    axis. Compiles once per count and size bucket (the split's numbers are traced)."""
+    """`count` instances of `split`: every leaf gets a leading (count,) axis. Instance i is
+    generated from key i of `jax.random.split(key, count)` alone, so it is the same instance
+    whatever the count (floats to float32 rounding: each block size is compiled its own way).
+    They come from vmapped blocks of `generation_block` keys, one compiled program per block
+    size and size bucket (the split's numbers are traced), concatenated on the host. Under a
+    trace (a traced key) one vmapped call."""
     sizes = (split.padded_layers, split.padded_types)
-    return _generate(key, traced_bounds(split, SplitBounds), count, sizes)
+    bounds = traced_bounds(split, SplitBounds)
+    if isinstance(key, jax.core.Tracer):
+        return _generate_block(jax.random.split(key, count), bounds, sizes)
+    block = generation_block(count, sizes)
+    blocks = -(-count // block)
+    keys = np.asarray(jax.random.split(key, blocks * block))  # key i is the same for any count
+    parts = [_generate_block(keys[b * block : (b + 1) * block], bounds, sizes) for b in range(blocks)]
+    if blocks == 1 and block == count:
+        return parts[0]
+    return jax.tree.map(lambda *leaves: jnp.asarray(np.concatenate(leaves)[:count]), *parts)
 
 
-@partial(jax.jit, static_argnames=("count", "sizes"))
-def _generate(key, bounds: SplitBounds, count: int, sizes: tuple[int, int]) -> PlacementInstance:
-    return jax.vmap(lambda k: generate_instance(k, bounds, sizes))(jax.random.split(key, count))
+@partial(jax.jit, static_argnames=("sizes",))
+def _generate_block(keys, bounds: SplitBounds, sizes: tuple[int, int]) -> PlacementInstance:
+    return jax.vmap(lambda k: generate_instance(k, bounds, sizes))(keys)
