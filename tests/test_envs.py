@@ -122,7 +122,7 @@ def test_generate_4096_instances_in_blocks_of_one_compiled_program():
     inst = generate_instances(jax.random.PRNGKey(1), 4096, TRAIN)
     assert inst.alpha.shape == (4096, POLICY_TYPES, POLICY_UNITS) and inst.reference_cost.shape == (4096,)
     assert generation_block(4096, (32, 6)) == 256 and generation_block(3, (32, 6)) == 4
-    assert generation_block(17, (4096, 32)) == 16  # 64 × 4096 × 32 elements would pass BLOCK_ELEMENTS
+    assert generation_block(17, (4096, 32)) == 16  # 64 × 4096 × 32 elements would exceed BLOCK_ELEMENTS
 
 
 def test_an_instance_does_not_depend_on_how_many_are_generated_with_it():

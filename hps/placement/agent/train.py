@@ -2,10 +2,11 @@
 chunk program fed the chunk's pool of instances.
 
 A chunk draws a pool of instances (fresh from the generator's own jitted program, or a fixed
-pool given by the caller), then scans `updates_per_chunk` updates; each update draws `num_envs` instances from the
-pool, rolls out one episode per env (`rollout`), computes the REINFORCE or PPO loss and takes an
-optax step (gradient clipping + Adam). Metrics are averaged inside the scan. The env batch is
-sharded over a 1-D device mesh ("envs",); parameters stay replicated.
+pool given by the caller), then scans `updates_per_chunk` updates; each update draws
+`num_envs` instances from the pool, rolls out one episode per env (`rollout`), computes the
+REINFORCE or PPO loss and takes an optax step (gradient clipping + Adam). Metrics are averaged
+inside the scan. The env batch is sharded over a 1-D device mesh ("envs",); parameters stay
+replicated.
 
 `run_training` is the thin Python driver between chunks: it calls `on_chunk(index, state,
 metrics)` (progress bars, checkpoints and evaluation plug in there) and prints nothing.

@@ -254,7 +254,7 @@ def generate_instances(key, count: int, split: InstanceSplit = TRAIN) -> Placeme
     if isinstance(key, jax.core.Tracer):
         return _generate_block(jax.random.split(key, count), bounds, sizes)
     block = generation_block(count, sizes)
-    blocks = -(-count // block)
+    blocks = max(-(-count // block), 1)  # count 0: one block, cut to none
     keys = np.asarray(jax.random.split(key, blocks * block))  # key i is the same for any count
     parts = [_generate_block(keys[b * block : (b + 1) * block], bounds, sizes) for b in range(blocks)]
     if blocks == 1 and block == count:
