@@ -15,13 +15,19 @@ from pathlib import Path
 
 import jax
 import numpy as np
+import orbax.checkpoint as ocp
 import pytest
+from flax import nnx
 
 from hps.cli.main import main
+from hps.collective.agent.policy import CollectivePolicy, CollectivePolicySpec
+from hps.collective.agent.train import CollectiveTrainConfig
 from hps.errors import ConfigError
-from hps.placement.agent.policy import PolicySpec
+from hps.placement.agent.policy import PlacementPolicy, PolicySpec
 from hps.placement.agent.train import run_training
 from hps.rl import checkpoint
+from hps.rl.modules import module_graphdef
+from hps.rl.policy_kind import policy_kind_of
 from hps.rl.session import final_params, read_metrics, train_session
 from tests.helpers import TINY, assert_same_params
 
@@ -68,6 +74,27 @@ def test_restore_rejects_another_architecture_and_damaged_files(tmp_path, uninte
         checkpoint.read_spec(manager)
     with pytest.raises(ConfigError, match="no such checkpoint directory"):
         checkpoint.open_manager(tmp_path / "nowhere", read_only=True)
+
+
+@pytest.mark.parametrize("kind", ["placement", "collective"])
+def test_the_abstract_state_a_restore_reads_into_is_the_fresh_states_layout(kind):
+    """restore reads into shapes traced without initialising anything: the same tree, shapes,
+    dtypes and shardings as a real fresh state of either kind, on one device and on eight."""
+    config = TINY if kind == "placement" else CollectiveTrainConfig(policy=CollectivePolicySpec(hidden=16))
+    for devices in (jax.devices()[:1], jax.devices()):
+        real = jax.tree.map(ocp.utils.to_shape_dtype_struct, policy_kind_of(config).init_state(config, devices=devices))
+        abstract = checkpoint.abstract_state(config, devices=devices)
+        assert jax.tree.structure(abstract) == jax.tree.structure(real)
+        for a, b in zip(jax.tree.leaves(abstract), jax.tree.leaves(real)):
+            assert (a.shape, a.dtype, a.sharding) == (b.shape, b.dtype, b.sharding)
+
+
+def test_policy_structure_is_the_eager_builds_without_building_one():
+    """The policies' graphdefs come from an abstract build (hps.rl.modules); merged with
+    parameters they must be the modules an eager build gives."""
+    for module_type, spec in ((PlacementPolicy, PolicySpec(hidden=16)), (CollectivePolicy, CollectivePolicySpec())):
+        graphdef, _ = nnx.split(module_type(spec, rngs=nnx.Rngs(0)))
+        assert module_graphdef(module_type, spec) == graphdef
 
 
 def test_hps_plan_refuses_a_checkpoint_of_the_format_before_naming_both_versions(tmp_path, uninterrupted, capsys):

@@ -32,6 +32,7 @@ import orbax.checkpoint as ocp
 from hps.errors import CheckpointDamaged, ConfigError
 from hps.rl.distributed import is_primary
 from hps.rl.policy_kind import PolicyKind, policy_kind_named, policy_kind_of
+from hps.rl.sharding import env_mesh, replicated
 
 FORMAT_VERSION = 3
 """Checkpoints of another format version are refused, naming both versions. Format 3: the
@@ -254,6 +255,14 @@ def _check_same_training(document: dict, config, source: str) -> None:
             )
 
 
+def abstract_state(config, *, devices=None):
+    """Shapes, dtypes and shardings of a fresh TrainState of `config` (replicated over the mesh
+    of `devices`, as every kind lays its fresh state), traced without initialising anything."""
+    sharding = replicated(env_mesh(devices))
+    shapes = jax.eval_shape(lambda: policy_kind_of(config).init_state(config, devices=devices))
+    return jax.tree.map(lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding), shapes)
+
+
 def restore(manager: ocp.CheckpointManager, config, *, devices=None, step: int | None = None):
     """The TrainState saved at `step` (default the latest), laid out like a fresh state of
     `config` on `devices`, checked against its digest. ConfigError when the checkpoint holds
@@ -263,7 +272,7 @@ def restore(manager: ocp.CheckpointManager, config, *, devices=None, step: int |
     document, integrity = _verified_spec(manager, step)
     source = step_folder(manager, step)
     _check_same_training(document, config, source)
-    abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, policy_kind_of(config).init_state(config, devices=devices))
+    abstract = abstract_state(config, devices=devices)
     _quiet_failed_restore_echo()
     try:
         state = manager.restore(step, args=ocp.args.Composite(state=ocp.args.StandardRestore(abstract))).state

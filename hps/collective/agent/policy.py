@@ -45,6 +45,7 @@ from hps.collective.env.features import (
     position_features,
 )
 from hps.config.limits import MASKED_LOGIT, MAX_DIMS
+from hps.rl.modules import module_graphdef
 from hps.rl.reinforce import masked_mean
 
 SPEC_FORMAT_VERSION = 2  # of the policy spec (`to_dict`); checkpoints have their own (hps.rl.checkpoint)
@@ -170,7 +171,7 @@ class CollectivePolicyFunctions:
 
     def __init__(self, spec: CollectivePolicySpec = CollectivePolicySpec()):
         self.spec = spec
-        self.graphdef, _ = nnx.split(CollectivePolicy(spec, rngs=nnx.Rngs(0)))
+        self.graphdef = module_graphdef(CollectivePolicy, spec)
 
     def __eq__(self, other):  # equal specs share compiled functions (jit static arguments, caches)
         return type(other) is type(self) and other.spec == self.spec

@@ -155,7 +155,7 @@ def plan(
     padded = build_params(
         workload, catalog, job, max_layers=layers, max_types=types, max_replicas=units, dense_model=False
     )
-    instance = make_instance(padded)
+    instance = jax.jit(make_instance)(padded)  # one compiled program, not one per operation
     key = jax.random.PRNGKey(seed)
     num_layers = len(workload.layers)
     if dense:

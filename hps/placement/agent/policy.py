@@ -15,10 +15,10 @@ inputs, never output slots, and no parameter's shape depends on the layer or typ
 one set of parameters plans any workload and catalogue (padded to a size bucket,
 hps.config.limits), and permuting the catalogue permutes the probabilities with it.
 
-Flax NNX builds the modules; `PolicyFunctions` splits them once (`nnx.split`) and exposes pure
-functions of a plain parameter dict (`nnx.to_pure_dict`), merged back inside each call, so
-parameters flow through jit, optax and orbax as ordinary pytrees. Shapes are per env (unbatched),
-except in `evaluate_batch`.
+Flax NNX builds the modules; `PolicyFunctions` splits them once (`nnx.split` of an abstract
+build, `hps.rl.modules`) and exposes pure functions of a plain parameter dict
+(`nnx.to_pure_dict`), merged back inside each call, so parameters flow through jit, optax and
+orbax as ordinary pytrees. Shapes are per env (unbatched), except in `evaluate_batch`.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from hps.placement.env.features import (
     N_TYPE_FEATURES,
 )
 from hps.rl.batching import over_envs
+from hps.rl.modules import module_graphdef
 from hps.rl.reinforce import masked_mean
 
 
@@ -203,7 +204,7 @@ class PolicyFunctions:
 
     def __init__(self, spec: PolicySpec = PolicySpec()):
         self.spec = spec
-        self.graphdef, _ = nnx.split(PlacementPolicy(spec, rngs=nnx.Rngs(0)))
+        self.graphdef = module_graphdef(PlacementPolicy, spec)
 
     def init(self, key) -> dict:
         """Fresh parameters (a plain dict of arrays) from a PRNG key."""
