@@ -7,7 +7,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from hps.cli.common import resolve_topology, workload_arg
 from hps.config.limits import POLICY_LAYERS, POLICY_TYPES, POLICY_UNITS
+from hps.config.loaders import load_catalog
+from hps.config.types import Job
 from hps.placement.env import (
     HELDOUT,
     HELDOUT_LARGE,
@@ -19,10 +22,11 @@ from hps.placement.env import (
     generate_instances,
 )
 from hps.placement.env.generator import BATCHES, generation_block
-from hps.placement.model import evaluate_schedules
+from hps.placement.model import build_params, evaluate_schedules
 from hps.placement.model.allreduce import allreduce_table
 from hps.placement.model.cost import THROUGHPUT, single_type_schedules
 from hps.placement.model.direct import evaluate_direct
+from hps.placement.model.provisioning import allreduce_table as numpy_allreduce_table
 
 ENV = PlacementEnv()
 SMALL = InstanceSplit("test-small", 4, 8, 2, 4, salt=11)
@@ -145,6 +149,21 @@ def test_generated_allreduce_tables_equal_allreduce_table(instances):
     alpha, beta = jax.jit(jax.vmap(allreduce_table))(few.placement)
     np.testing.assert_allclose(few.alpha, alpha, rtol=1e-5, atol=1e-30)
     np.testing.assert_allclose(few.beta, beta, rtol=1e-5, atol=1e-30)
+
+
+@pytest.mark.parametrize("collective", ["themis", "baseline"])
+@pytest.mark.parametrize("catalog, types, units", [("cloud-2024", 6, 64), ("cloud-2024", 16, 512), ("small", 6, 64)])
+def test_the_planners_numpy_allreduce_table_equals_the_jnp_one(catalog, types, units, collective):
+    """The table `hps plan` builds in numpy (once per distinct used-size vector) is the jnp
+    model's, padded types and replica counts past max_units included, to float32 rounding."""
+    cat = load_catalog(resolve_topology(catalog, "catalogs", "--catalog"))
+    job = Job(batch=1024, throughput=1.0, samples=1e8, collective=collective, chunks=64)
+    params = build_params(workload_arg("ctr-dnn"), cat, job, max_layers=32, max_types=types, max_replicas=units)
+    alpha, beta = jax.jit(allreduce_table)(params)
+    numpy_alpha, numpy_beta = numpy_allreduce_table(cat, job, types, units)
+    assert numpy_alpha.shape == numpy_beta.shape == (types, units) and numpy_alpha.dtype == np.float32
+    np.testing.assert_allclose(numpy_alpha, alpha, rtol=2e-6, atol=1e-30)
+    np.testing.assert_allclose(numpy_beta, beta, rtol=2e-6, atol=1e-30)
 
 
 def test_reference_cost_is_the_best_feasible_single_type_plan(instances):

@@ -37,7 +37,7 @@ from hps.placement.model import build_params
 from hps.placement.model.cost import segment_table
 from hps.placement.model.params import dense_size_fits
 from hps.placement.model.plan import evaluate_plan, schedule_plan
-from hps.placement.model.provisioning import build_instance
+from hps.placement.model.provisioning import allreduce_table, build_instance
 from hps.placement.search.climb_at_scale import climb_at_scale
 from hps.placement.search.refine import refine
 from hps.placement.search.scoring import RANK_FEASIBLE, batch_best, score
@@ -104,6 +104,10 @@ def best_candidate(exact_params, schedules):
     return table, batch_best(scored), jnp.sum(scored.rank == RANK_FEASIBLE)
 
 
+compiled_instance = jax.jit(make_instance)
+"""`make_instance` as one compiled program (run op by op, it dispatches about a hundred)."""
+
+
 def _timed(fn, *args):
     """(result blocked on, seconds)."""
     start = time.perf_counter()
@@ -155,7 +159,8 @@ def plan(
     padded = build_params(
         workload, catalog, job, max_layers=layers, max_types=types, max_replicas=units, dense_model=False
     )
-    instance = jax.jit(make_instance)(padded)  # one compiled program, not one per operation
+    alpha, beta = allreduce_table(catalog, job, types, units)
+    instance = compiled_instance(padded, alpha, beta)
     key = jax.random.PRNGKey(seed)
     num_layers = len(workload.layers)
     if dense:

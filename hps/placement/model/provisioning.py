@@ -66,6 +66,19 @@ def allreduce_coefficients(network: Network, max_units: int, chunks: int, themis
     return alpha, beta, ends[inverse]
 
 
+def allreduce_table(catalog: Catalog, job: Job, types: int, units: int) -> tuple[np.ndarray, np.ndarray]:
+    """(alpha s/byte, beta s), each (types, units) float32: allreduce_t(W, k) = W·alpha[t, k−1] +
+    beta[t, k−1] for every k up to `units` (past max_units too, the replicas filling the whole
+    network as far as it goes), zeros for the padded types: the jnp model's table
+    (`hps.placement.model.allreduce.allreduce_table`) computed in float64, once per distinct
+    used-size vector (a few hundred per type, where the jnp table runs every k), then rounded to
+    float32."""
+    alpha, beta = np.zeros((types, units)), np.zeros((types, units))
+    for t, resource in enumerate(catalog.resources):
+        alpha[t], beta[t], _ = allreduce_coefficients(resource.network, units, job.chunks, job.collective == "themis")
+    return alpha.astype(np.float32), beta.astype(np.float32)
+
+
 def suffix_min(values: np.ndarray) -> np.ndarray:
     """min over positions ≥ k along the last axis, for every k."""
     return np.minimum.accumulate(values[..., ::-1], axis=-1)[..., ::-1]
