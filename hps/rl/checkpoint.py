@@ -31,8 +31,8 @@ import orbax.checkpoint as ocp
 
 from hps.errors import CheckpointDamaged, ConfigError
 from hps.rl.distributed import is_primary
+from hps.rl.driver import state_sharding
 from hps.rl.policy_kind import PolicyKind, policy_kind_named, policy_kind_of
-from hps.rl.sharding import env_mesh, replicated
 
 FORMAT_VERSION = 3
 """Checkpoints of another format version are refused, naming both versions. Format 3: the
@@ -256,9 +256,10 @@ def _check_same_training(document: dict, config, source: str) -> None:
 
 
 def abstract_state(config, *, devices=None):
-    """Shapes, dtypes and shardings of a fresh TrainState of `config` (replicated over the mesh
-    of `devices`, as every kind lays its fresh state), traced without initialising anything."""
-    sharding = replicated(env_mesh(devices))
+    """Shapes, dtypes and shardings of a fresh TrainState of `config` on `devices`
+    (`driver.state_sharding`, as `driver.fresh_state` lays it), traced without initialising
+    anything."""
+    sharding = state_sharding(devices)
     shapes = jax.eval_shape(lambda: policy_kind_of(config).init_state(config, devices=devices))
     return jax.tree.map(lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding), shapes)
 

@@ -104,6 +104,11 @@ def make_optimizer(config) -> optax.GradientTransformation:
     return optax.chain(optax.clip_by_global_norm(config.max_grad_norm), optax.adam(config.learning_rate))
 
 
+def state_sharding(devices=None):
+    """Where a TrainState lives: replicated over the env mesh of `devices` (default all)."""
+    return replicated(env_mesh(devices))
+
+
 def fresh_state(config, policy, *, devices=None) -> TrainState:
     """A fresh TrainState from config.seed for policy functions `policy` (anything with
     .init(key) -> params), replicated over the device mesh."""
@@ -116,7 +121,7 @@ def fresh_state(config, policy, *, devices=None) -> TrainState:
         key=key,
         step=jnp.int32(0),
     )
-    return jax.device_put(state, replicated(env_mesh(devices)))
+    return jax.device_put(state, state_sharding(devices))
 
 
 def optimizer_step(tx, params, opt_state, grads):
