@@ -17,6 +17,17 @@ COLLECTIVE_POLICIES = ("baseline", "themis")
 STATE_SHARDINGS = ("none", "auto")
 """How a stage may hold its parameter and optimizer state: "none" replicates it on every replica;
 "auto" also considers sharding it across the stage's replicas (ZeRO-3/FSDP style)."""
+PRECISIONS = {"bf16-adam": (2.0, 2.0, 12.0), "fp32-adam": (4.0, 4.0, 8.0), "fp32-sgd": (4.0, 4.0, 0.0)}
+"""Training precision -> (parameter, gradient, optimizer) bytes per parameter: `bf16-adam` keeps bf16
+parameters and gradients and an fp32 master copy with two fp32 Adam moments (mixed precision,
+2 + 2 + 12); `fp32-adam` fp32 parameters, gradients and two moments (4 + 4 + 8); `fp32-sgd` fp32
+parameters and gradients, no optimizer state (4 + 4)."""
+ZERO_LEVELS = (0, 1, 2, 3)
+"""ZeRO levels: what a stage's data-parallel replicas shard among themselves. 0 nothing, 1 the
+optimizer state, 2 also the gradients, 3 also the parameters."""
+RECOMPUTE = ("none", "full")
+"""Activation recomputation: "none" keeps every activation of a micro-batch for its backward pass;
+"full" keeps only each layer's input and recomputes the forward pass during the backward."""
 LAYER_NUMBERS = ("flops", "mem_bytes", "io_bytes", "act_bytes", "dense_param_bytes", "sparse_param_bytes")
 """The per-sample numbers of a `Layer` (its fields, and its file's keys, besides name and kind)."""
 
@@ -105,6 +116,29 @@ class ResourceType:
     """Units available, at most network.total_size."""
     network: Network
     """The network that joins the units of this type."""
+    site: str = ""
+    """Where the units are (a provider and region, or a cluster); types of one site exchange
+    pipeline activations over their NICs, types of two sites over a `Link` between them."""
+    tp_max: int = 0
+    """Largest tensor-parallel group (a power of two); 0: the size of the first network dimension
+    (the scale-up domain, e.g. the 8 GPUs of an NVSwitch node)."""
+
+    @property
+    def tensor_parallel_limit(self) -> int:
+        """The largest tensor-parallel degree t (a power of two) a stage on this type may use."""
+        limit = self.tp_max or self.network.dimensions[0].size
+        return 1 << (max(1, limit).bit_length() - 1)
+
+
+@dataclass(frozen=True)
+class Link:
+    """A network link between two sites: bandwidth (bytes/s, each direction), latency (s per
+    transfer) and egress price (dollars per byte sent, either direction)."""
+
+    sites: tuple[str, str]
+    bandwidth: float
+    latency: float
+    dollars_per_byte: float
 
 
 @dataclass(frozen=True)
@@ -113,6 +147,14 @@ class Catalog:
 
     name: str
     resources: tuple[ResourceType, ...]
+    links: tuple[Link, ...] = ()
+
+    def link(self, site_a: str, site_b: str) -> Link | None:
+        """The link joining two different sites (either order), or None where there is none."""
+        for link in self.links:
+            if set(link.sites) == {site_a, site_b}:
+                return link
+        return None
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -126,7 +168,16 @@ class Catalog:
 class Layer:
     """One layer, per-sample numbers: flops (FLOP, forward+backward), *_bytes (bytes).
 
-    measured_time: optional seconds per sample on named resource types; overrides the roofline.
+    measured_time: optional seconds per sample on named resource types; overrides the roofline
+    of the schedule model.
+
+    The parallel-plan model also reads: `cut_after` (False: a pipeline stage may not end after this
+    layer, e.g. the attention half of a transformer block), `stash_bytes` (activation bytes per
+    sample the layer keeps for its backward pass; None: act_bytes), `tp_comm_bytes` (bytes per
+    sample the layer All-Reduces across a tensor-parallel group, forward and backward together;
+    None: act_bytes), `tp_collectives` (how many All-Reduces those bytes take, for their
+    latency) and `measured` (measured times per micro-batch on one device of a t-way group).
+    Parameter bytes count 4 bytes a parameter (dense_param_bytes / 4 parameters).
     """
 
     name: str
@@ -138,6 +189,38 @@ class Layer:
     dense_param_bytes: float
     sparse_param_bytes: float
     measured_time: dict[str, float] = field(default_factory=dict)
+    cut_after: bool = True
+    stash_bytes: float | None = None
+    tp_comm_bytes: float | None = None
+    tp_collectives: int = 1
+    measured: tuple[MeasuredTime, ...] = ()
+
+    @property
+    def parameters(self) -> float:
+        """Dense parameters (dense_param_bytes counts 4 bytes each)."""
+        return self.dense_param_bytes / 4.0
+
+    @property
+    def stash(self) -> float:
+        """Activation bytes per sample kept for the backward pass."""
+        return self.act_bytes if self.stash_bytes is None else self.stash_bytes
+
+    @property
+    def tp_bytes(self) -> float:
+        """Bytes per sample All-Reduced across a tensor-parallel group (forward + backward)."""
+        return self.act_bytes if self.tp_comm_bytes is None else self.tp_comm_bytes
+
+
+@dataclass(frozen=True)
+class MeasuredTime:
+    """A layer's measured time per micro-batch on one device of a `tp`-way tensor-parallel group of
+    resource type `type`, at `micro_batch` samples per replica: forward and backward seconds."""
+
+    type: str
+    tp: int
+    micro_batch: int
+    forward_s: float
+    backward_s: float
 
 
 @dataclass(frozen=True)
@@ -151,6 +234,10 @@ class JobDefaults:
     samples: float
     micro_batches: float = math.inf
     state_sharding: str = "none"
+    micro_batch: float | None = None
+    precision: str = "fp32-adam"
+    zero: int = 0
+    recompute: str = "none"
 
 
 @dataclass(frozen=True)
@@ -176,8 +263,49 @@ class Job:
     chunks: int = 64
     micro_batches: float = math.inf
     state_sharding: str = "none"
+    micro_batch: float | None = None
+    """Parallel plans: samples per pipeline micro-batch across a stage's replicas (a divisor of
+    batch); None: the exact solver searches the divisors of batch."""
+    precision: str = "fp32-adam"
+    """Parallel plans: one of PRECISIONS."""
+    zero: int = 0
+    """Parallel plans: one of ZERO_LEVELS."""
+    recompute: str = "none"
+    """Parallel plans: one of RECOMPUTE."""
 
     @property
     def schedule_model(self) -> bool:
         """Whether the job is the schedule (HeterPS) model's: no bubble, replicated states."""
         return math.isinf(self.micro_batches) and self.state_sharding == "none"
+
+
+PLAN_FORMAT = "hps-plan/2"
+"""The format tag of a parallel plan file."""
+
+
+@dataclass(frozen=True)
+class ParallelStage:
+    """One pipeline stage of a parallel plan: layers first..last (0-based, both included) on
+    resource type `type` (its name), `tp`-way tensor parallel inside each of `dp` data-parallel
+    replicas: tp·dp units."""
+
+    first: int
+    last: int
+    type: str
+    tp: int
+    dp: int
+
+    @property
+    def units(self) -> int:
+        return self.tp * self.dp
+
+
+@dataclass(frozen=True)
+class PlanFile:
+    """A parallel plan as written to and read from a plan file: the workload and catalogue (a zoo
+    or shipped name, or a path), the job and the stages in pipeline order."""
+
+    workload: str
+    catalog: str
+    job: Job
+    stages: tuple[ParallelStage, ...]
