@@ -68,6 +68,15 @@ MAX_WORKLOAD_LAYERS = 4096
 MAX_CATALOG_TYPES = 32
 """Resource types a catalogue file may hold (``[[resource]]`` tables)."""
 
+MAX_MEASURED_TIMES = 1024
+"""Measured times one layer of a workload file may hold (``[[layer.measured]]`` tables)."""
+
+MAX_PLAN_FILE_BYTES = 16 * 2**20
+"""Bytes a plan file may hold (16 MiB: a plan of 4,096 one-layer stages takes well under 1 MiB)."""
+
+MAX_PLAN_FILE_DEPTH = 32
+"""Nesting of arrays and objects a plan file may have (a valid plan file nests 3 deep)."""
+
 POLICY_LAYERS = 32
 """Layers of the learned placement policy's smallest padded instance (the training bucket)."""
 

@@ -13,9 +13,12 @@ import os
 import tomllib
 from typing import Any
 
+from hps.config.catalog_links import RESOURCE_SITE_KEYS, parse_links, parse_site_fields
 from hps.config.files import atomic_write_text
 from hps.config.limits import MAX_CATALOG_TYPES, MAX_DIMS, MAX_WORKLOAD_LAYERS
 from hps.config.ranges import check_in_range, check_network_size, check_workload
+from hps.config.toml_text import toml_float as _toml_float
+from hps.config.toml_text import toml_string as _toml_string
 from hps.config.types import (
     ALGORITHMS,
     LAYER_KINDS,
@@ -52,13 +55,22 @@ from hps.config.validation import (
     read_toml,
     require_table,
 )
+from hps.config.workload_parallel import (
+    DEFAULTS_PARALLEL_KEYS,
+    LAYER_PARALLEL_KEYS,
+    defaults_parallel_toml,
+    layer_measured_toml,
+    layer_parallel_keys_toml,
+    parse_defaults_parallel,
+    parse_layer_parallel,
+)
 from hps.errors import ConfigError
 
 DIMENSION_KEYS = ("size", "bandwidth_GiBps", "latency_ns", "algorithm")
 DIMENSION_OPTIONAL_KEYS = ("in_flight",)
 """Optional [[dimension]] keys (omitted: 1 phase in flight)."""
 NETWORK_KEYS = ("name", "dimension")
-CATALOG_KEYS = ("name", "resource")
+CATALOG_KEYS = ("name", "resource", "link")
 RESOURCE_KEYS = (
     "name",
     "kind",
@@ -130,8 +142,9 @@ def load_network(path: str | os.PathLike[str]) -> Network:
 
 
 def parse_resource(table: dict[str, Any], source: str, prefix: str) -> ResourceType:
-    """One ``[[resource]]``: converts TFLOPs -> FLOP/s, GiBps -> B/s, GiB -> bytes."""
-    check_keys(table, RESOURCE_KEYS, RESOURCE_KEYS, source, prefix)
+    """One ``[[resource]]``: converts TFLOPs -> FLOP/s, GiBps -> B/s, GiB -> bytes; optionally
+    its site (a name) and tp_max (devices, a power of two)."""
+    check_keys(table, (*RESOURCE_KEYS, *RESOURCE_SITE_KEYS), RESOURCE_KEYS, source, prefix)
     name = get_name(table, "name", source, prefix)
     network = Network(name=name, dimensions=parse_dimensions(table, source, prefix))
     max_units = ranged(get_int, table, "max_units", source, prefix, minimum=1)
@@ -154,18 +167,20 @@ def parse_resource(table: dict[str, Any], source: str, prefix: str) -> ResourceT
         price_per_hour=ranged(get_positive, table, "price_per_hour", source, prefix),
         max_units=max_units,
         network=network,
+        **parse_site_fields(table, source, prefix, network.total_size),
     )
 
 
 def parse_catalog(data: dict[str, Any], source: str) -> Catalog:
-    """A catalogue (``name`` and 1 to 6 ``[[resource]]`` with unique names) parsed from TOML."""
+    """A catalogue (``name``, 1 to MAX_CATALOG_TYPES ``[[resource]]`` with unique names and
+    optional ``[[link]]`` tables between their sites) parsed from TOML."""
     require_table(data, source, "")
-    check_keys(data, CATALOG_KEYS, CATALOG_KEYS, source, "")
+    check_keys(data, CATALOG_KEYS, CATALOG_KEYS[:2], source, "")
     name = get_string(data, "name", source, "")
     items = get_table_array(data, "resource", source, "", min_len=1, max_len=MAX_CATALOG_TYPES)
     check_unique([_raw_name(r) for r in items], source, "resource", "resource")
     resources = tuple(parse_resource(r, source, f"resource[{i}]") for i, r in enumerate(items))
-    return Catalog(name=name, resources=resources)
+    return Catalog(name=name, resources=resources, links=parse_links(data, resources, source))
 
 
 def load_catalog(path: str | os.PathLike[str]) -> Catalog:
@@ -196,8 +211,9 @@ def parse_measured_time(table: Any, source: str, prefix: str) -> dict[str, float
 
 
 def parse_layer(table: dict[str, Any], source: str, prefix: str) -> Layer:
-    """One ``[[layer]]``: per-sample FLOP and bytes (≥ 0), kept in the file's units."""
-    check_keys(table, LAYER_KEYS, LAYER_KEYS[:-1], source, prefix)
+    """One ``[[layer]]``: per-sample FLOP and bytes (≥ 0), kept in the file's units; optionally
+    measured times per sample and the parallel-plan keys (`hps.config.workload_parallel`)."""
+    check_keys(table, (*LAYER_KEYS, *LAYER_PARALLEL_KEYS), LAYER_KEYS[:-1], source, prefix)
     numbers = {key: ranged(get_non_negative, table, key, source, prefix) for key in LAYER_NUMBERS}
     measured = {}
     if "measured_time_s" in table:
@@ -208,20 +224,24 @@ def parse_layer(table: dict[str, Any], source: str, prefix: str) -> Layer:
         kind=get_choice(table, "kind", LAYER_KINDS, source, prefix),
         measured_time=measured,
         **numbers,
+        **parse_layer_parallel(table, source, prefix),
     )
 
 
 def parse_defaults(table: Any, source: str) -> JobDefaults:
     """``[defaults]``: batch (samples/iteration), throughput (samples/s), samples (all > 0);
-    optionally micro_batches (a positive integer or inf) and state_sharding ("none"/"auto")."""
+    optionally micro_batches (a positive integer or inf), state_sharding ("none"/"auto") and the
+    parallel-plan keys micro_batch (samples), precision, zero and recompute."""
     require_table(table, source, "defaults")
-    check_keys(table, (*DEFAULTS_KEYS, *PIPELINE_KEYS), DEFAULTS_KEYS, source, "defaults")
+    allowed = (*DEFAULTS_KEYS, *PIPELINE_KEYS, *DEFAULTS_PARALLEL_KEYS)
+    check_keys(table, allowed, DEFAULTS_KEYS, source, "defaults")
     values = {key: ranged(get_positive, table, key, source, "defaults") for key in DEFAULTS_KEYS}
     if "micro_batches" in table:
         micro = check_micro_batches(table["micro_batches"], source, "defaults.micro_batches")
         values["micro_batches"] = check_in_range(micro, "micro_batches", source, "defaults.micro_batches")
     if "state_sharding" in table:
         values["state_sharding"] = check_state_sharding(table["state_sharding"], source, "defaults.state_sharding")
+    values.update(parse_defaults_parallel(table, values["batch"], source))
     return JobDefaults(**values)
 
 
@@ -252,24 +272,6 @@ def load_workload(path: str | os.PathLike[str]) -> Workload:
 # ---------------------------------------------------------------- workload writer
 
 
-def _toml_string(text: str) -> str:
-    """A TOML basic string: quotes, backslashes and control characters escaped."""
-    out = []
-    for char in text:
-        if char in '"\\':
-            out.append("\\" + char)
-        elif ord(char) < 0x20 or ord(char) == 0x7F:
-            out.append(f"\\u{ord(char):04x}")
-        else:
-            out.append(char)
-    return '"' + "".join(out) + '"'
-
-
-def _toml_float(value: float) -> str:
-    """`repr` of the float, which TOML reads back to the identical float."""
-    return repr(float(value))  # inf and nan are valid TOML too (the loader rejects them)
-
-
 def workload_to_toml(workload: Workload) -> str:
     """The workload in hps's workload TOML format; ``load_workload`` reads it back equal."""
     lines = [f"name = {_toml_string(workload.name)}"]
@@ -282,14 +284,17 @@ def workload_to_toml(workload: Workload) -> str:
             lines.append(f"micro_batches = {int(workload.defaults.micro_batches)}")
         if workload.defaults.state_sharding != "none":
             lines.append(f"state_sharding = {_toml_string(workload.defaults.state_sharding)}")
+        lines += defaults_parallel_toml(workload.defaults)
     for layer in workload.layers:
         lines += ["", "[[layer]]", f"name = {_toml_string(layer.name)}"]
         lines.append(f"kind = {_toml_string(layer.kind)}")
         lines += [f"{k} = {_toml_float(getattr(layer, k))}" for k in LAYER_NUMBERS]
+        lines += layer_parallel_keys_toml(layer)
         if layer.measured_time:
             lines.append("[layer.measured_time_s]  # seconds per sample on each resource type")
             for type_name, seconds in layer.measured_time.items():
                 lines.append(f"{_toml_string(type_name)} = {_toml_float(seconds)}")
+        lines += layer_measured_toml(layer)
     return "\n".join(lines) + "\n"
 
 

@@ -60,6 +60,7 @@ BANDWIDTH = Range(1e-9, 1e6, "GiB/s", "about 1 B/s to 1e15 B/s per unit or NPU")
 EFFICIENCY = Range(1e-4, 1.0, "(fraction of peak)", "0.01 % of peak to all of it")
 LAYER_BYTES = Range(1.0, 1e18, "bytes per sample", "an exabyte; a positive count below a byte is no layer", zero=True)
 BATCH = Range(1.0, 1e12, "samples", "a trillion samples per iteration (or per NPU)")
+MICRO_BATCH_TIME = Range(1e-15, 1e9, "s per micro-batch", "a femtosecond to 30 years per micro-batch")
 
 RANGES: dict[str, Range] = {
     # resource types (catalogue files), in the files' units
@@ -86,6 +87,17 @@ RANGES: dict[str, Range] = {
     "dense_param_bytes": LAYER_BYTES,
     "sparse_param_bytes": LAYER_BYTES,
     "measured_time_s": Range(1e-15, 1e9, "s per sample", "a femtosecond to 30 years per sample"),
+    "stash_bytes": LAYER_BYTES,
+    "tp_comm_bytes": LAYER_BYTES,
+    "tp_collectives": Range(1, 1e6, "All-Reduces", "a million collectives per layer and pass", zero=True),
+    "forward_s": MICRO_BATCH_TIME,
+    "backward_s": MICRO_BATCH_TIME,
+    # parallel plans: resource types, links between sites, jobs and plan stages
+    "tp_max": Range(1, MAX_DIMENSION_SIZE, "devices", "a tensor-parallel group within one network dimension's reach"),
+    "tp": Range(1, MAX_DIMENSION_SIZE, "devices", "as tp_max"),
+    "dp": Range(1, MAX_UNITS, "replicas", "the units one type may provide"),
+    "dollars_per_GiB": Range(1e-9, 1e6, "$ per GiB", "a billionth of a dollar to a million dollars a GiB", zero=True),
+    "micro_batch": BATCH,
     # jobs ([defaults] of workload files, job flags)
     "batch": BATCH,
     "throughput": Range(1e-6, 1e15, "samples/s", "a sample per 11 days to a quadrillion per second"),
@@ -132,6 +144,48 @@ def check_layer(layer: Layer, source: str, prefix: str) -> None:
         check_in_range(value, name, source, f"{prefix}.{name}")
     for type_name, seconds in layer.measured_time.items():
         check_in_range(seconds, "measured_time_s", source, f"{prefix}.measured_time_s.{type_name}")
+    check_layer_parallel(layer, source, prefix)
+
+
+def is_power_of_two(value: object) -> bool:
+    """Whether `value` is an int (not a bool) 1, 2, 4, 8, ..."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1 and value & (value - 1) == 0
+
+
+def _check_count(value: object, name: str, low: int, source: str, path: str) -> None:
+    """ConfigError unless `value` is an int (not a bool) >= low within RANGES[name]."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ConfigError(source, path, f"must be an integer >= {low}, got {value!r}")
+    check_in_range(value, name, source, path)
+
+
+def _check_number(value: object, name: str, source: str, path: str, *, positive: bool) -> None:
+    """ConfigError unless `value` is a finite number (> 0 if positive, else >= 0) within RANGES[name]."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not number or (value <= 0 if positive else value < 0):
+        raise ConfigError(source, path, f"must be a finite number {'> 0' if positive else '>= 0'}, got {value!r}")
+    check_in_range(value, name, source, path)
+
+
+def check_layer_parallel(layer: Layer, source: str, prefix: str) -> None:
+    """ConfigError naming ``prefix.field`` for a parallel-plan field of `layer` out of its type or
+    range: stash_bytes and tp_comm_bytes (bytes per sample, None or >= 0), tp_collectives (an int
+    >= 0), cut_after (a bool) and each measured time (tp a power of two, micro_batch >= 1 samples,
+    forward_s and backward_s > 0 seconds per micro-batch)."""
+    if not isinstance(layer.cut_after, bool):
+        raise ConfigError(source, f"{prefix}.cut_after", f"must be true or false, got {layer.cut_after!r}")
+    for name in ("stash_bytes", "tp_comm_bytes"):
+        if getattr(layer, name) is not None:
+            _check_number(getattr(layer, name), name, source, f"{prefix}.{name}", positive=False)
+    _check_count(layer.tp_collectives, "tp_collectives", 0, source, f"{prefix}.tp_collectives")
+    for j, measured in enumerate(layer.measured):
+        path = f"{prefix}.measured[{j}]"
+        if not is_power_of_two(measured.tp):
+            raise ConfigError(source, f"{path}.tp", f"must be a power of two (1, 2, 4, 8, ...), got {measured.tp!r}")
+        check_in_range(measured.tp, "tp", source, f"{path}.tp")
+        _check_count(measured.micro_batch, "micro_batch", 1, source, f"{path}.micro_batch")
+        for name in ("forward_s", "backward_s"):
+            _check_number(getattr(measured, name), name, source, f"{path}.{name}", positive=True)
 
 
 WORK_FIELDS = ("flops", "mem_bytes", "io_bytes")

@@ -18,7 +18,7 @@ from typing import Any
 
 from hps.config.limits import MAX_CHUNKS
 from hps.config.ranges import check_in_range
-from hps.config.types import COLLECTIVE_POLICIES, STATE_SHARDINGS, Job
+from hps.config.types import COLLECTIVE_POLICIES, PRECISIONS, RECOMPUTE, STATE_SHARDINGS, ZERO_LEVELS, Job
 from hps.errors import ConfigError
 
 GIB = 2**30  # bytes per GiB (ASTRA-sim's convention)
@@ -263,8 +263,9 @@ def check_state_sharding(value: Any, source: str, path: str) -> str:
 
 def validate_job(job: Job, source: str = "job") -> None:
     """Raise ConfigError for a non-positive batch, floor or sample count, a bad policy or chunk
-    count, micro_batches that are not a positive integer or inf, an unknown state_sharding, or a
-    number outside its range (hps.config.ranges)."""
+    count, micro_batches that are not a positive integer or inf, an unknown state_sharding, a
+    number outside its range (hps.config.ranges), or a parallel-plan field out of its domain
+    (`check_parallel_job`: micro_batch, precision, zero, recompute; their defaults all pass)."""
     for name in ("batch", "throughput", "samples"):
         value = getattr(job, name)
         if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
@@ -277,3 +278,57 @@ def validate_job(job: Job, source: str = "job") -> None:
     check_micro_batches(job.micro_batches, source, "micro_batches")
     check_in_range(job.micro_batches, "micro_batches", source, "micro_batches")
     check_state_sharding(job.state_sharding, source, "state_sharding")
+    check_parallel_job(job, source)
+
+
+def check_micro_batch(value: Any, batch: float, source: str, path: str) -> float:
+    """The micro-batch (samples per pipeline micro-batch across a stage's replicas) as float: a
+    positive integer, at most `batch` (samples per iteration) and a divisor of it."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ConfigError(source, path, f"must be a positive integer (samples), got {value!r}")
+    if value < 1 or value != int(value):
+        raise ConfigError(source, path, f"must be a positive integer (samples), got {value!r}")
+    check_in_range(value, "micro_batch", source, path)
+    if value > batch:
+        raise ConfigError(source, path, f"micro-batch {value:g} exceeds the batch {batch:g}: must be at most batch")
+    if math.fmod(batch, value) != 0:
+        raise ConfigError(
+            source,
+            path,
+            f"micro-batch {value:g} does not divide the batch {batch:g} "
+            f"({batch:g}/{value:g} = {batch / value:g} micro-batches is not a whole number)",
+        )
+    return float(value)
+
+
+def check_precision(value: Any, source: str, path: str) -> str:
+    """One of PRECISIONS (bf16-adam, fp32-adam, fp32-sgd)."""
+    if not isinstance(value, str) or value not in PRECISIONS:
+        raise ConfigError(source, path, f"unknown precision {value!r}; must be one of {', '.join(PRECISIONS)}")
+    return value
+
+
+def check_zero(value: Any, source: str, path: str) -> int:
+    """A ZeRO level, one of ZERO_LEVELS (0 to 3; an integer, not a bool)."""
+    if isinstance(value, bool) or value not in ZERO_LEVELS or not isinstance(value, int):
+        raise ConfigError(source, path, f"ZeRO level must be one of {', '.join(map(str, ZERO_LEVELS))}, got {value!r}")
+    return value
+
+
+def check_recompute(value: Any, source: str, path: str) -> str:
+    """One of RECOMPUTE ("none" or "full")."""
+    if not isinstance(value, str) or value not in RECOMPUTE:
+        raise ConfigError(source, path, f"unknown recompute {value!r}; must be one of {', '.join(RECOMPUTE)}")
+    return value
+
+
+def check_parallel_job(job: Job, source: str) -> None:
+    """Raise ConfigError naming `source` and the field for a parallel-plan job field out of its
+    domain: a micro_batch (samples) that is not a positive integer, exceeds batch or does not
+    divide it (None is accepted: the solver searches the divisors), an unknown precision, a ZeRO
+    level outside 0..3, an unknown recompute."""
+    if job.micro_batch is not None:
+        check_micro_batch(job.micro_batch, job.batch, source, "micro_batch")
+    check_precision(job.precision, source, "precision")
+    check_zero(job.zero, source, "zero")
+    check_recompute(job.recompute, source, "recompute")

@@ -1,0 +1,305 @@
+"""Parallel plan files (format ``hps-plan/2``): read, checked and written.
+
+```json
+{"format": "hps-plan/2", "workload": "gpt3-175b", "catalog": "cloud-2026",
+ "job": {"batch": 1536, "micro_batch": 12, "throughput": 60, "samples": 1.46e8,
+         "precision": "bf16-adam", "zero": 1, "recompute": "none"},
+ "stages": [{"first": 0, "last": 44, "type": "h100", "tp": 8, "dp": 4}]}
+```
+
+Units: batch, micro_batch and samples in samples, throughput in samples/s; first and last are
+0-based layer indices (both included), tp devices per tensor-parallel group, dp data-parallel
+replicas. `read_plan_file` checks everything the file alone decides (types, signs, ranges, the
+micro-batch dividing the batch and each stage's replicas, stages contiguous from layer 0);
+`check_plan_against` what needs the workload and catalogue. Every problem raises
+``ConfigError(file, field, problem)`` naming a field such as ``stages[2].tp``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from typing import Any
+
+from hps.config.files import atomic_write_text
+from hps.config.limits import MAX_PLAN_FILE_BYTES, MAX_PLAN_FILE_DEPTH, MAX_WORKLOAD_LAYERS
+from hps.config.ranges import check_in_range, is_power_of_two
+from hps.config.types import PLAN_FORMAT, Catalog, Job, ParallelStage, PlanFile, Workload
+from hps.config.validation import (
+    check_keys,
+    check_micro_batch,
+    check_precision,
+    check_recompute,
+    check_zero,
+    printable,
+)
+from hps.errors import ConfigError
+
+PLAN_KEYS = ("format", "workload", "catalog", "job", "stages")
+PLAN_JOB_KEYS = ("batch", "micro_batch", "throughput", "samples", "precision", "zero", "recompute")
+PLAN_STAGE_KEYS = ("first", "last", "type", "tp", "dp")
+
+
+def json_type(value: Any) -> str:
+    """The JSON name of a parsed value's type (``string``, ``integer``, ``boolean``, ``null`` ...)."""
+    for python_type, name in ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string")):
+        if isinstance(value, python_type):
+            return name
+    return {list: "array", dict: "object", type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _shown(value: Any) -> str:
+    """How an offending value is shown in an error: ``'fast' (string)``."""
+    text = repr(value)
+    return f"{text[:57] + '...' if len(text) > 60 else text} ({json_type(value)})"
+
+
+def _object(value: Any, source: str, path: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ConfigError(source, path, f"must be an object, got {_shown(value)}")
+    return value
+
+
+def _string(table: dict[str, Any], key: str, source: str, path: str) -> str:
+    value = table[key]
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(source, path, f"must be a non-empty string, got {_shown(value)}")
+    return value
+
+
+def _integer(table: dict[str, Any], key: str, minimum: int, source: str, path: str) -> int:
+    value = table[key]
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(source, path, f"must be an integer, got {_shown(value)}")
+    if value < minimum:
+        raise ConfigError(source, path, f"must be >= {minimum}, got {value}")
+    return value
+
+
+def _positive(table: dict[str, Any], key: str, source: str, path: str) -> float:
+    value = table[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ConfigError(source, path, f"must be a finite number, got {_shown(value)}")
+    if value <= 0:
+        raise ConfigError(source, path, f"must be > 0, got {value!r}")
+    return check_in_range(float(value), key, source, path)
+
+
+def parse_plan_job(data: Any, source: str) -> Job:
+    """The ``job`` object: batch (samples/iteration), micro_batch (samples, a divisor of batch),
+    throughput (samples/s), samples (to train), precision, zero and recompute."""
+    job = _object(data, source, "job")
+    check_keys(job, PLAN_JOB_KEYS, PLAN_JOB_KEYS, source, "job")
+    numbers = {key: _positive(job, key, source, f"job.{key}") for key in ("batch", "throughput", "samples")}
+    micro = job["micro_batch"]
+    if isinstance(micro, bool) or not isinstance(micro, int):
+        raise ConfigError(source, "job.micro_batch", f"must be a positive integer (samples), got {_shown(micro)}")
+    zero = job["zero"]
+    if isinstance(zero, bool) or not isinstance(zero, int):
+        raise ConfigError(source, "job.zero", f"must be an integer 0 to 3, got {_shown(zero)}")
+    return Job(
+        **numbers,
+        micro_batch=check_micro_batch(micro, numbers["batch"], source, "job.micro_batch"),
+        precision=check_precision(job["precision"], source, "job.precision"),
+        zero=check_zero(zero, source, "job.zero"),
+        recompute=check_recompute(job["recompute"], source, "job.recompute"),
+    )
+
+
+def parse_plan_stage(data: Any, micro_batch: int, source: str, prefix: str) -> ParallelStage:
+    """One ``stages`` entry: first and last layer (0-based, first <= last), type (a name), tp (a
+    power of two) and dp (replicas, >= 1, dividing `micro_batch` samples among them)."""
+    table = _object(data, source, prefix)
+    check_keys(table, PLAN_STAGE_KEYS, PLAN_STAGE_KEYS, source, prefix)
+    first = _integer(table, "first", 0, source, f"{prefix}.first")
+    last = _integer(table, "last", 0, source, f"{prefix}.last")
+    if last < first:
+        raise ConfigError(source, f"{prefix}.last", f"must be at least first ({first}), got {last}")
+    if last >= MAX_WORKLOAD_LAYERS:
+        raise ConfigError(source, f"{prefix}.last", f"must be below {MAX_WORKLOAD_LAYERS} (layers), got {last}")
+    type_name = printable(_string(table, "type", source, f"{prefix}.type"))
+    tp = _integer(table, "tp", 1, source, f"{prefix}.tp")
+    if not is_power_of_two(tp):
+        raise ConfigError(source, f"{prefix}.tp", f"must be a power of two (1, 2, 4, 8, ...), got {tp}")
+    check_in_range(tp, "tp", source, f"{prefix}.tp")
+    dp = _integer(table, "dp", 1, source, f"{prefix}.dp")
+    check_in_range(dp, "dp", source, f"{prefix}.dp")
+    if micro_batch % dp:
+        raise ConfigError(
+            source,
+            f"{prefix}.dp",
+            f"micro-batch {micro_batch} is not divisible among {dp} replicas "
+            f"({micro_batch}/{dp} samples each; every replica runs a whole number of samples)",
+        )
+    return ParallelStage(first=first, last=last, type=type_name, tp=tp, dp=dp)
+
+
+def parse_plan_file(data: Any, source: str) -> PlanFile:
+    """A plan file's JSON value (already parsed) as a PlanFile; ConfigError naming `source` and
+    the field for anything the file alone shows to be wrong."""
+    plan = _object(data, source, "")
+    if "format" not in plan:
+        raise ConfigError(source, "format", "required field is missing")
+    if plan["format"] != PLAN_FORMAT:
+        shown = plan["format"] if isinstance(plan["format"], str) else _shown(plan["format"])
+        raise ConfigError(source, "format", f"plan format {shown!r} is not supported; this hps reads {PLAN_FORMAT}")
+    check_keys(plan, PLAN_KEYS, PLAN_KEYS, source, "")
+    workload = _string(plan, "workload", source, "workload")
+    catalog = _string(plan, "catalog", source, "catalog")
+    job = parse_plan_job(plan["job"], source)
+    items = plan["stages"]
+    if not isinstance(items, list) or not items:
+        raise ConfigError(source, "stages", f"must be a non-empty array of stages, got {_shown(items)}")
+    if len(items) > MAX_WORKLOAD_LAYERS:
+        raise ConfigError(source, "stages", f"at most {MAX_WORKLOAD_LAYERS} stages allowed, got {len(items)}")
+    micro = int(job.micro_batch)
+    stages = tuple(parse_plan_stage(item, micro, source, f"stages[{j}]") for j, item in enumerate(items))
+    expected = 0
+    for j, stage in enumerate(stages):
+        if stage.first != expected:
+            where = "layer 0" if j == 0 else f"stages[{j - 1}].last + 1 = {expected}"
+            raise ConfigError(
+                source, f"stages[{j}].first", f"must be {where} (stages are contiguous), got {stage.first}"
+            )
+        expected = stage.last + 1
+    return PlanFile(workload=workload, catalog=catalog, job=job, stages=stages)
+
+
+def _depth(value: Any) -> int:
+    """The nesting depth of a parsed JSON value (a scalar 0, [] or {} 1), without recursion."""
+    deepest, pending = 0, [(value, 0)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, (list, dict)):
+            deepest = max(deepest, depth + 1)
+            pending.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    table: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in table:
+            raise ValueError(f"duplicate key {key!r}")
+        table[key] = value
+    return table
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def load_json_value(path: str | os.PathLike[str], source: str) -> Any:
+    """The JSON value of the file at `path` (at most MAX_PLAN_FILE_BYTES, nested at most
+    MAX_PLAN_FILE_DEPTH deep, no NaN/Infinity, no repeated key in an object)."""
+    try:
+        size = os.stat(path).st_size
+        if size > MAX_PLAN_FILE_BYTES:
+            limit = f"{MAX_PLAN_FILE_BYTES:,}-byte (16 MiB) limit"
+            raise ConfigError(source, "", f"file of {size:,} bytes is over the {limit}")
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_PLAN_FILE_BYTES + 1)
+    except FileNotFoundError:
+        raise ConfigError(source, "", "file not found") from None
+    except IsADirectoryError:
+        raise ConfigError(source, "", "is a directory, not a plan file") from None
+    except OSError as err:
+        raise ConfigError(source, "", f"cannot be read: {err.strerror or err}") from None
+    if len(raw) > MAX_PLAN_FILE_BYTES:
+        raise ConfigError(source, "", f"file is over the {MAX_PLAN_FILE_BYTES:,}-byte (16 MiB) limit")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ConfigError(source, "", f"not valid JSON: not UTF-8 text ({err.reason})") from None
+    try:
+        value = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+    except RecursionError:
+        raise ConfigError(source, "", f"not a plan file: nested deeper than {MAX_PLAN_FILE_DEPTH}") from None
+    except ValueError as err:  # json.JSONDecodeError is a ValueError
+        raise ConfigError(source, "", f"not valid JSON: {err}") from None
+    if _depth(value) > MAX_PLAN_FILE_DEPTH:
+        raise ConfigError(source, "", f"not a plan file: nested deeper than {MAX_PLAN_FILE_DEPTH}")
+    return value
+
+
+def read_plan_file(path: str | os.PathLike[str]) -> PlanFile:
+    """Read and check a plan file (format hps-plan/2); ConfigError naming `path` and the field."""
+    return parse_plan_file(load_json_value(path, str(path)), str(path))
+
+
+def _number(value: float) -> int | float:
+    """An integral float as an int (1536, not 1536.0), other numbers as they are."""
+    return int(value) if float(value).is_integer() and abs(value) < 2**53 else value
+
+
+def plan_file_json(plan: PlanFile, source: str = "plan") -> dict[str, Any]:
+    """The plan file's JSON object (what `write_plan_file` writes and `read_plan_file` reads back);
+    ConfigError naming `source` when the job has no micro-batch (a plan file needs one)."""
+    job = plan.job
+    if job.micro_batch is None:
+        raise ConfigError(source, "job.micro_batch", "a plan file needs the micro-batch (samples); got None")
+    return {
+        "format": PLAN_FORMAT,
+        "workload": plan.workload,
+        "catalog": plan.catalog,
+        "job": {
+            "batch": _number(job.batch),
+            "micro_batch": _number(job.micro_batch),
+            "throughput": _number(job.throughput),
+            "samples": _number(job.samples),
+            "precision": job.precision,
+            "zero": job.zero,
+            "recompute": job.recompute,
+        },
+        "stages": [{"first": s.first, "last": s.last, "type": s.type, "tp": s.tp, "dp": s.dp} for s in plan.stages],
+    }
+
+
+def write_plan_file(plan: PlanFile, path: str | os.PathLike[str]) -> None:
+    """Check, then write the plan file atomically (`hps.config.files.atomic_write_text`); an
+    invalid plan raises ConfigError naming `path` and nothing is written."""
+    data = plan_file_json(plan, str(path))
+    parse_plan_file(json.loads(json.dumps(data)), str(path))
+    atomic_write_text(path, json.dumps(data, indent=2) + "\n")
+
+
+def check_plan_against(plan: PlanFile, workload: Workload, catalog: Catalog, source: str) -> None:
+    """ConfigError naming `source` and the stage field when the plan does not fit `workload` and
+    `catalog`: a type the catalogue lacks, a tp past the type's tensor-parallel limit, a stage past
+    the last layer, a last stage that ends before it, or a stage that ends after a layer whose
+    cut_after is false (inside a block)."""
+    last_layer = len(workload.layers) - 1
+    for j, stage in enumerate(plan.stages):
+        if stage.type not in catalog.names:
+            raise ConfigError(
+                source,
+                f"stages[{j}].type",
+                f"unknown type {stage.type!r}; catalogue {catalog.name!r} has {', '.join(catalog.names)}",
+            )
+        limit = catalog.resources[catalog.index(stage.type)].tensor_parallel_limit
+        if stage.tp > limit:
+            raise ConfigError(
+                source,
+                f"stages[{j}].tp",
+                f"{stage.tp} exceeds the tensor-parallel limit {limit} of type {stage.type!r}",
+            )
+        if stage.last > last_layer:
+            raise ConfigError(
+                source,
+                f"stages[{j}].last",
+                f"layer {stage.last} is past the workload's last layer {last_layer} ({workload.name!r})",
+            )
+        layer = workload.layers[stage.last]
+        if j < len(plan.stages) - 1 and not layer.cut_after:
+            raise ConfigError(
+                source,
+                f"stages[{j}].last",
+                f"layer {stage.last} {layer.name!r} has cut_after = false: a stage ending after it cuts inside a block",
+            )
+    if plan.stages[-1].last != last_layer:
+        raise ConfigError(
+            source,
+            "stages[-1].last",
+            f"must be the workload's last layer {last_layer}, got {plan.stages[-1].last}",
+        )
