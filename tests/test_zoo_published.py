@@ -12,8 +12,9 @@ from hps import ConfigError
 from hps.config.limits import MAX_WORKLOAD_LAYERS
 from hps.config.loaders import parse_workload, workload_to_toml
 from hps.workloads import build_workload, hyperparameters, resolve_workload
-from hps.workloads.layers import attention_block, ffn_block, lm_head, token_embedding
+from hps.workloads.layers import token_embedding
 from hps.workloads.recurrent_layers import additive_attention, lstm
+from hps.workloads.transformer_layers import attention_block, ffn_block, lm_head
 
 FP32 = 4.0
 LLMS = {  # name: (published parameters, rows = embedding + 2 per layer + head, sequence length)

@@ -1,6 +1,6 @@
-"""Pure builders of `Layer`s from architecture hyperparameters: the generic, vision and transformer
-ones (sparse embedding layers in `hps.workloads.sparse_layers`, recurrent ones in
-`hps.workloads.recurrent_layers`).
+"""Pure builders of `Layer`s from architecture hyperparameters: the generic and vision ones and the
+token embedding (transformer blocks and heads in `hps.workloads.transformer_layers`, sparse
+embedding layers in `hps.workloads.sparse_layers`, recurrent ones in `hps.workloads.recurrent_layers`).
 
 Every number a builder returns is **per sample** (docs/placement-model.md, "Inputs and units"):
 
@@ -13,7 +13,11 @@ Every number a builder returns is **per sample** (docs/placement-model.md, "Inpu
   labels 4 bytes; dense features fp32).
 - ``act_bytes``: bytes of the output activation per sample (its gradient comes back the same size).
 - ``dense_param_bytes`` / ``sparse_param_bytes``: bytes of parameters (fp32, 4 bytes each); dense ones
-  are all-reduced among replicas, sparse ones (embedding tables) are sharded.
+  are all-reduced among replicas, sparse ones (embedding tables) are sharded. Parameters always count
+  4 bytes (parameters = dense_param_bytes / 4); a job's precision sets what they weigh in training.
+
+Activation values are fp32 (4 bytes) in these builders; the transformer builders take the bytes per
+activation value as an argument (2 for the bf16 LLMs).
 
 Activation functions (ReLU, GELU, sigmoid) are folded into the layer they follow.
 """
@@ -27,6 +31,8 @@ from hps.config.types import LAYER_NUMBERS, Layer
 
 FP32_BYTES = 4.0
 """Bytes of one fp32 parameter, activation or gradient element."""
+BF16_BYTES = 2.0
+"""Bytes of one bf16 (or fp16) activation or gradient element."""
 ID_BYTES = 8.0
 """Bytes of one raw feature id (int64) in the input data."""
 LABEL_BYTES = 4.0
@@ -191,6 +197,7 @@ def token_embedding(
     ids_per_token: int = 3,
     layer_norm: bool = True,
     label_bytes: float = LABEL_BYTES,
+    value_bytes: float = FP32_BYTES,
 ) -> Layer:
     """Input embeddings of `seq_len` tokens: one row of each table in `tables` (their row counts,
     e.g. BERT's word, position and token type (type_vocab 2) tables; GPT's word and position tables;
@@ -199,120 +206,17 @@ def token_embedding(
     A dense layer: all replicas keep the tables whole (all-reduced). With n = len(tables):
     - dense_param_bytes = (sum(tables) * hidden + 2 * hidden [LayerNorm]) * 4.
     - flops = 3 * ((n - 1) + 10 [LayerNorm]) * seq_len * hidden (the adds, ~10 per element for LayerNorm).
-    - mem_bytes = 3 * (n + 1 + 2 [LayerNorm]) * seq_len * hidden * 4 (rows read, sum written,
-      LayerNorm read/write).
+    - mem_bytes = 3 * (n + 1 + 2 [LayerNorm]) * seq_len * hidden * p (rows read, sum written,
+      LayerNorm read/write), p = `value_bytes` per activation value (4: fp32, 2: bf16).
     - io_bytes = ids_per_token * seq_len * 8 (BERT: token ids, segment ids, attention mask) + label_bytes.
-    - act_bytes = seq_len * hidden * 4.
+    - act_bytes = seq_len * hidden * p.
     """
     elems, norm = seq_len * hidden, int(layer_norm)
     return make_layer(
         name,
         flops=FWD_BWD * (len(tables) - 1 + 10 * norm) * elems,
-        mem_bytes=FWD_BWD * (len(tables) + 1 + 2 * norm) * elems * FP32_BYTES,
+        mem_bytes=FWD_BWD * (len(tables) + 1 + 2 * norm) * elems * value_bytes,
         io_bytes=ids_per_token * seq_len * ID_BYTES + label_bytes,
-        act_bytes=elems * FP32_BYTES,
+        act_bytes=elems * value_bytes,
         dense_param_bytes=(sum(tables) * hidden + 2 * hidden * norm) * FP32_BYTES,
     )
-
-
-def attention_block(name: str, seq_len: int, hidden: int, heads: int, kv_heads: int | None = None) -> Layer:
-    """Self-attention sub-layer (Q, K, V projections, scores over seq_len, softmax, context, output
-    projection, residual add, LayerNorm), S = seq_len, H = hidden, h = heads; grouped-query
-    attention with `kv_heads` K/V heads of width H / h each (default h: multi-head attention), so K
-    and V have width Hkv = kv_heads * H / h.
-
-    - forward FLOP = 4 S H (H + Hkv) (projections) + 4 S^2 H (scores, context) + 5 h S^2 (softmax)
-      + 10 S H (residual, LayerNorm); flops = 3x that. Multi-head: 8 S H^2 for the projections.
-    - dense_param_bytes = (2 H^2 + 2 H Hkv + 2 H + 2 Hkv + 2 H) * 4 (weights, biases, LayerNorm);
-      multi-head: (4 H^2 + 4 H + 2 H) * 4.
-    - mem_bytes = 3 * (10 S H + 2 S Hkv + 4 h S^2) * 4 (activations touched in forward, x3).
-    - act_bytes = S H * 4.
-    """
-    s, d = seq_len, hidden
-    kv = d if kv_heads is None else d // heads * kv_heads
-    fwd = 4.0 * s * d * (d + kv) + 4.0 * s * s * d + 5.0 * heads * s * s + 10.0 * s * d
-    return make_layer(
-        name,
-        flops=FWD_BWD * fwd,
-        mem_bytes=FWD_BWD * (10.0 * s * d + 2.0 * s * kv + 4.0 * heads * s * s) * FP32_BYTES,
-        act_bytes=s * d * FP32_BYTES,
-        dense_param_bytes=(2 * d * d + 2 * d * kv + 2 * d + 2 * kv + 2 * d) * FP32_BYTES,
-    )
-
-
-def ffn_block(name: str, seq_len: int, hidden: int, ffn: int, gated: bool = False) -> Layer:
-    """Transformer feed-forward sub-layer H -> F (GELU) -> H, residual add, LayerNorm; `gated`:
-    SwiGLU, down(swish(gate(x)) * up(x)), three H x F matrices without biases.
-
-    - forward FLOP = 2 m S H F (m = 2 matmuls, 3 gated) + 8 S F (GELU, or swish and gating) + 10 S H;
-      flops = 3x that.
-    - dense_param_bytes = (2 H F + F + H + 2 H) * 4; gated (3 H F + 2 H) * 4.
-    - mem_bytes = 3 * (5 S H + 4 S F) * 4, gated 3 * (5 S H + 6 S F) * 4; act_bytes = S H * 4.
-    """
-    s, d, f = seq_len, hidden, ffn
-    matrices, inner = (3, 6.0) if gated else (2, 4.0)
-    params = 3 * d * f + 2 * d if gated else 2 * d * f + f + d + 2 * d
-    return make_layer(
-        name,
-        flops=FWD_BWD * (2.0 * matrices * s * d * f + 8.0 * s * f + 10.0 * s * d),
-        mem_bytes=FWD_BWD * (5.0 * s * d + inner * s * f) * FP32_BYTES,
-        act_bytes=s * d * FP32_BYTES,
-        dense_param_bytes=params * FP32_BYTES,
-    )
-
-
-def transformer_layer(
-    name: str, seq_len: int, hidden: int, heads: int, ffn: int, kv_heads: int | None = None, gated: bool = False
-) -> tuple[Layer, Layer]:
-    """One transformer layer as two table rows: `{name}.attention` and `{name}.ffn`."""
-    return (
-        attention_block(f"{name}.attention", seq_len, hidden, heads, kv_heads),
-        ffn_block(f"{name}.ffn", seq_len, hidden, ffn, gated),
-    )
-
-
-def lm_head(name: str, seq_len: int, hidden: int, vocab: int, tied: bool) -> Layer:
-    """Language-model head over all `seq_len` positions: final LayerNorm, output projection H -> V
-    (no bias) and softmax cross-entropy against the next token (its id read by the embedding).
-
-    - forward FLOP = 10 S H (LayerNorm) + 2 S H V (projection) + 5 S V (softmax, loss); x3.
-    - dense_param_bytes = (2 H + H V) * 4; tied to the word embedding: 2 H * 4 (the matrix is
-      counted in `token_embedding`).
-    - mem_bytes = 3 * (3 S H + 2 S V) * 4 (LayerNorm read/write, projection input; logits written
-      and read by the loss); act_bytes = 4 (the loss).
-    """
-    s, d, v = seq_len, hidden, vocab
-    return make_layer(
-        name,
-        flops=FWD_BWD * (10.0 * s * d + 2.0 * s * d * v + 5.0 * s * v),
-        mem_bytes=FWD_BWD * (3.0 * s * d + 2.0 * s * v) * FP32_BYTES,
-        act_bytes=FP32_BYTES,
-        dense_param_bytes=(2 * d + (0 if tied else d * v)) * FP32_BYTES,
-    )
-
-
-def pretraining_heads(name: str, hidden: int, vocab: int, masked: int) -> Layer:
-    """BERT pre-training heads: pooler (H -> H, tanh) + next-sentence classifier on [CLS], and the
-    masked-LM head on `masked` positions (H -> H transform, GELU, LayerNorm, decoder tied to the word
-    embedding, vocab softmax).
-
-    - forward FLOP = 2 H^2 + 4 H (pooler, NSP) + masked * (2 H^2 + 15 H + 2 H V + 5 V); x3.
-    - dense_param_bytes = (H^2 + H + 2 H + 2 + H^2 + 3 H + V) * 4 (the decoder matrix is the tied
-      word embedding, counted in `token_embedding`; only its output bias is here).
-    - mem_bytes = 3 * masked * (3 H + 3 V) * 4; act_bytes = 4 (the loss).
-    """
-    d, v = hidden, vocab
-    fwd = 2.0 * d * d + 4.0 * d + masked * (2.0 * d * d + 15.0 * d + 2.0 * d * v + 5.0 * v)
-    return make_layer(
-        name,
-        flops=FWD_BWD * fwd,
-        mem_bytes=FWD_BWD * masked * (3.0 * d + 3.0 * v) * FP32_BYTES,
-        act_bytes=FP32_BYTES,
-        dense_param_bytes=(2 * d * d + 6 * d + 2 + v) * FP32_BYTES,
-    )
-
-
-def classification_head(name: str, hidden: int, classes: int) -> Layer:
-    """Sequence classification head on the first ([CLS]) position: pooler H -> H (tanh) then a
-    classifier H -> classes; the sum of the two `dense` parts (one row each)."""
-    return merge_layers(name, [dense(f"{name}.pooler", hidden, hidden), dense(f"{name}.classifier", hidden, classes)])

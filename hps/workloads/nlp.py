@@ -3,15 +3,18 @@ decoder-only language models in `hps.workloads.llm`."""
 
 from __future__ import annotations
 
+import typing
+
 from hps.config.types import JobDefaults, Layer
 from hps.errors import ConfigError
 from hps.workloads.entry import Architecture, ZooEntry, architecture
-from hps.workloads.layers import (
-    LABEL_BYTES,
+from hps.workloads.layers import LABEL_BYTES, loss
+from hps.workloads.transformer_layers import (
+    FP32_STANDARD,
+    Numerics,
     classification_head,
-    loss,
+    input_embedding,
     pretraining_heads,
-    token_embedding,
     transformer_layer,
 )
 
@@ -22,9 +25,13 @@ _SEGMENT_TYPES = 2  # BERT's token-type table: sentence A or B
 @architecture()
 class TransformerShape(Architecture):
     """The sizes every transformer of the zoo has: `layers` layers of one attention row and one FFN
-    row each (see `hps.workloads.layers.transformer_layer`), model width `hidden` (fp32 values per
-    token), `heads` attention heads of width hidden / heads, FFN inner width `ffn`, `seq_len` tokens
-    per sample, and a word-embedding table of `vocab` rows."""
+    row each (see `hps.workloads.transformer_layers.transformer_layer`), model width `hidden`
+    (values per token), `heads` attention heads of width hidden / heads, FFN inner width `ffn`,
+    `seq_len` tokens per sample, and a word-embedding table of `vocab` rows.
+
+    `numerics` (a class attribute, not a hyperparameter: the Flax models take the hyperparameters)
+    says how the family holds activations: bytes per value, FlashAttention or an S x S score
+    matrix, dropout or none (`hps.workloads.transformer_layers.Numerics`)."""
 
     layers: int
     hidden: int
@@ -33,6 +40,7 @@ class TransformerShape(Architecture):
     seq_len: int
     vocab: int
     depth = ("layers",)
+    numerics: typing.ClassVar[Numerics] = FP32_STANDARD
 
     def check(self, entry: str) -> None:
         if self.hidden % self.heads:
@@ -44,7 +52,9 @@ class TransformerShape(Architecture):
         rows = []
         for i in range(self.layers):
             rows.extend(
-                transformer_layer(f"layer{i + 1}", self.seq_len, self.hidden, self.heads, self.ffn, kv_heads, gated)
+                transformer_layer(
+                    f"layer{i + 1}", self.seq_len, self.hidden, self.heads, self.ffn, kv_heads, gated, self.numerics
+                )
             )
         return tuple(rows)
 
@@ -69,7 +79,9 @@ class Encoder(TransformerShape):
     def encoder(self, label_bytes: float) -> tuple[Layer, ...]:
         """The embedding row (reading `label_bytes` of labels per sample) and the transformer rows."""
         tables = (self.vocab, self.max_position, _SEGMENT_TYPES)
-        embedding = token_embedding("embedding", self.seq_len, self.hidden, tables, label_bytes=label_bytes)
+        embedding = input_embedding(
+            "embedding", self.seq_len, self.hidden, tables, self.numerics, label_bytes=label_bytes
+        )
         return (embedding, *self.blocks())
 
 
@@ -82,9 +94,14 @@ class BertPretraining(Encoder):
     for phase 2), vocabulary 30522, 512 positions, 20 masked positions per sequence (BERT's
     max_predictions_per_seq at 128): about 110 M parameters. `masked`: masked positions per
     sequence that the masked-LM head predicts.
+
+    Numerics: fp32 activations, attention through the S x S scores (the published model), dropout
+    0.1 "on all layers" (Devlin et al. 2019, App. A.2; the released configuration also drops
+    attention probabilities at 0.1), so each block keeps its masks (`stash_bytes`).
     """
 
     masked: int
+    numerics = Numerics(dropout=True)
 
     def row_count(self) -> int:
         return 2 * self.layers + 2  # embedding, the layers' rows, heads
@@ -105,6 +122,7 @@ class EncoderClassifier(Encoder):
 
     Defaults: 4 layers, hidden 256, 4 heads, FFN 1024, sequence length 128, BERT's 30522-token
     vocabulary and 512 positions, 2 classes (`classes`: softmax outputs): about 11 M parameters.
+    Numerics as the Flax model computes: fp32, the S x S scores materialised, no dropout.
     """
 
     classes: int
