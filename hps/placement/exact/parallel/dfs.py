@@ -1,0 +1,91 @@
+"""Plan-by-plan search of one region of the exact solver, for what the least-rate program relaxes:
+the pooled caps and the egress between sites (docs/parallel-plans.md, "The exact solver").
+
+A depth-first search over stages in pipeline order. A partial plan is pruned once
+(N/B)·((Σ r + R)·((M+S−1)·max(θ, θ_lb) + max(φ, φ_lb))/3600 + E) reaches the best cost, where
+R is the least Σ r of the stages still to place (the program's value for that suffix, caps and
+egress relaxed) and θ, φ, E those of the stages placed.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def search_region(micro, stages: int, theta: float, phi: float, deadline) -> tuple[list[list[int]], float]:
+    """Plans of `stages` stages whose every τ ≤ theta and φ ≤ phi, meeting the pooled caps, that
+    beat the best cost when found (entries in pipeline order), and the least bound of the
+    subtrees left when the deadline passed (inf when the region was searched through)."""
+    table, problem = micro.table, micro.problem
+    least, (value, _), (theta_lb, phi_lb) = micro.solve(theta, phi)
+    rest = {start: v.min(axis=1) for start, v in value.items()}  # least Σ r from a boundary with q stages
+    work_value = table.least_rate(theta, phi, weight=table.rate * table.time)[1][0]
+    work_rest = {start: v.min(axis=1) for start, v in work_value.items()}  # least Σ r·τ likewise
+    allowed = (table.time <= theta) & (table.tail <= phi)
+    n, m_bubble = problem.num_layers, table.micro_batches + stages - 1
+    by_start = {}
+    for entry in np.flatnonzero(allowed)[np.argsort(table.rate[allowed], kind="stable")]:
+        by_start.setdefault(int(table.span_first[table.entry_span[entry]]), []).append(int(entry))
+    bandwidth, latency, price = problem.link_matrix()
+    caps = [r.max_units for r in problem.catalog.resources]
+    iterations = problem.job.samples / problem.job.batch
+    egress_scale = 2 * problem.job.batch * iterations
+    found, left, best = [], math.inf, [micro.best.cost]
+    used = [0] * problem.num_types
+    path = []
+
+    def visit(start: int, q: int, rate: float, work: float, slow: float, tail: float, egress: float, site: int):
+        nonlocal left
+        if start == n:
+            cost = micro.scale * rate * (m_bubble * slow + tail) + egress
+            if q == 0 and m_bubble * slow + tail <= micro.limit and cost < best[0]:
+                found.append(list(path))
+                best[0] = cost
+            return
+        if q == 0:
+            return
+        for entry in by_start.get(start, ()):
+            if table.fits[entry] < min(q, table.depth):
+                continue
+            first, last, y, t, d = table.stage(entry)
+            if last == n - 1 and q != 1:
+                continue
+            s_new = int(table.site[entry])
+            hop, paid = 0.0, 0.0
+            if path and s_new != site:
+                if bandwidth[site, s_new] == 0:
+                    continue
+                nbytes = problem.act_bytes[first - 1]
+                hop = table.b * nbytes / bandwidth[site, s_new] + latency[site, s_new]
+                paid = egress_scale * nbytes * price[site, s_new]
+                if hop > theta:
+                    continue
+            if used[y] + t * d > caps[y]:
+                continue
+            r = rate + table.rate[entry]
+            after = last + 1
+            suffix = rest[after][q - 1] if after < n else (0.0 if q == 1 else math.inf)
+            new_slow = max(slow, hop, table.time[entry])
+            new_tail = max(tail, table.tail[entry])
+            w = work + table.rate[entry] * table.time[entry]
+            w_suffix = work_rest[after][q - 1] if after < n else (0.0 if q == 1 else math.inf)
+            per_rate = max(
+                (r + suffix) * (m_bubble * max(new_slow, theta_lb) + max(new_tail, phi_lb)),
+                m_bubble * (w + w_suffix) + (r + suffix) * max(new_tail, phi_lb),
+            )
+            bound = micro.scale * per_rate + egress + paid
+            if not math.isfinite(bound) or bound >= best[0] * (1 - 1e-12):
+                continue
+            if deadline.passed():
+                left = min(left, bound)
+                continue
+            used[y] += t * d
+            path.append(entry)
+            visit(after, q - 1, r, w, new_slow, new_tail, egress + paid, s_new)
+            path.pop()
+            used[y] -= t * d
+
+    visit(0, stages, 0.0, 0.0, 0.0, 0.0, 0.0, -1)
+    return found, left

@@ -1,0 +1,211 @@
+"""The exact solver of the parallel-plan model (docs/parallel-plans.md, "The exact solver").
+
+For a plan of S stages under micro-batch b (M = B/b micro-batches), with Σ r its $/hour, θ its
+largest time per micro-batch (links included), φ its largest tail and E its egress per iteration:
+
+    cost = (N / B) · (Σ r · ((M + S − 1)·θ + φ) / 3600 + E)
+
+For each b and S the solver keeps regions (θ̄, φ̄) of plans whose every τ ≤ θ̄ and φ ≤ φ̄. The
+least-rate dynamic program (`StageTable.least_rate`) gives D, the least Σ r in the region, and a
+plan P of it with (θ_P, φ_P). Every plan of the region costs at least
+(N/B)·D·((M+S−1)·θ_lb + φ_lb)/3600 (θ_lb, φ_lb: the least τ and φ any allowed stage covering the
+worst-covered layer can have); once that reaches the best cost the region is closed. Otherwise
+every plan with θ ≥ θ_P and φ ≥ φ_P has Σ r ≥ D and costs at least P's cost without egress, so
+where P has no egress (or that bound already reaches the best) those plans are dropped and two
+regions are left: θ < θ_P, and φ < φ_P. A region whose least-rate plan breaks a pooled cap or
+pays egress that keeps it open is searched plan by plan (`dfs.search_region`), exactly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+
+import numpy as np
+
+from hps.config.types import ParallelStage
+from hps.placement.exact.parallel.dfs import search_region
+from hps.placement.exact.parallel.table import StageTable
+from hps.placement.model.parallel.problem import FLOOR_TOLERANCE, ParallelProblem
+from hps.placement.model.parallel.score import PlanScore, score_plan
+
+ROUNDING = 1e-12
+"""Relative slack when comparing a bound with a cost computed in another order."""
+
+
+class Deadline:
+    """A wall-clock limit (time.perf_counter seconds)."""
+
+    def __init__(self, at: float):
+        self.at = at
+
+    def passed(self) -> bool:
+        return time.perf_counter() > self.at
+
+
+@dataclasses.dataclass(frozen=True)
+class ParallelResult:
+    """The cheapest plan found (None: none feasible), its micro-batch and score, the proven lower
+    bound on cost ($; inf where no plan is feasible), the gap (cost − bound) / bound (0: proven
+    optimal), the solver's wall time (s) and the plans it scored."""
+
+    plan: tuple[ParallelStage, ...] | None
+    micro_batch: int | None
+    score: PlanScore | None
+    bound: float
+    gap: float
+    seconds: float
+    evaluations: int
+
+
+class _Best:
+    """The incumbent: cost, plan, micro-batch; and the count of plans scored."""
+
+    def __init__(self):
+        self.cost, self.plan, self.b, self.evaluations = math.inf, None, None, 0
+
+    def offer(self, problem: ParallelProblem, plan, b: int) -> PlanScore:
+        self.evaluations += 1
+        score = score_plan(problem, plan, b)
+        if score.feasible and score.cost < self.cost:
+            self.cost, self.plan, self.b = score.cost, plan, b
+        return score
+
+
+def _below(x: float) -> float:
+    """The largest threshold that excludes x itself."""
+    return np.nextafter(x, -np.inf) if math.isfinite(x) else x
+
+
+class _Micro:
+    """The search under one micro-batch b."""
+
+    def __init__(self, problem: ParallelProblem, b: int, best: _Best):
+        self.problem, self.b, self.best = problem, b, best
+        self.table = StageTable(problem, b)
+        t = self.table
+        self.scale = problem.job.samples / problem.job.batch / 3600  # $ per (Σ r · seconds)
+        self.limit = problem.job.batch / problem.job.throughput * (1 + FLOOR_TOLERANCE)  # longest iteration
+        covers = (t.span_first[:, None] <= np.arange(problem.num_layers)) & (
+            np.arange(problem.num_layers) <= t.span_last[:, None]
+        )
+        self.covers = covers
+        self.span_start = np.flatnonzero(np.concatenate([[True], t.entry_span[1:] != t.entry_span[:-1]]))
+        self.cache = {}
+        self.deferred = []  # (bound, stages, θ̄, φ̄) of regions left to the plan-by-plan search
+        # Σ r·max τ ≥ Σ_j r_j·τ_j: the least Σ r·τ of S stages bounds every plan of S stages
+        top = self.limit / t.micro_batches
+        self.work = t.least_rate(top, self.limit, weight=t.rate * t.time)[0]
+
+    def floors(self, allowed: np.ndarray) -> tuple[float, float]:
+        """(θ_lb, φ_lb): over layers, the largest of the least τ (φ) of an allowed stage covering it."""
+        t = self.table
+        if not allowed.any() or not len(self.span_start):
+            return math.inf, math.inf
+        out = []
+        for values in (t.time, t.tail):
+            per = np.minimum.reduceat(np.where(allowed, values, np.inf), self.span_start)
+            spans = np.full(len(t.span_first), np.inf)
+            spans[t.entry_span[self.span_start]] = per
+            out.append(float(np.where(self.covers, spans[:, None], np.inf).min(axis=0).max()))
+        return out[0], out[1]
+
+    def solve(self, theta: float, phi: float):
+        key = (theta, phi)
+        if key not in self.cache:
+            allowed = (self.table.time <= theta) & (self.table.tail <= phi)
+            least, solved = self.table.least_rate(theta, phi)
+            self.cache[key] = (least, solved, self.floors(allowed))
+        return self.cache[key]
+
+    def to_plan(self, entries) -> tuple[ParallelStage, ...]:
+        names = self.problem.catalog.names
+        return tuple(ParallelStage(f, l, names[y], t, d) for f, l, y, t, d in map(self.table.stage, entries))
+
+    def stage_count(self, stages: int, deadline: Deadline) -> float:
+        """Close every region of plans of `stages` stages; returns the lower bound left open
+        (inf when all are closed)."""
+        m_bubble = self.table.micro_batches + stages - 1
+        top = self.limit / self.table.micro_batches  # the region of S = 1, shared by every S
+        regions, seen, open_bound = [(top, self.limit)], set(), math.inf
+        while regions:
+            theta, phi = regions.pop()
+            if (theta, phi) in seen:
+                continue
+            seen.add((theta, phi))
+            least, solved, (theta_lb, phi_lb) = self.solve(theta, phi)
+            rate = least[stages]
+            if not math.isfinite(rate):
+                continue
+            bound = self.scale * max(
+                rate * (m_bubble * theta_lb + phi_lb), m_bubble * self.work[stages] + rate * phi_lb
+            )
+            if not math.isfinite(rate) or bound >= self.best.cost * (1 - ROUNDING):
+                continue
+            if deadline.passed():
+                open_bound = min(open_bound, bound)
+                continue
+            plan = self.to_plan(self.table.plan_of(stages, solved))
+            score = self.best.offer(self.problem, plan, self.b)
+            theta_p = score.bottleneck_s
+            phi_p = max(s.tail_s for s in score.stages)
+            without_egress = self.scale * rate * score.iteration_s
+            if score.reason == "pooled_cap" or (
+                score.egress_dollars > 0 and without_egress < self.best.cost * (1 - ROUNDING)
+            ):
+                self.deferred.append((bound, stages, theta, phi))  # searched once the incumbent is good
+                continue
+            # plans with θ ≥ θ_P and φ ≥ φ_P cost at least P's cost (or exceed the floor as P does)
+            cap = self.best.cost / (self.scale * rate) if math.isfinite(self.best.cost) else math.inf
+            regions.append((min(_below(theta_p), (cap - phi_lb) / m_bubble), phi))
+            regions.append((min(theta, (cap - phi_lb) / m_bubble), min(_below(phi_p), cap - m_bubble * theta_lb)))
+        return open_bound
+
+    def search_deferred(self, deadline: Deadline) -> float:
+        """Search the deferred regions plan by plan, least bound first; the bound left open."""
+        open_bound = math.inf
+        for bound, stages, theta, phi in sorted(self.deferred):
+            if bound >= self.best.cost * (1 - ROUNDING):
+                break
+            found, left = search_region(self, stages, theta, phi, deadline)
+            for entries in found:
+                self.best.offer(self.problem, self.to_plan(entries), self.b)
+            open_bound = min(open_bound, left)
+        return open_bound
+
+
+def solve_parallel(
+    problem: ParallelProblem,
+    *,
+    seconds: float = math.inf,
+    incumbent: tuple[tuple[ParallelStage, ...], int] | None = None,
+) -> ParallelResult:
+    """The cheapest parallel plan of `problem` and its certificate, within `seconds` of search
+    (then gap > 0 where regions were left open). incumbent: (plan, micro-batch) to prune against
+    from the start; the result does not depend on it, only the time to reach it."""
+    started = time.perf_counter()
+    deadline = Deadline(started + seconds)
+    best = _Best()
+    if incumbent is not None:
+        best.offer(problem, *incumbent)
+    open_bound, searched = math.inf, []
+    for b in problem.micro_batch_choices():
+        micro = _Micro(problem, b, best)
+        searched.append(micro)
+        # stage counts by their work bound, least first: good plans come early and prune the rest
+        counts = np.arange(1, micro.table.max_stages + 1)
+        first = micro.scale * (micro.table.micro_batches + counts - 1) * micro.work[counts]
+        for stages in counts[np.argsort(first, kind="stable")]:
+            if first[stages - 1] >= best.cost * (1 - ROUNDING):
+                break
+            open_bound = min(open_bound, micro.stage_count(int(stages), deadline))
+    for micro in searched:
+        open_bound = min(open_bound, micro.search_deferred(deadline))
+    bound = min(best.cost, open_bound)
+    score = score_plan(problem, best.plan, best.b) if best.plan is not None else None
+    if best.plan is None:
+        gap = 0.0 if math.isinf(bound) else math.inf
+    else:
+        gap = 0.0 if bound >= best.cost * (1 - ROUNDING) else (best.cost - bound) / bound
+    return ParallelResult(best.plan, best.b, score, bound, gap, time.perf_counter() - started, best.evaluations)

@@ -1,0 +1,189 @@
+"""Every stage a parallel plan can use under one micro-batch b, and the dynamic program over them.
+
+A stage is (span, option): a span is (first, last) with its first layer at 0 or after a layer where
+cuts may fall, and its last layer where a cut may fall or at L − 1; an option is (type, t, d)
+with t a power of two within the type's limit, d dividing b and t·d within the type's units.
+Each entry keeps its time per micro-batch τ, tail φ, $/hour r, and the most micro-batches f_max
+it can hold in flight within the type's memory (a stage at position p of S holds min(S − p, M)).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hps.placement.model.parallel.problem import ParallelProblem, divisors
+from hps.placement.model.parallel.stages import stage_arrays
+
+
+def _prefix_argmin(values: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """Within each run of equal `group` (sorted), the position of the least of `values` strictly
+    before each position (−1 at a run's start); exact, on integer codes."""
+    n = len(values)
+    rank = np.unique(values, return_inverse=True)[1].astype(np.int64)
+    code = rank * (n + 1) + np.arange(n)  # least value first, then earliest position
+    top = int(code.max()) + 2 if n else 2
+    shifted = code - group * top  # later runs sit below earlier ones, so a running min restarts
+    running = np.minimum.accumulate(np.concatenate([[np.iinfo(np.int64).max], shifted[:-1]]))
+    start = np.concatenate([[True], group[1:] != group[:-1]]) if n else np.zeros(0, bool)
+    before = running + group * top
+    return np.where(start | (before >= top), -1, before % (n + 1))
+
+
+def _undominated(group, fits, rate, time, tail) -> np.ndarray:
+    """Indices of the entries that no single cheaper-or-equal entry of the same (span, site)
+    group and in-flight count beats on both τ and φ (tested against the earlier entry of least τ
+    and the one of least φ): the least-rate program never needs the others."""
+    key = np.unique(group * (fits.max() + 1 if len(fits) else 1) + fits, return_inverse=True)[1].astype(np.int64)
+    order = np.lexsort((tail, time, rate, key))
+    k, t, p = key[order], time[order], tail[order]
+    dominated = np.zeros(len(order), bool)
+    for best in (_prefix_argmin(t, k), _prefix_argmin(p, k)):
+        has = best >= 0
+        j = np.maximum(best, 0)
+        dominated |= has & (t[j] <= t) & (p[j] <= p)
+    return np.sort(order[~dominated])
+
+
+class StageTable:
+    """The stages of `problem` under micro-batch b, and the least-rate dynamic program."""
+
+    def __init__(self, problem: ParallelProblem, b: int):
+        self.problem, self.b = problem, b
+        n = problem.num_layers
+        self.micro_batches = int(problem.job.batch) // b
+        cuts = np.flatnonzero(problem.cut_after[:-1])
+        self.starts = np.concatenate([[0], cuts + 1]).astype(np.int64)  # boundaries a stage may start at
+        ends = np.concatenate([cuts, [n - 1]]).astype(np.int64)
+        first, last = np.meshgrid(self.starts, ends, indexing="ij")
+        keep = first <= last
+        self.span_first, self.span_last = first[keep], last[keep]
+        self.max_stages = len(self.starts)
+        self.depth = min(self.micro_batches, self.max_stages)  # distinct in-flight counts
+        options = []
+        for y in range(problem.num_types):
+            most = problem.catalog.resources[y].max_units
+            for t in problem.tp_choices(y):
+                reach = len(problem.dp_allreduce(y, t)[0])
+                options += [(y, t, d) for d in divisors(b) if t * d <= most and d <= reach]
+        self.options = np.array(options, np.int64).reshape(-1, 3)
+        self._build()
+
+    def _build(self):
+        problem, b = self.problem, self.b
+        n_spans, n_opt = len(self.span_first), len(self.options)
+        span = np.repeat(np.arange(n_spans), n_opt)
+        opt = np.tile(np.arange(n_opt), n_spans)
+        y, t, d = (self.options[opt, i] for i in range(3))
+        arrays = stage_arrays(problem, b, self.span_first[span], self.span_last[span], y, t, d)
+        memory = np.array([r.memory for r in problem.catalog.resources])[y]
+        room = memory - arrays.static_memory
+        with np.errstate(divide="ignore", invalid="ignore"):
+            fits = np.where(arrays.activation_memory > 0, np.floor(room / arrays.activation_memory), np.inf)
+        fits = np.where(room >= 0, fits, -1)
+        # floor() may be one off where static + f·act lands on the limit: check as score_plan does
+        f = np.clip(fits, 0, self.depth)
+        over = arrays.memory(f) > memory
+        f = np.where(over & (f >= 1), f - 1, f)
+        keep = np.flatnonzero(f >= 1)
+        keep = keep[_undominated(span[keep] * len(problem.sites) + problem.type_site[y[keep]], f[keep],
+                                 arrays.rate[keep], arrays.time[keep], arrays.tail[keep])]  # fmt: skip
+        self.entry_span, self.entry_opt = span[keep], opt[keep]
+        self.time, self.tail, self.rate = arrays.time[keep], arrays.tail[keep], arrays.rate[keep]
+        self.fits = f[keep].astype(np.int64)
+        self.site = problem.type_site[y[keep]]
+        self.units = arrays.units[keep]
+        # entries sorted by (span, site, fits, rate): the cheapest allowed one of each group first
+        n_sites = len(problem.sites)
+        key = (self.entry_span * n_sites + self.site) * (self.depth + 1) + self.fits
+        order = np.lexsort((self.rate, key))
+        self._order, self._key = order, key[order]
+        self._group_start = np.flatnonzero(np.concatenate([[len(key) > 0], self._key[1:] != self._key[:-1]]))
+        self._group_key = self._key[self._group_start]
+
+    def stage(self, entry: int) -> tuple[int, int, int, int, int]:
+        """(first, last, type, t, d) of an entry."""
+        s, o = self.entry_span[entry], self.entry_opt[entry]
+        y, t, d = self.options[o]
+        return int(self.span_first[s]), int(self.span_last[s]), int(y), int(t), int(d)
+
+    def cheapest(self, allowed: np.ndarray, weight: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(weight, entry), each (spans, sites, depth + 1): the least weight ($/hour unless
+        given) of an allowed entry of each span and site that holds at least f micro-batches in
+        flight (entry −1: none)."""
+        n_spans, n_sites = len(self.span_first), len(self.problem.sites)
+        order, starts, keys = self._order, self._group_start, self._group_key
+        if weight is not None:
+            key = (self.entry_span * n_sites + self.site) * (self.depth + 1) + self.fits
+            order = np.lexsort((weight, key))
+            starts = np.flatnonzero(np.concatenate([[len(key) > 0], key[order][1:] != key[order][:-1]]))
+            keys = key[order][starts]
+        values = self.rate if weight is None else weight
+        position = np.where(allowed[order], np.arange(len(order)), len(order))
+        first = np.minimum.reduceat(position, starts) if len(starts) else position[:0]
+        found = first < len(order)
+        entry = np.full(n_spans * n_sites * (self.depth + 1), -1, np.int64)
+        entry[keys[found]] = order[first[found]]
+        entry = entry.reshape(n_spans, n_sites, self.depth + 1)
+        rate = np.where(entry >= 0, values[np.maximum(entry, 0)], np.inf)
+        for f in range(self.depth - 1, 0, -1):  # an entry holding f + 1 in flight holds f
+            better = rate[:, :, f + 1] < rate[:, :, f]
+            rate[:, :, f] = np.where(better, rate[:, :, f + 1], rate[:, :, f])
+            entry[:, :, f] = np.where(better, entry[:, :, f + 1], entry[:, :, f])
+        return rate, entry
+
+    def link_ok(self, theta: float) -> np.ndarray:
+        """(L, sites, sites) bool: a stage ending at layer k on one site may hand over to a stage on
+        another (same site, or a link whose time per micro-batch is within theta)."""
+        bandwidth, latency, _ = self.problem.link_matrix()
+        with np.errstate(divide="ignore"):
+            hop = self.b * self.problem.act_bytes[:, None, None] / bandwidth[None] + latency[None]
+        return (bandwidth[None] > 0) & (hop <= theta)
+
+    def least_rate(self, theta: float, phi: float, weight: np.ndarray | None = None):
+        """The dynamic program over stage boundaries: for every stage count S, the least Σ r of
+        plans whose every τ ≤ theta and φ ≤ phi (links within theta), each stage holding its
+        in-flight micro-batches (with `weight`, the least Σ of that per-entry weight).
+        Returns (least (Q + 1,) with least[S], back) for `plan_of`."""
+        allowed = (self.time <= theta) & (self.tail <= phi)
+        rate, entry = self.cheapest(allowed, weight)
+        n = self.problem.num_layers
+        q_max, n_sites = self.max_stages, len(self.problem.sites)
+        in_flight = np.minimum(np.arange(q_max + 1), self.depth)
+        by_q = rate[:, :, in_flight].transpose(0, 2, 1)  # (spans, Q + 1, sites)
+        ok = self.link_ok(theta)
+        value = {n: np.full((q_max + 1, n_sites), np.inf)}
+        value[n][0] = 0.0
+        shifted = {}  # boundary -> (Q + 1, sites): least value after a stage ending before it
+        choice, nxt_site = {}, {}
+        for start in self.starts[::-1]:
+            after = self.span_last[self.span_first == start] + 1
+            spans = np.flatnonzero(self.span_first == start)
+            for a in after:
+                if a not in shifted:
+                    v = value[a]
+                    if a == n:
+                        w, arg = np.broadcast_to(v[:, None, 0], v.shape), np.zeros(v.shape, np.int64)
+                    else:  # w[q, s] = min over s' reachable from s of v[q, s']
+                        masked = np.where(ok[a - 1][None], v[:, None, :], np.inf)
+                        w, arg = masked.min(axis=2), masked.argmin(axis=2)
+                    shifted[a] = np.vstack([np.full((1, n_sites), np.inf), w[:-1]])
+                    nxt_site[a] = np.vstack([np.zeros((1, n_sites), np.int64), arg[:-1]])
+            cand = by_q[spans] + np.stack([shifted[a] for a in after])
+            best = cand.argmin(axis=0)
+            value[start] = np.take_along_axis(cand, best[None], 0)[0]
+            choice[start] = spans[best]
+        back = (choice, nxt_site, entry, in_flight)
+        return value[0].min(axis=1), (value, back)
+
+    def plan_of(self, stages: int, solved) -> list[int]:
+        """The entries, in pipeline order, of the least-rate plan of `stages` stages."""
+        value, (choice, nxt_site, entry, in_flight) = solved
+        site = int(value[0][stages].argmin())
+        start, q, out = 0, stages, []
+        while q > 0:
+            span = choice[start][q, site]
+            out.append(int(entry[span, site, in_flight[q]]))
+            after = int(self.span_last[span]) + 1
+            site = int(nxt_site[after][q, site]) if after < self.problem.num_layers else site
+            start, q = after, q - 1
+        return out

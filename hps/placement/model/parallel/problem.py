@@ -1,0 +1,153 @@
+"""One parallel-plan instance as float64 numpy arrays, built once from the typed configs.
+
+Layer arrays are (L,) per sample; type arrays are (T,); every derived table (layer times per
+(type, t, m), All-Reduce coefficients per (type, t)) is made on demand and kept.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+
+import numpy as np
+
+from hps.config.types import PRECISIONS, Catalog, Job, Workload, steps_per_phase
+from hps.placement.model.provisioning import allreduce_coefficients
+
+BUCKET_BYTES = 25 * 2**20
+"""Bytes of one gradient bucket of the overlapped data-parallel synchronisation (PyTorch DDP's
+default bucket_cap_mb = 25)."""
+ZERO3_SYNC = 1.5
+"""ZeRO-3 traffic per iteration in All-Reduces: the gradient Reduce-Scatter and the parameter
+All-Gathers of the forward and backward passes, each half an All-Reduce's bytes."""
+FLOOR_TOLERANCE = 1e-9
+"""Relative slack on the throughput floor (a plan at the floor to rounding meets it)."""
+
+
+def divisors(n: int) -> list[int]:
+    """The positive divisors of n, ascending."""
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))
+
+
+def powers_of_two(limit: int) -> list[int]:
+    """1, 2, 4, ... up to limit."""
+    return [1 << i for i in range(max(1, limit).bit_length())]
+
+
+@dataclasses.dataclass(eq=False)
+class ParallelProblem:
+    """A workload on a catalogue under a job, for the parallel-plan model. `job.micro_batch`
+    None leaves the micro-batch b to the solver (any divisor of the batch)."""
+
+    workload: Workload
+    catalog: Catalog
+    job: Job
+
+    def __post_init__(self):
+        layers = self.workload.layers
+        arr = lambda f: np.array([f(l) for l in layers], np.float64)  # noqa: E731
+        self.flops = arr(lambda l: l.flops)
+        self.mem_bytes = arr(lambda l: l.mem_bytes)
+        self.io_bytes = arr(lambda l: l.io_bytes)
+        self.act_bytes = arr(lambda l: l.act_bytes)
+        self.stash = arr(lambda l: l.stash)
+        self.tp_bytes = arr(lambda l: l.tp_bytes)
+        self.tp_collectives = arr(lambda l: l.tp_collectives)
+        self.parameters = arr(lambda l: l.parameters)
+        self.sparse_bytes = arr(lambda l: l.sparse_param_bytes)
+        self.sparse_kind = np.array([l.kind == "sparse" for l in layers])
+        self.cut_after = np.array([l.cut_after for l in layers])
+        self.cut_after[-1] = True
+        self.input_act = np.concatenate([[0.0], self.act_bytes[:-1]])
+        zero = lambda x: np.concatenate([[0.0], np.cumsum(x)])  # noqa: E731
+        self.params_prefix = zero(self.parameters)
+        self.sparse_prefix = zero(self.sparse_bytes)
+        self.stash_prefix = zero(self.stash)
+        self.input_prefix = zero(self.input_act)
+        self.precision_bytes = PRECISIONS[self.job.precision]
+        sites = sorted({r.site for r in self.catalog.resources})
+        self.sites = tuple(sites)
+        self.type_site = np.array([sites.index(r.site) for r in self.catalog.resources], np.int64)
+        self.price = np.array([r.price_per_hour for r in self.catalog.resources], np.float64)
+        self.model_flops = float(self.flops.sum())
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.workload.layers)
+
+    @property
+    def num_types(self) -> int:
+        return len(self.catalog.resources)
+
+    def micro_batch_choices(self) -> list[int]:
+        """The job's micro-batch, or every divisor of the batch where it leaves b open."""
+        if self.job.micro_batch is not None:
+            return [int(self.job.micro_batch)]
+        return divisors(int(self.job.batch))
+
+    def tp_choices(self, type_index: int) -> list[int]:
+        """Tensor-parallel degrees a stage on the type may use (powers of two up to its limit)."""
+        resource = self.catalog.resources[type_index]
+        return [t for t in powers_of_two(resource.tensor_parallel_limit) if t <= resource.max_units]
+
+    @functools.cache  # noqa: B019 (one problem, a few hundred keys)
+    def layer_times(self, type_index: int, tp: int, m: int) -> np.ndarray:
+        """(L,) seconds per micro-batch of m samples per replica on one device of a tp-way group:
+        the measured forward + backward where the layer has an entry for (type, tp, m), else the
+        roofline on 1/tp of the work plus the layer's tensor-parallel All-Reduces."""
+        r = self.catalog.resources[type_index]
+        extra = 1.0 if self.job.recompute == "full" else 0.0
+        efficiency = np.where(self.sparse_kind, r.efficiency_sparse, r.efficiency_dense)
+        compute = m * self.flops * (1 + extra / 3) / (tp * r.peak_flops * efficiency)
+        memory = m * self.mem_bytes * (1 + extra / 3) / (tp * r.mem_bw)
+        io = m * self.io_bytes / r.io_bw
+        comm = np.zeros_like(compute)
+        if tp > 1:
+            dim = r.network.dimensions[0]
+            steps = steps_per_phase(dim.algorithm, tp)
+            comm = (
+                2 * m * self.tp_bytes * (1 + extra / 2) * (tp - 1) / tp / dim.bandwidth
+                + self.tp_collectives * (1 + extra / 2) * 2 * steps * dim.latency
+            )
+        times = np.maximum(compute, memory) + io + comm
+        for i, layer in enumerate(self.workload.layers):
+            for entry in layer.measured:
+                if entry.type == r.name and entry.tp == tp and entry.micro_batch == m:
+                    times[i] = entry.forward_s * (1 + extra) + entry.backward_s
+        return times
+
+    @functools.cache  # noqa: B019
+    def time_prefix(self, type_index: int, tp: int, m: int) -> np.ndarray:
+        """(L + 1,) prefix sums of `layer_times`."""
+        return np.concatenate([[0.0], np.cumsum(self.layer_times(type_index, tp, m))])
+
+    @functools.cache  # noqa: B019
+    def dp_allreduce(self, type_index: int, tp: int) -> tuple[np.ndarray, np.ndarray]:
+        """(alpha s/byte, beta s), each (K,) for d = 1..K: the All-Reduce of W bytes among d
+        data-parallel replicas of tp-way groups takes W·alpha[d−1] + beta[d−1]. The replicas fill
+        the type's network with its first dimension shrunk to P_1 // tp NPUs (the group takes
+        the rest)."""
+        r = self.catalog.resources[type_index]
+        dims = list(r.network.dimensions)
+        dims[0] = dataclasses.replace(dims[0], size=max(1, dims[0].size // tp))
+        network = dataclasses.replace(r.network, dimensions=tuple(dims))
+        most = max(1, min(r.max_units // tp, network.total_size))
+        alpha, beta, _ = allreduce_coefficients(network, most, self.job.chunks, self.job.collective == "themis")
+        return alpha, beta
+
+    def link_matrix(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(bandwidth B/s, latency s, dollars per byte), each (sites, sites): 0 bandwidth where
+        two sites have no link; a site with itself has no link cost (bandwidth inf)."""
+        n = len(self.sites)
+        bandwidth = np.zeros((n, n))
+        latency = np.zeros((n, n))
+        price = np.zeros((n, n))
+        np.fill_diagonal(bandwidth, np.inf)
+        for i, a in enumerate(self.sites):
+            for j, b in enumerate(self.sites):
+                link = self.catalog.link(a, b) if i != j else None
+                if link is not None:
+                    bandwidth[i, j], latency[i, j], price[i, j] = link.bandwidth, link.latency, link.dollars_per_byte
+        return bandwidth, latency, price

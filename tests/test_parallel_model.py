@@ -1,0 +1,106 @@
+"""The parallel-plan model and its exact solver against the plain-Python reference
+(hps/reference/parallel.py) and brute force over every plan of small random instances."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+
+import pytest
+
+from hps.config.types import Job, ParallelStage
+from hps.placement.exact.parallel.solver import solve_parallel
+from hps.placement.model.parallel.problem import ParallelProblem
+from hps.placement.model.parallel.score import score_plan
+from hps.reference import parallel as reference
+from tests.parallel_instances import brute_force, every_plan, random_instance
+
+
+def at_micro_batch(job: Job, b: int) -> Job:
+    return dataclasses.replace(job, micro_batch=float(b))
+
+
+@pytest.mark.parametrize("seed", range(0, 40, 4))
+def test_numpy_score_equals_the_reference_on_sampled_plans(seed):
+    for s in range(seed, seed + 4):
+        workload, catalog, job = random_instance(s)
+        b = int(job.micro_batch or job.batch)
+        job = at_micro_batch(job, b)
+        problem = ParallelProblem(workload, catalog, job)
+        plans = list(every_plan(workload, catalog, b))
+        random.Random(s).shuffle(plans)
+        for plan in plans[:25]:
+            ref = reference.evaluate(workload, catalog, job, plan)
+            got = score_plan(problem, plan)
+            assert got.reason == (None if ref["reason"] == "feasible" else ref["reason"])
+            assert got.iteration_s == pytest.approx(ref["iteration_s"], rel=1e-9)
+            assert got.cost == pytest.approx(ref["cost"], rel=1e-9) if ref["feasible"] else math.isinf(got.cost)
+            for mine, theirs in zip(got.stages, ref["stages"]):
+                assert mine.memory_per_device_bytes == pytest.approx(theirs["memory"], rel=1e-9)
+                assert mine.time_per_microbatch_s == pytest.approx(theirs["time"], rel=1e-9)
+
+
+def check_exact_equals_brute_force(seeds):
+    for seed in seeds:
+        workload, catalog, job = random_instance(seed)
+        cost, plan, _ = brute_force(workload, catalog, job)
+        result = solve_parallel(ParallelProblem(workload, catalog, job))
+        if plan is None:
+            assert result.plan is None and result.gap == 0.0, seed
+            continue
+        assert result.plan is not None, seed
+        assert result.score.cost == pytest.approx(cost, rel=1e-9), seed
+        assert result.gap == 0.0 and result.bound <= result.score.cost
+
+
+@pytest.mark.parametrize("start", range(0, 40, 10))
+def test_exact_solver_equals_brute_force_on_small_instances(start):
+    check_exact_equals_brute_force(range(start, start + 10))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("start", range(1000, 1300, 30))
+def test_exact_solver_equals_brute_force_on_300_more_instances(start):
+    check_exact_equals_brute_force(range(start, start + 30))
+
+
+def test_every_plan_the_solver_returns_is_realizable():
+    """Integer per-replica micro-batches, memory within the type, t within the scale-up domain,
+    cuts only where the workload allows them, links between sites."""
+    for seed in range(40):
+        workload, catalog, job = random_instance(seed)
+        result = solve_parallel(ParallelProblem(workload, catalog, job))
+        if result.plan is None:
+            continue
+        b = result.micro_batch
+        assert int(job.batch) % b == 0
+        for stage, scored in zip(result.plan, result.score.stages):
+            resource = catalog.resources[catalog.index(stage.type)]
+            assert b % stage.dp == 0 and scored.replica_micro_batch == b // stage.dp >= 1
+            assert stage.tp & (stage.tp - 1) == 0 and stage.tp <= resource.tensor_parallel_limit
+            assert scored.memory_per_device_bytes <= resource.memory
+            assert stage.last == len(workload.layers) - 1 or workload.layers[stage.last].cut_after
+        sites = [catalog.resources[catalog.index(s.type)].site for s in result.plan]
+        assert all(a == c or catalog.link(a, c) is not None for a, c in zip(sites, sites[1:]))
+
+
+def test_a_cut_inside_a_block_is_never_proposed():
+    workload, catalog, job = random_instance(3)
+    layers = tuple(dataclasses.replace(layer, cut_after=False) for layer in workload.layers)
+    workload = dataclasses.replace(workload, layers=layers)
+    result = solve_parallel(ParallelProblem(workload, catalog, job))
+    assert result.plan is None or len(result.plan) == 1
+
+
+def test_the_bubble_counts_the_micro_batches_each_replica_runs():
+    """(M + S − 1) slots of the slowest stage: one stage of one replica at b = B has M = 1."""
+    workload, catalog, job = random_instance(5)
+    name = catalog.resources[0].name
+    n = len(workload.layers)
+    plan = (ParallelStage(0, n - 1, name, 1, 1),)
+    for b in (1, int(job.batch)):
+        score = score_plan(ParallelProblem(workload, catalog, at_micro_batch(job, b)), plan)
+        micro_batches = int(job.batch) // b
+        assert score.micro_batches == micro_batches
+        assert score.iteration_s == pytest.approx(micro_batches * score.bottleneck_s + score.stages[0].tail_s)
