@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 from hps.cli.common import add_instance_args, print_json, resolve_instance
+from hps.cli.parallel import evaluate_plan_file
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("evaluate", help="evaluate one schedule (type per layer) or pipeline plan")
-    add_instance_args(parser)
+    add_instance_args(parser, workload_required=False)
     plan = parser.add_mutually_exclusive_group(required=True)
+    plan.add_argument("--plan", help="a parallel plan file (hps-plan/2: stages with tensor- and data-parallel degrees)")
     plan.add_argument("--schedule", help="comma-separated resource type per layer")
     plan.add_argument(
         "--stages",
@@ -31,6 +33,12 @@ def run(args) -> int:
     from hps.placement.model.provisioning import build_instance
     from hps.report.placement import format_report, plan_report
 
+    if args.plan is not None:
+        return evaluate_plan_file(args)
+    if args.workload is None:
+        from hps.errors import ConfigError
+
+        raise ConfigError("--workload", "", "required with --schedule or --stages")
     workload, catalog, job = resolve_instance(args)
     if args.stages is not None:
         plan = parse_stages(args.stages, catalog, len(workload.layers))

@@ -7,7 +7,8 @@ import math
 import sys
 
 from hps.cli.common import add_instance_args, print_json, resolve_instance
-from hps.errors import InstanceTooLarge, SearchSpaceTooLarge
+from hps.cli.parallel import add_parallel_args, search_parallel
+from hps.errors import ConfigError, InstanceTooLarge, SearchSpaceTooLarge
 from hps.report.tables import format_table
 
 ALL = "all"
@@ -41,6 +42,14 @@ def register(subparsers) -> None:
         help="time limit of the exact solver; past it, the best plan found and its proven gap (default: %(default)s)",
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--parallel",
+        action="store_true",
+        help="plan in the parallel-plan model (tensor, data and pipeline parallelism, integer micro-batches, "
+        "sites and links) with its exact solver",
+    )
+    parser.add_argument("--out", help="with --parallel: write the plan file (hps-plan/2) here")
+    add_parallel_args(parser)
     parser.set_defaults(run=run)
 
 
@@ -171,6 +180,10 @@ def run(args) -> int:
     from hps.report.placement import format_report, schedule_report
 
     workload, catalog, job = resolve_instance(args)
+    if args.parallel or args.out is not None:
+        if args.method not in (ALL, EXACT):
+            raise ConfigError("--method", "", "the parallel-plan model is searched by the exact solver only")
+        return search_parallel(args, workload, catalog, job, _seconds(args))
     skipped: dict[str, str] = {}
     if args.method == EXACT:
         report, _ = _exact(workload, catalog, job, _seconds(args))

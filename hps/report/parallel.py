@@ -1,0 +1,71 @@
+"""Reports of parallel plans: the JSON document of a scored plan and its text table."""
+
+from __future__ import annotations
+
+import math
+
+from hps.placement.model.parallel.score import PlanScore
+from hps.report.tables import format_table
+
+GIB = 2.0**30
+
+
+def parallel_report(score: PlanScore) -> dict:
+    """The JSON document of a scored plan: feasible, reason (null when feasible), detail,
+    micro_batch, micro_batches, iteration_s, throughput (samples/s), dollars_per_hour,
+    egress_dollars, cost ($, null when infeasible), mfu, and per stage type, site, first, last,
+    tp, dp, units, replica_micro_batch, time_per_microbatch_s, tail_s, memory_per_device_bytes,
+    memory_limit_bytes."""
+    return {
+        "feasible": score.feasible,
+        "reason": score.reason,
+        "detail": score.detail,
+        "micro_batch": score.micro_batch,
+        "micro_batches": score.micro_batches,
+        "iteration_s": score.iteration_s,
+        "throughput": score.throughput,
+        "dollars_per_hour": score.dollars_per_hour,
+        "egress_dollars": score.egress_dollars,
+        "cost": score.cost if math.isfinite(score.cost) else None,
+        "mfu": score.mfu,
+        "stages": [
+            {
+                "type": s.stage.type,
+                "site": s.site,
+                "first": s.stage.first,
+                "last": s.stage.last,
+                "tp": s.stage.tp,
+                "dp": s.stage.dp,
+                "units": s.units,
+                "replica_micro_batch": s.replica_micro_batch,
+                "time_per_microbatch_s": s.time_per_microbatch_s,
+                "tail_s": s.tail_s,
+                "memory_per_device_bytes": s.memory_per_device_bytes,
+                "memory_limit_bytes": s.memory_limit_bytes,
+            }
+            for s in score.stages
+        ],
+    }
+
+
+def format_parallel(report: dict) -> str:
+    """The stage table and the plan's figures as text."""
+    headers = ["stage", "type", "site", "layers", "tp", "dp", "units", "mb/replica", "s/microbatch", "GiB/device"]
+    rows = [
+        [j, s["type"], s["site"] or "-", f"{s['first']}-{s['last']}", s["tp"], s["dp"], s["units"],
+         s["replica_micro_batch"], s["time_per_microbatch_s"],
+         f"{s['memory_per_device_bytes'] / GIB:.1f}/{s['memory_limit_bytes'] / GIB:.0f}"]
+        for j, s in enumerate(report["stages"])
+    ]  # fmt: skip
+    lines = [format_table(headers, rows), ""]
+    lines.append("feasible" if report["feasible"] else f"infeasible ({report['reason']}): {report['detail']}")
+    lines.append(f"micro-batch {report['micro_batch']} ({report['micro_batches']} per iteration)")
+    lines.append(f"iteration   {report['iteration_s']:.4g} s")
+    lines.append(f"throughput  {report['throughput']:,.2f} samples/s")
+    lines.append(f"MFU         {report['mfu']:.1%}")
+    lines.append(f"price       ${report['dollars_per_hour']:,.2f}/hour")
+    if report["egress_dollars"]:
+        lines.append(f"egress      ${report['egress_dollars']:,.0f}")
+    if report["cost"] is not None:
+        lines.append(f"cost        ${report['cost']:,.0f}")
+    return "\n".join(lines)
