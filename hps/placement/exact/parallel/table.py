@@ -30,8 +30,8 @@ def _prefix_argmin(values: np.ndarray, group: np.ndarray) -> np.ndarray:
 
 
 def _undominated(group, fits, rate, time, tail) -> np.ndarray:
-    """Indices of the entries that no single cheaper-or-equal entry of the same (span, site)
-    group and in-flight count beats on both τ and φ (tested against the earlier entry of least τ
+    """Indices of the entries that no single cheaper-or-equal entry of the same (span, type)
+    group and in-flight count (so no more units of that type, the same site) beats on both τ and φ (tested against the earlier entry of least τ
     and the one of least φ): the least-rate program never needs the others."""
     key = np.unique(group * (fits.max() + 1 if len(fits) else 1) + fits, return_inverse=True)[1].astype(np.int64)
     order = np.lexsort((tail, time, rate, key))
@@ -85,7 +85,7 @@ class StageTable:
         over = arrays.memory(f) > memory
         f = np.where(over & (f >= 1), f - 1, f)
         keep = np.flatnonzero(f >= 1)
-        keep = keep[_undominated(span[keep] * len(problem.sites) + problem.type_site[y[keep]], f[keep],
+        keep = keep[_undominated(span[keep] * problem.num_types + y[keep], f[keep],
                                  arrays.rate[keep], arrays.time[keep], arrays.tail[keep])]  # fmt: skip
         self.entry_span, self.entry_opt = span[keep], opt[keep]
         self.time, self.tail, self.rate = arrays.time[keep], arrays.tail[keep], arrays.rate[keep]
@@ -124,6 +124,8 @@ class StageTable:
         entry = np.full(n_spans * n_sites * (self.depth + 1), -1, np.int64)
         entry[keys[found]] = order[first[found]]
         entry = entry.reshape(n_spans, n_sites, self.depth + 1)
+        if not len(values):  # no stage fits anywhere
+            return np.full(entry.shape, np.inf), entry
         rate = np.where(entry >= 0, values[np.maximum(entry, 0)], np.inf)
         for f in range(self.depth - 1, 0, -1):  # an entry holding f + 1 in flight holds f
             better = rate[:, :, f + 1] < rate[:, :, f]
