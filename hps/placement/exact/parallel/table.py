@@ -31,8 +31,9 @@ def _prefix_argmin(values: np.ndarray, group: np.ndarray) -> np.ndarray:
 
 def _undominated(group, fits, rate, time, tail) -> np.ndarray:
     """Indices of the entries that no single cheaper-or-equal entry of the same (span, type)
-    group and in-flight count (so no more units of that type, the same site) beats on both τ and φ (tested against the earlier entry of least τ
-    and the one of least φ): the least-rate program never needs the others."""
+    group and in-flight count (so no more units of that type, the same site) beats on both τ
+    and φ (tested against the earlier entry of least τ and the one of least φ): the least-rate
+    program never needs the others."""
     key = np.unique(group * (fits.max() + 1 if len(fits) else 1) + fits, return_inverse=True)[1].astype(np.int64)
     order = np.lexsort((tail, time, rate, key))
     k, t, p = key[order], time[order], tail[order]
