@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import random
 
@@ -104,3 +105,33 @@ def test_the_bubble_counts_the_micro_batches_each_replica_runs():
         micro_batches = int(job.batch) // b
         assert score.micro_batches == micro_batches
         assert score.iteration_s == pytest.approx(micro_batches * score.bottleneck_s + score.stages[0].tail_s)
+
+
+def keeps_sequence(catalog, sequence, plan) -> bool:
+    return all(catalog.index(s.type) == sequence[i] for s in plan for i in range(s.first, s.last + 1))
+
+
+def test_a_type_sequence_is_completed_exactly():
+    """With one type allowed per layer, the solver's plan is the cheapest of the brute-force plans
+    that keep every layer on its type (cuts, t, d and b free)."""
+    import numpy as np
+
+    for seed in range(12):
+        workload, catalog, job = random_instance(seed)
+        rng = random.Random(seed)
+        sequence = [rng.randrange(len(catalog.resources)) for _ in workload.layers]
+        allowed = np.eye(len(catalog.resources), dtype=bool)[sequence]
+        keeps = functools.partial(keeps_sequence, catalog, sequence)
+        best = math.inf
+        for b in [int(job.micro_batch)] if job.micro_batch else range(1, int(job.batch) + 1):
+            if int(job.batch) % b:
+                continue
+            for plan in filter(keeps, every_plan(workload, catalog, b)):
+                ref = reference.evaluate(workload, catalog, at_micro_batch(job, b), plan)
+                best = min(best, ref["cost"] if ref["feasible"] else math.inf)
+        result = solve_parallel(ParallelProblem(workload, catalog, job, allowed))
+        if math.isinf(best):
+            assert result.plan is None, seed
+            continue
+        assert result.score.cost == pytest.approx(best, rel=1e-9), seed
+        assert keeps(result.plan) and result.gap == 0.0

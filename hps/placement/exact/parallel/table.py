@@ -74,6 +74,8 @@ class StageTable:
         n_spans, n_opt = len(self.span_first), len(self.options)
         span = np.repeat(np.arange(n_spans), n_opt)
         opt = np.tile(np.arange(n_opt), n_spans)
+        ok = problem.span_allowed(self.span_first[span], self.span_last[span], self.options[opt, 0])
+        span, opt = span[ok], opt[ok]
         y, t, d = (self.options[opt, i] for i in range(3))
         arrays = stage_arrays(problem, b, self.span_first[span], self.span_last[span], y, t, d)
         memory = np.array([r.memory for r in problem.catalog.resources])[y]

@@ -39,11 +39,14 @@ def powers_of_two(limit: int) -> list[int]:
 @dataclasses.dataclass(eq=False)
 class ParallelProblem:
     """A workload on a catalogue under a job, for the parallel-plan model. `job.micro_batch`
-    None leaves the micro-batch b to the solver (any divisor of the batch)."""
+    None leaves the micro-batch b to the solver (any divisor of the batch). `allowed`, a bool
+    (L, T) array, restricts which types may run each layer (None: any); a type sequence is
+    completed exactly by solving the problem with one type allowed per layer."""
 
     workload: Workload
     catalog: Catalog
     job: Job
+    allowed: np.ndarray | None = None
 
     def __post_init__(self):
         layers = self.workload.layers
@@ -72,6 +75,21 @@ class ParallelProblem:
         self.type_site = np.array([sites.index(r.site) for r in self.catalog.resources], np.int64)
         self.price = np.array([r.price_per_hour for r in self.catalog.resources], np.float64)
         self.model_flops = float(self.flops.sum())
+        if self.allowed is not None:
+            self.allowed = np.asarray(self.allowed, bool)
+            if self.allowed.shape != (self.num_layers, self.num_types):
+                raise ValueError(f"allowed must be (layers, types) = {(self.num_layers, self.num_types)}")
+
+    def restricted(self, allowed: np.ndarray) -> ParallelProblem:
+        """The same problem with only `allowed` (L, T) types per layer."""
+        return ParallelProblem(self.workload, self.catalog, self.job, allowed)
+
+    def span_allowed(self, first: np.ndarray, last: np.ndarray, types: np.ndarray) -> np.ndarray:
+        """(N,) bool: every layer first..last may run on types (all True without a restriction)."""
+        if self.allowed is None:
+            return np.ones(len(first), bool)
+        banned = np.vstack([np.zeros((1, self.num_types), np.int64), np.cumsum(~self.allowed, axis=0)])
+        return banned[last + 1, types] == banned[first, types]
 
     @property
     def num_layers(self) -> int:

@@ -68,9 +68,14 @@ def score_plan(problem: ParallelProblem, stages: tuple[ParallelStage, ...], b: i
     in_flight = np.minimum(num - np.arange(num), micro_batches)
     memory = arrays.memory(in_flight)
     reason, detail = None, ""
+    firsts, lasts = np.array([s.first for s in stages]), np.array([s.last for s in stages])
+    outside = np.flatnonzero(~problem.span_allowed(firsts, lasts, np.array(types)))
+    if len(outside):
+        j = int(outside[0])
+        reason, detail = "not_allowed", f"stage {j}: {stages[j].type} may not run layers {firsts[j]}..{lasts[j]}"
     limits = [catalog.resources[t].memory for t in types]
     for j, (used, limit) in enumerate(zip(memory, limits)):
-        if used > limit:
+        if used > limit and reason is None:
             reason = "memory"
             detail = f"stage {j} needs {used / 2**30:.1f} GiB per device of {limit / 2**30:.1f} GiB"
             break
