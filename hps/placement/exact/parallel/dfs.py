@@ -14,14 +14,16 @@ import math
 import numpy as np
 
 
-def search_region(micro, stages: int, theta: float, phi: float, deadline) -> tuple[list[list[int]], float]:
-    """Plans of `stages` stages whose every τ ≤ theta and φ ≤ phi, meeting the pooled caps, that
-    beat the best cost when found (entries in pipeline order), and the least bound of the
-    subtrees left when the deadline passed (inf when the region was searched through)."""
+def search_region(micro, stages: int, lo: float, theta: float, phi: float, deadline) -> tuple[list[list[int]], float]:
+    """Plans of `stages` stages whose largest τ lies in [lo, theta] and every φ ≤ phi, meeting
+    the pooled caps, that beat the best cost when found (entries in pipeline order), and the
+    least bound of the subtrees left when the deadline passed (inf when the region was searched
+    through). Plans whose largest τ is below lo belong to another region: bounds use θ ≥ lo."""
     table, problem = micro.table, micro.problem
-    least, (value, _), (theta_lb, phi_lb) = micro.solve(theta, phi)
+    least, (value, _), (theta_lb, phi_lb) = micro.solve(theta, phi, stages)
+    theta_lb = max(theta_lb, lo)
     rest = {start: v.min(axis=1) for start, v in value.items()}  # least Σ r from a boundary with q stages
-    work_value = table.least_rate(theta, phi, weight=table.rate * table.time)[1][0]
+    work_value = table.least_rate(theta, phi, weight=table.rate * table.time, most=max(micro.most, stages))[1][0]
     work_rest = {start: v.min(axis=1) for start, v in work_value.items()}  # least Σ r·τ likewise
     allowed = (table.time <= theta) & (table.tail <= phi)
     n, m_bubble = problem.num_layers, table.micro_batches + stages - 1

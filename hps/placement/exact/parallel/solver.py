@@ -19,6 +19,7 @@ pays egress that keeps it open is searched plan by plan (`dfs.search_region`), e
 from __future__ import annotations
 
 import dataclasses
+import heapq
 import math
 import time
 
@@ -32,6 +33,9 @@ from hps.placement.model.parallel.score import PlanScore, score_plan
 
 ROUNDING = 1e-12
 """Relative slack when comparing a bound with a cost computed in another order."""
+SPLIT = 0.01
+"""A region whose largest τ may range over more than this ratio is halved (geometrically) so
+that each half is bounded by its own least τ."""
 
 
 class Deadline:
@@ -91,12 +95,18 @@ class _Micro:
             np.arange(problem.num_layers) <= t.span_last[:, None]
         )
         self.covers = covers
-        self.span_start = np.flatnonzero(np.concatenate([[True], t.entry_span[1:] != t.entry_span[:-1]]))
+        self.refresh()
         self.cache = {}
+        self.most = t.max_stages  # the largest stage count still open
         self.deferred = []  # (bound, stages, θ̄, φ̄) of regions left to the plan-by-plan search
         # Σ r·max τ ≥ Σ_j r_j·τ_j: the least Σ r·τ of S stages bounds every plan of S stages
         top = self.limit / t.micro_batches
         self.work = t.least_rate(top, self.limit, weight=t.rate * t.time)[0]
+
+    def refresh(self) -> None:
+        """Index the table's entries by span (after the table changed)."""
+        t = self.table
+        self.span_start = np.flatnonzero(np.concatenate([[True], t.entry_span[1:] != t.entry_span[:-1]]))
 
     def floors(self, allowed: np.ndarray) -> tuple[float, float]:
         """(θ_lb, φ_lb): over layers, the largest of the least τ (φ) of an allowed stage covering it."""
@@ -111,41 +121,50 @@ class _Micro:
             out.append(float(np.where(self.covers, spans[:, None], np.inf).min(axis=0).max()))
         return out[0], out[1]
 
-    def solve(self, theta: float, phi: float):
-        key = (theta, phi)
-        if key not in self.cache:
+    def solve(self, theta: float, phi: float, stages: int):
+        """(least Σ r per S, the program's back-pointers, (θ_lb, φ_lb)) of the region, for
+        stage counts up to max(`self.most`, stages) (cached; an answer for more serves)."""
+        key, most = (theta, phi), max(self.most, stages)
+        if key not in self.cache or self.cache[key][3] < most:
             allowed = (self.table.time <= theta) & (self.table.tail <= phi)
-            least, solved = self.table.least_rate(theta, phi)
-            self.cache[key] = (least, solved, self.floors(allowed))
-        return self.cache[key]
+            least, solved = self.table.least_rate(theta, phi, most=most)
+            self.cache[key] = (least, solved, self.floors(allowed), most)
+        return self.cache[key][:3]
 
     def to_plan(self, entries) -> tuple[ParallelStage, ...]:
         names = self.problem.catalog.names
         return tuple(ParallelStage(f, l, names[y], t, d) for f, l, y, t, d in map(self.table.stage, entries))
 
+    def open_counts(self) -> np.ndarray:
+        """Stage counts whose work bound is below the best cost, by that bound, least first."""
+        counts = np.arange(1, self.table.max_stages + 1)
+        first = self.scale * (self.table.micro_batches + counts - 1) * self.work[counts]
+        keep = first < self.best.cost * (1 - ROUNDING)
+        return counts[keep][np.argsort(first[keep], kind="stable")]
+
     def stage_count(self, stages: int, deadline: Deadline) -> float:
         """Close every region of plans of `stages` stages; returns the lower bound left open
-        (inf when all are closed)."""
+        (inf when all are closed). A region holds the plans whose largest τ lies in
+        [θ_lo, θ_hi] and whose φ ≤ φ_hi; regions are taken least bound first."""
         m_bubble = self.table.micro_batches + stages - 1
         top = self.limit / self.table.micro_batches  # the region of S = 1, shared by every S
-        regions, seen, open_bound = [(top, self.limit)], set(), math.inf
-        while regions:
-            theta, phi = regions.pop()
-            if (theta, phi) in seen:
+        heap, seen, open_bound = [(0.0, 0.0, top, self.limit)], set(), math.inf
+        while heap:
+            _, lo, theta, phi = heapq.heappop(heap)
+            if (lo, theta, phi) in seen or lo > theta:
                 continue
-            seen.add((theta, phi))
-            least, solved, (theta_lb, phi_lb) = self.solve(theta, phi)
-            rate = least[stages]
+            seen.add((lo, theta, phi))
+            least, solved, (theta_lb, phi_lb) = self.solve(theta, phi, stages)
+            rate = least[stages] if stages < len(least) else math.inf
             if not math.isfinite(rate):
                 continue
-            bound = self.scale * max(
-                rate * (m_bubble * theta_lb + phi_lb), m_bubble * self.work[stages] + rate * phi_lb
-            )
-            if not math.isfinite(rate) or bound >= self.best.cost * (1 - ROUNDING):
+            low = max(lo, theta_lb)
+            bound = self.scale * max(rate * (m_bubble * low + phi_lb), m_bubble * self.work[stages] + rate * phi_lb)
+            if bound >= self.best.cost * (1 - ROUNDING):
                 continue
             if deadline.passed():
-                open_bound = min(open_bound, bound)
-                continue
+                open_bound = min([open_bound, bound, *(b for b, *_ in heap)])
+                break
             plan = self.to_plan(self.table.plan_of(stages, solved))
             score = self.best.offer(self.problem, plan, self.b)
             theta_p = score.bottleneck_s
@@ -153,22 +172,34 @@ class _Micro:
             without_egress = self.scale * rate * score.iteration_s
             if score.reason == "pooled_cap" or (
                 score.egress_dollars > 0 and without_egress < self.best.cost * (1 - ROUNDING)
-            ):
-                self.deferred.append((bound, stages, theta, phi))  # searched once the incumbent is good
+            ):  # P bounds nothing: halve the θ range, else search it plan by plan once the incumbent is good
+                if low > 0 and theta > low * (1 + SPLIT):
+                    middle = math.sqrt(low * theta)
+                    heapq.heappush(heap, (bound, lo, _below(middle), phi))
+                    heapq.heappush(heap, (bound, middle, theta, phi))
+                else:
+                    self.deferred.append((bound, stages, lo, theta, phi))
                 continue
             # plans with θ ≥ θ_P and φ ≥ φ_P cost at least P's cost (or exceed the floor as P does)
             cap = self.best.cost / (self.scale * rate) if math.isfinite(self.best.cost) else math.inf
-            regions.append((min(_below(theta_p), (cap - phi_lb) / m_bubble), phi))
-            regions.append((min(theta, (cap - phi_lb) / m_bubble), min(_below(phi_p), cap - m_bubble * theta_lb)))
+            below = min(_below(theta_p), (cap - phi_lb) / m_bubble)
+            children = [(max(lo, theta_p), min(theta, below), min(_below(phi_p), cap - m_bubble * low))]
+            if low > 0 and below > low * (1 + SPLIT):  # a narrower θ range bounds by its own least θ
+                middle = math.sqrt(low * below)
+                children += [(lo, _below(middle), phi), (middle, below, phi)]
+            else:
+                children.append((lo, below, phi))
+            for child in children:
+                heapq.heappush(heap, (bound, *child))
         return open_bound
 
     def search_deferred(self, deadline: Deadline) -> float:
         """Search the deferred regions plan by plan, least bound first; the bound left open."""
         open_bound = math.inf
-        for bound, stages, theta, phi in sorted(self.deferred):
+        for bound, stages, lo, theta, phi in sorted(self.deferred):
             if bound >= self.best.cost * (1 - ROUNDING):
                 break
-            found, left = search_region(self, stages, theta, phi, deadline)
+            found, left = search_region(self, stages, lo, theta, phi, deadline)
             for entries in found:
                 self.best.offer(self.problem, self.to_plan(entries), self.b)
             open_bound = min(open_bound, left)
@@ -194,11 +225,18 @@ def solve_parallel(
         micro = _Micro(problem, b, best)
         searched.append(micro)
         # stage counts by their work bound, least first: good plans come early and prune the rest
-        counts = np.arange(1, micro.table.max_stages + 1)
-        first = micro.scale * (micro.table.micro_batches + counts - 1) * micro.work[counts]
-        for stages in counts[np.argsort(first, kind="stable")]:
-            if first[stages - 1] >= best.cost * (1 - ROUNDING):
-                break
+        for stages in micro.open_counts():
+            if stages not in micro.open_counts():
+                continue
+            if not math.isfinite(best.cost):  # no incumbent yet: solve for this stage count alone
+                micro.most = int(stages)
+                open_bound = min(open_bound, micro.stage_count(int(stages), deadline))
+                continue
+            micro.most = int(micro.open_counts().max())
+            if micro.most <= micro.table.compacted_to // 2:  # fewer entries serve the stage counts left
+                micro.table.compact(micro.most)
+                micro.cache.clear()
+                micro.refresh()
             open_bound = min(open_bound, micro.stage_count(int(stages), deadline))
     for micro in searched:
         open_bound = min(open_bound, micro.search_deferred(deadline))

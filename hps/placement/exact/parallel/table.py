@@ -45,6 +45,13 @@ def _undominated(group, fits, rate, time, tail) -> np.ndarray:
     return np.sort(order[~dominated])
 
 
+def _lex_argmin(primary: np.ndarray, secondary: np.ndarray, axis: int) -> np.ndarray:
+    """argmin of `primary` along `axis`, ties (to 1e-12 relative) broken by the least `secondary`."""
+    least = primary.min(axis=axis, keepdims=True)
+    tied = primary <= least + 1e-12 * np.abs(np.where(np.isfinite(least), least, 0))
+    return np.where(tied, secondary, np.inf).argmin(axis=axis)
+
+
 class StageTable:
     """The stages of `problem` under micro-batch b, and the least-rate dynamic program."""
 
@@ -67,6 +74,9 @@ class StageTable:
                 reach = len(problem.dp_allreduce(y, t)[0])
                 options += [(y, t, d) for d in divisors(b) if t * d <= most and d <= reach]
         self.options = np.array(options, np.int64).reshape(-1, 3)
+        index = {int(layer): k for k, layer in enumerate(self.starts)} | {n: len(self.starts)}
+        self._spans_at = [np.flatnonzero(self.span_first == start) for start in self.starts]
+        self._after_at = [np.array([index[int(self.span_last[i]) + 1] for i in spans]) for spans in self._spans_at]
         self._build()
 
     def _build(self):
@@ -95,13 +105,19 @@ class StageTable:
         self.fits = f[keep].astype(np.int64)
         self.site = problem.type_site[y[keep]]
         self.units = arrays.units[keep]
-        # entries sorted by (span, site, fits, rate): the cheapest allowed one of each group first
-        n_sites = len(problem.sites)
-        key = (self.entry_span * n_sites + self.site) * (self.depth + 1) + self.fits
-        order = np.lexsort((self.rate, key))
-        self._order, self._key = order, key[order]
-        self._group_start = np.flatnonzero(np.concatenate([[len(key) > 0], self._key[1:] != self._key[:-1]]))
-        self._group_key = self._key[self._group_start]
+        self._group_cache = {}
+        self.compacted_to = self.depth
+
+    def compact(self, most: int) -> None:
+        """Drop the entries no plan of at most `most` stages needs (in-flight counts above `most`
+        no longer tell entries apart). Entry indices change: solutions cached before are void."""
+        f = np.minimum(self.fits, most)
+        y = self.options[self.entry_opt, 0]
+        keep = _undominated(self.entry_span * self.problem.num_types + y, f, self.rate, self.time, self.tail)
+        for name in ("entry_span", "entry_opt", "time", "tail", "rate", "fits", "site", "units"):
+            setattr(self, name, getattr(self, name)[keep])
+        self._group_cache = {}
+        self.compacted_to = most
 
     def stage(self, entry: int) -> tuple[int, int, int, int, int]:
         """(first, last, type, t, d) of an entry."""
@@ -109,31 +125,45 @@ class StageTable:
         y, t, d = self.options[o]
         return int(self.span_first[s]), int(self.span_last[s]), int(y), int(t), int(d)
 
-    def cheapest(self, allowed: np.ndarray, weight: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """(weight, entry), each (spans, sites, depth + 1): the least weight ($/hour unless
-        given) of an allowed entry of each span and site that holds at least f micro-batches in
-        flight (entry −1: none)."""
+    def _groups(self, most: int, weight: np.ndarray | None = None):
+        """(order, group starts, group keys) of the entries sorted by (span, site, in-flight
+        count clipped to `most`, weight, τ); cached for the rate."""
+        if weight is None and most in self._group_cache:
+            return self._group_cache[most]
+        n_sites = len(self.problem.sites)
+        key = (self.entry_span * n_sites + self.site) * (most + 1) + np.minimum(self.fits, most)
+        order = np.lexsort((self.time, self.rate if weight is None else weight, key))
+        starts = np.flatnonzero(np.concatenate([[len(key) > 0], key[order][1:] != key[order][:-1]]))
+        groups = (order, starts, key[order][starts])
+        if weight is None:
+            self._group_cache[most] = groups
+        return groups
+
+    def cheapest(
+        self, allowed: np.ndarray, weight: np.ndarray | None = None, most: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(weight, entry), each (spans, sites, f_max + 1) with f_max = min(depth, most): the
+        least weight ($/hour unless given; ties: the least τ) of an allowed entry of each span
+        and site that holds at least f micro-batches in flight (entry −1: none)."""
         n_spans, n_sites = len(self.span_first), len(self.problem.sites)
-        order, starts, keys = self._order, self._group_start, self._group_key
-        if weight is not None:
-            key = (self.entry_span * n_sites + self.site) * (self.depth + 1) + self.fits
-            order = np.lexsort((weight, key))
-            starts = np.flatnonzero(np.concatenate([[len(key) > 0], key[order][1:] != key[order][:-1]]))
-            keys = key[order][starts]
+        f_max = min(self.depth, most or self.depth)
+        order, starts, keys = self._groups(f_max, weight)
         values = self.rate if weight is None else weight
         position = np.where(allowed[order], np.arange(len(order)), len(order))
         first = np.minimum.reduceat(position, starts) if len(starts) else position[:0]
         found = first < len(order)
-        entry = np.full(n_spans * n_sites * (self.depth + 1), -1, np.int64)
+        entry = np.full(n_spans * n_sites * (f_max + 1), -1, np.int64)
         entry[keys[found]] = order[first[found]]
-        entry = entry.reshape(n_spans, n_sites, self.depth + 1)
+        entry = entry.reshape(n_spans, n_sites, f_max + 1)
         if not len(values):  # no stage fits anywhere
             return np.full(entry.shape, np.inf), entry
         rate = np.where(entry >= 0, values[np.maximum(entry, 0)], np.inf)
-        for f in range(self.depth - 1, 0, -1):  # an entry holding f + 1 in flight holds f
-            better = rate[:, :, f + 1] < rate[:, :, f]
-            rate[:, :, f] = np.where(better, rate[:, :, f + 1], rate[:, :, f])
-            entry[:, :, f] = np.where(better, entry[:, :, f + 1], entry[:, :, f])
+        time = np.where(entry >= 0, self.time[np.maximum(entry, 0)], np.inf)
+        for f in range(f_max - 1, 0, -1):  # an entry holding f + 1 in flight holds f
+            here, there = rate[:, :, f], rate[:, :, f + 1]
+            better = (there < here) | ((there == here) & (time[:, :, f + 1] < time[:, :, f]))
+            for array in (rate, time, entry):
+                array[:, :, f] = np.where(better, array[:, :, f + 1], array[:, :, f])
         return rate, entry
 
     def link_ok(self, theta: float) -> np.ndarray:
@@ -144,39 +174,54 @@ class StageTable:
             hop = self.b * self.problem.act_bytes[:, None, None] / bandwidth[None] + latency[None]
         return (bandwidth[None] > 0) & (hop <= theta)
 
-    def least_rate(self, theta: float, phi: float, weight: np.ndarray | None = None):
-        """The dynamic program over stage boundaries: for every stage count S, the least Σ r of
-        plans whose every τ ≤ theta and φ ≤ phi (links within theta), each stage holding its
-        in-flight micro-batches (with `weight`, the least Σ of that per-entry weight).
+    def least_rate(self, theta: float, phi: float, weight: np.ndarray | None = None, most: int | None = None):
+        """The dynamic program over stage boundaries: for every stage count S up to `most` (all
+        when None), the least Σ r of plans whose every τ ≤ theta and φ ≤ phi (links within
+        theta), each stage holding its in-flight micro-batches (with `weight`, the least Σ of that
+        per-entry weight); among plans of equal Σ r, one of least largest τ.
         Returns (least (Q + 1,) with least[S], back) for `plan_of`."""
         allowed = (self.time <= theta) & (self.tail <= phi)
-        rate, entry = self.cheapest(allowed, weight)
+        q_max, n_sites = min(self.max_stages, most or self.max_stages), len(self.problem.sites)
+        rate, entry = self.cheapest(allowed, weight, q_max)
+        time = np.where(entry >= 0, self.time[np.maximum(entry, 0)], np.inf)
         n = self.problem.num_layers
-        q_max, n_sites = self.max_stages, len(self.problem.sites)
         in_flight = np.minimum(np.arange(q_max + 1), self.depth)
         by_q = rate[:, :, in_flight].transpose(0, 2, 1)  # (spans, Q + 1, sites)
+        time_q = time[:, :, in_flight].transpose(0, 2, 1)
         ok = self.link_ok(theta)
-        value = {n: np.full((q_max + 1, n_sites), np.inf)}
-        value[n][0] = 0.0
-        shifted = {}  # boundary -> (Q + 1, sites): least value after a stage ending before it
-        choice, nxt_site = {}, {}
-        for start in self.starts[::-1]:
-            after = self.span_last[self.span_first == start] + 1
-            spans = np.flatnonzero(self.span_first == start)
-            for a in after:
-                if a not in shifted:
-                    v = value[a]
-                    if a == n:
-                        w, arg = np.broadcast_to(v[:, None, 0], v.shape), np.zeros(v.shape, np.int64)
-                    else:  # w[q, s] = min over s' reachable from s of v[q, s']
-                        masked = np.where(ok[a - 1][None], v[:, None, :], np.inf)
-                        w, arg = masked.min(axis=2), masked.argmin(axis=2)
-                    shifted[a] = np.vstack([np.full((1, n_sites), np.inf), w[:-1]])
-                    nxt_site[a] = np.vstack([np.zeros((1, n_sites), np.int64), arg[:-1]])
-            cand = by_q[spans] + np.stack([shifted[a] for a in after])
-            best = cand.argmin(axis=0)
+        boundaries = len(self.starts) + 1  # index k: layer starts[k], the last one: n (the end)
+        sh_value = np.full((boundaries, q_max + 1, n_sites), np.inf)
+        sh_slow = np.full((boundaries, q_max + 1, n_sites), np.inf)
+        value, slow, choice, nxt_site = {}, {}, {}, {}
+
+        def shift(k: int, layer: int, v: np.ndarray, u: np.ndarray) -> None:
+            """The least value (and its τ) after a stage ending before boundary k, one stage fewer."""
+            if layer == n:
+                w, tw, arg = np.broadcast_to(v[:, :1], v.shape), np.broadcast_to(u[:, :1], v.shape), None
+            else:  # w[q, s] = min over s' reachable from s of v[q, s']
+                masked = np.where(ok[layer - 1][None], v[:, None, :], np.inf)
+                slow_s = np.broadcast_to(u[:, None, :], masked.shape)
+                arg = _lex_argmin(masked, slow_s, axis=2)
+                w = np.take_along_axis(masked, arg[:, :, None], 2)[:, :, 0]
+                tw = np.take_along_axis(slow_s, arg[:, :, None], 2)[:, :, 0]
+            sh_value[k, 1:], sh_slow[k, 1:] = w[:-1], tw[:-1]
+            nxt_site[layer] = np.zeros(v.shape, np.int64) if arg is None else np.vstack([arg[:1] * 0, arg[:-1]])
+
+        end = np.full((q_max + 1, n_sites), np.inf)
+        end[0] = 0.0
+        shift(boundaries - 1, n, end, np.zeros_like(end))
+        value[n] = end
+        for k in range(len(self.starts) - 1, -1, -1):
+            spans, after = self._spans_at[k], self._after_at[k]
+            cand = by_q[spans] + sh_value[after]
+            cand_slow = np.maximum(time_q[spans], sh_slow[after])
+            best = _lex_argmin(cand, cand_slow, axis=0)
+            start = int(self.starts[k])
             value[start] = np.take_along_axis(cand, best[None], 0)[0]
+            slow[start] = np.take_along_axis(cand_slow, best[None], 0)[0]
             choice[start] = spans[best]
+            if k > 0:
+                shift(k, start, value[start], slow[start])
         back = (choice, nxt_site, entry, in_flight)
         return value[0].min(axis=1), (value, back)
 
