@@ -183,7 +183,8 @@ class _Micro:
             # plans with θ ≥ θ_P and φ ≥ φ_P cost at least P's cost (or exceed the floor as P does)
             cap = self.best.cost / (self.scale * rate) if math.isfinite(self.best.cost) else math.inf
             below = min(_below(theta_p), (cap - phi_lb) / m_bubble)
-            children = [(max(lo, theta_p), min(theta, below), min(_below(phi_p), cap - m_bubble * low))]
+            within = (cap - phi_lb) / m_bubble  # a plan of larger θ costs more than the best
+            children = [(max(lo, theta_p), min(theta, within), min(_below(phi_p), cap - m_bubble * low))]
             if low > 0 and below > low * (1 + SPLIT):  # a narrower θ range bounds by its own least θ
                 middle = math.sqrt(low * below)
                 children += [(lo, _below(middle), phi), (middle, below, phi)]

@@ -183,7 +183,7 @@ class StageTable:
         allowed = (self.time <= theta) & (self.tail <= phi)
         q_max, n_sites = min(self.max_stages, most or self.max_stages), len(self.problem.sites)
         rate, entry = self.cheapest(allowed, weight, q_max)
-        time = np.where(entry >= 0, self.time[np.maximum(entry, 0)], np.inf)
+        time = np.where(entry >= 0, self.time[np.maximum(entry, 0)], np.inf) if len(self.time) else rate
         n = self.problem.num_layers
         in_flight = np.minimum(np.arange(q_max + 1), self.depth)
         by_q = rate[:, :, in_flight].transpose(0, 2, 1)  # (spans, Q + 1, sites)
