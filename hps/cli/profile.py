@@ -1,5 +1,7 @@
-"""`hps profile`: measure each layer's time per sample on each resource type's device pool and
-write them into the workload TOML, so the cost model plans with measured numbers."""
+"""`hps profile`: measure each layer's time per sample, and its forward and backward time per
+micro-batch on one device, on each resource type's device pool, and write them into the workload
+TOML (`[layer.measured_time_s]` and `[[layer.measured]]`), so the cost models plan with measured
+numbers."""
 
 from __future__ import annotations
 
@@ -18,7 +20,12 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--types", help="comma-separated resource types to profile (default: those --devices names, else all)"
     )
-    parser.add_argument("--micro-batch", type=int, help="samples per measured micro-batch (default: batch / 2)")
+    parser.add_argument(
+        "--micro-batch",
+        type=int,
+        help="samples per measured micro-batch over a type's whole pool, each device running micro-batch / "
+        "pool size of them (default: batch / 2)",
+    )
     parser.add_argument("--repeats", type=int, default=3, help="measurements per layer; the median is kept")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", help="workload TOML to write (default: NAME-measured.toml)")
@@ -30,7 +37,7 @@ def run(args) -> int:
     from tqdm import tqdm
 
     from hps.executor.devices import device_pools, parse_device_map
-    from hps.executor.profile import profile_layers, with_measured_times
+    from hps.executor.profile import profile_passes, with_profiles
     from hps.models.registry import build_model
     from hps.report.execution import format_profile
 
@@ -66,16 +73,27 @@ def run(args) -> int:
     bar = tqdm(
         total=len(types) * len(workload.layers), desc="profile", unit="layer", file=sys.stderr, disable=args.json
     )
-    times = profile_layers(
+    profiles = profile_passes(
         model, pools, micro_batch, repeats=args.repeats, seed=args.seed, progress=lambda *_: bar.update()
     )
     bar.close()
-    write_workload(with_measured_times(workload, times), out)
+    write_workload(with_profiles(workload, profiles), out)
+    times = {name: p.per_sample for name, p in profiles.items()}
+    measured = {
+        name: {"tp": 1, "micro_batch": p.micro_batch, "forward_s": p.forward_s, "backward_s": p.backward_s}
+        for name, p in profiles.items()
+    }
     if args.json:
         print_json(
-            {"workload": workload.name, "out": str(out), "micro_batch": micro_batch, "seconds_per_sample": times}
+            {
+                "workload": workload.name,
+                "out": str(out),
+                "micro_batch": micro_batch,
+                "seconds_per_sample": times,
+                "measured": measured,
+            }
         )
         return 0
-    print(format_profile([layer.name for layer in workload.layers], times))
+    print(format_profile([layer.name for layer in workload.layers], times, measured))
     print(f"wrote {out}: re-plan with measured times, e.g. hps search --workload {out} --catalog {args.catalog}")
     return 0

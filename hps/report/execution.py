@@ -57,7 +57,18 @@ def format_execution(report: dict) -> str:
     return "\n".join(lines)
 
 
-def format_profile(names: list[str], times: dict[str, list[float]]) -> str:
-    """Per layer: measured µs per sample on each profiled type."""
-    rows = [[name, *(f"{times[t][i] * 1e6:.3f}" for t in times)] for i, name in enumerate(names)]
-    return format_table(["layer", *(f"{t} us/sample" for t in times)], rows)
+def format_profile(names: list[str], times: dict[str, list[float]], measured: dict[str, dict] | None = None) -> str:
+    """Per layer: measured µs per sample on each profiled type and, where `measured` gives them
+    ({type: {"micro_batch": m, "forward_s": [...], "backward_s": [...]}}), the forward and backward
+    ms per micro-batch of m samples on one device."""
+    measured = measured or {}
+    headers = ["layer", *(f"{t} us/sample" for t in times)]
+    for t, m in measured.items():
+        headers += [f"{t} fwd ms (m={m['micro_batch']})", f"{t} bwd ms (m={m['micro_batch']})"]
+    rows = []
+    for i, name in enumerate(names):
+        row = [name, *(f"{times[t][i] * 1e6:.3f}" for t in times)]
+        for m in measured.values():
+            row += [f"{m['forward_s'][i] * 1e3:.3f}", f"{m['backward_s'][i] * 1e3:.3f}"]
+        rows.append(row)
+    return format_table(headers, rows)
