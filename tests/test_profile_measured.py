@@ -1,0 +1,102 @@
+"""`hps profile` writes each layer's forward and backward seconds per micro-batch on one device as
+`[[layer.measured]]` entries (tp 1, micro-batch / pool size samples) that the parallel-plan model
+finds; a second micro-batch adds entries beside the first."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from hps.cli.main import main
+from hps.config.loaders import load_catalog, load_workload
+from hps.config.types import Job
+from hps.placement.model.parallel.problem import ParallelProblem
+
+PODS = str(Path(__file__).parent / "data" / "pods.toml")
+POOLS = {"cpu": 2, "gpu": 4}  # devices per type under --devices cpu=0-1,gpu=2-5
+
+
+def profile(capsys, workload: str, out: Path, micro_batch: int, devices: str = "cpu=0-1,gpu=2-5") -> dict:
+    argv = ["profile", "--workload", workload, "--catalog", PODS, "--devices", devices, "--batch", "64"]
+    argv += ["--micro-batch", str(micro_batch), "--repeats", "1", "--out", str(out), "--json"]
+    assert main(argv) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_every_layer_has_a_finite_forward_and_backward_per_type(tmp_path, capsys):
+    out = tmp_path / "mlp-measured.toml"
+    report = profile(capsys, "mlp", out, 16)
+    workload = load_workload(out)
+    for name, devices in POOLS.items():
+        m = 16 // devices
+        assert report["measured"][name]["micro_batch"] == m and report["measured"][name]["tp"] == 1
+        for i, layer in enumerate(workload.layers):
+            (entry,) = [e for e in layer.measured if e.type == name]
+            assert (entry.tp, entry.micro_batch) == (1, m)
+            for seconds in (entry.forward_s, entry.backward_s):
+                assert seconds > 0 and math.isfinite(seconds)
+            assert entry.forward_s == pytest.approx(report["measured"][name]["forward_s"][i])
+            assert entry.backward_s == pytest.approx(report["measured"][name]["backward_s"][i])
+        # the older per-sample table is still written
+        assert [layer.measured_time[name] for layer in workload.layers] == pytest.approx(
+            report["seconds_per_sample"][name]
+        )
+
+    # the parallel-plan model finds the entries: time = forward·(1 + ρ) + backward
+    catalog = load_catalog(PODS)
+    job = Job(batch=64, throughput=1.0, samples=1e6)
+    for recompute, extra in (("none", 0.0), ("full", 1.0)):
+        problem = ParallelProblem(workload, catalog, dataclasses.replace(job, recompute=recompute))
+        for name, devices in POOLS.items():
+            t = catalog.names.index(name)
+            times = problem.layer_times(t, 1, 16 // devices)
+            for i, layer in enumerate(workload.layers):
+                (entry,) = [e for e in layer.measured if e.type == name]
+                assert times[i] == entry.forward_s * (1 + extra) + entry.backward_s
+    # at a micro-batch nobody measured it keeps the roofline
+    roofline = ParallelProblem(workload, catalog, job).layer_times(catalog.names.index("cpu"), 1, 3)
+    assert all(t != e.forward_s + e.backward_s for t, layer in zip(roofline, workload.layers) for e in layer.measured)
+
+
+def test_re_profiling_another_micro_batch_keeps_the_first_entry(tmp_path, capsys):
+    first = tmp_path / "first.toml"
+    profile(capsys, "mlp", first, 16, "cpu=0-1")
+    before = load_workload(first)
+    second = tmp_path / "second.toml"
+    report = profile(capsys, str(first), second, 8, "cpu=0-1")
+    after = load_workload(second)
+    for i, (old, new) in enumerate(zip(before.layers, after.layers)):
+        assert [(e.type, e.tp, e.micro_batch) for e in new.measured] == [("cpu", 1, 8), ("cpu", 1, 4)]
+        assert new.measured[0] == old.measured[0]  # the micro-batch 16 / 2 entry, unchanged
+        assert new.measured[1].forward_s == pytest.approx(report["measured"]["cpu"]["forward_s"][i])
+    # profiling the same micro-batch again replaces its entry rather than adding one
+    third = tmp_path / "third.toml"
+    report = profile(capsys, str(second), third, 8, "cpu=0-1")
+    again = load_workload(third)
+    for i, (old, new) in enumerate(zip(after.layers, again.layers)):
+        assert [(e.type, e.micro_batch) for e in new.measured] == [("cpu", 8), ("cpu", 4)]
+        assert new.measured[0] == old.measured[0]
+        assert new.measured[1].backward_s == pytest.approx(report["measured"]["cpu"]["backward_s"][i])
+
+
+def test_a_micro_batch_that_does_not_split_over_the_pool_is_a_clear_error(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    argv = ["profile", "--workload", "mlp", "--catalog", PODS, "--devices", "cpu=0-3", "--micro-batch", "6"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "--micro-batch" in err and "6 samples do not split over the 4 devices of 'cpu'" in err
+    assert "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_text_table_shows_forward_and_backward_per_micro_batch():
+    from hps.report.execution import format_profile
+
+    measured = {"cpu": {"tp": 1, "micro_batch": 8, "forward_s": [0.0012, 0.003], "backward_s": [0.0025, 0.004]}}
+    text = format_profile(["a", "b"], {"cpu": [1e-4, 2e-4]}, measured)
+    assert "cpu fwd ms (m=8)" in text and "cpu bwd ms (m=8)" in text
+    assert "1.200" in text and "2.500" in text and "100.000" in text
