@@ -1,24 +1,32 @@
 """LLM plans: every large language model of the zoo on a catalogue at several throughput floors,
-planned by the exact solver (with its certificate) and by every baseline that models the job;
-per workload the cost–floor Pareto front, and each plan's stages as a strip per floor.
+planned in the parallel-plan model (docs/parallel-plans.md) by its exact solver, with the proven
+bound and gap; beside it the best single-type plan (the same solver with one type allowed on
+every layer). Per workload the cost–floor Pareto front, and each plan's stages as a strip per
+floor labelled with type, t and d.
 
-One item per (workload, floor). The baselines score schedules under the schedule model, so a
-job with finite micro-batches or sharded states reports them as skipped, with the reason.
+One item per (workload, floor). The job is the workload's defaults (batch, samples, micro-batch,
+precision, ZeRO level, recompute), as `hps search --parallel` builds it, with the floor scaled.
+A solve that finds no plan within its time is recorded as such (reason "none_found", with the
+bound it proved), not left out.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
+
+import numpy as np
 
 from hps.config.loaders import load_catalog
 from hps.config.paths import resolve_topology
-from hps.config.types import Job
+from hps.config.types import Job, Workload
 from hps.experiments.base import ExperimentConfig, Summary, register_experiment_kind
 from hps.experiments.files import json_ready
 from hps.workloads import build_workload
 
 LLMS = ("gpt3-175b", "llama3-70b", "llama3-405b", "transformer-1t")
+GIB = 2.0**30
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,9 +39,9 @@ class LlmPlansConfig(ExperimentConfig):
     floor_scales: tuple[float, ...] = (0.5, 1.0, 2.0)
     """Each workload's default throughput floor times these."""
     seconds: float = 60.0
-    """The exact solver's time limit per plan; past it, the best plan and its proven gap."""
-    single_seconds: float = 2.0
-    """The time limit of each single-type plan (the exact solver on a one-type catalogue)."""
+    """The exact solver's time limit per plan; past it, the best plan found and its proven gap."""
+    single_seconds: float = 5.0
+    """The time limit of each single-type plan (the solver with one type allowed)."""
 
 
 def items(config: LlmPlansConfig) -> list[tuple[str, tuple[str, float]]]:
@@ -41,91 +49,152 @@ def items(config: LlmPlansConfig) -> list[tuple[str, tuple[str, float]]]:
     return [(f"{w}+floor{s:g}x", (w, s)) for w in config.workloads for s in config.floor_scales]
 
 
-def job_at(workload, scale: float) -> Job:
+def job_at(workload: Workload, scale: float) -> Job:
+    """The workload's default job with its floor times `scale`, and the parallel-plan fields
+    (micro-batch, precision, ZeRO, recompute) from its defaults, as `hps search --parallel`
+    takes them when no flag is given."""
+    from hps.config.validation import validate_job
+
     d = workload.defaults
-    return Job(d.batch, d.throughput * scale, d.samples, micro_batches=d.micro_batches, state_sharding=d.state_sharding)
+    job = Job(d.batch, d.throughput * scale, d.samples, micro_batches=d.micro_batches, state_sharding=d.state_sharding)
+    values = {name: getattr(d, name) for name in ("micro_batch", "precision", "zero", "recompute")}
+    values = {k: (float(v) if k == "micro_batch" else v) for k, v in values.items() if v is not None}
+    job = dataclasses.replace(job, **values)
+    validate_job(job, source=f"{workload.name} defaults")
+    return job
+
+
+def plan_record(result) -> dict:
+    """One solve as JSON: feasible, reason ("none_found" where no plan was found in time), cost,
+    bound, gap, seconds, evaluations, micro_batch, iteration_s, throughput, mfu, $/hour, egress
+    and per stage type, site, first, last, tp, dp, units, replica_micro_batch,
+    time_per_microbatch_s, memory_per_device_bytes and memory_limit_bytes."""
+    record = {
+        "bound": result.bound,
+        "gap": result.gap if result.plan is not None else None,
+        "seconds": result.seconds,
+        "evaluations": result.evaluations,
+    }
+    score = result.score
+    if score is None:
+        return json_ready({**record, "feasible": False, "reason": "none_found", "cost": None, "stages": []})
+    stages = [
+        {
+            "type": s.stage.type,
+            "site": s.site,
+            "first": s.stage.first,
+            "last": s.stage.last,
+            "tp": s.stage.tp,
+            "dp": s.stage.dp,
+            "units": s.units,
+            "replica_micro_batch": s.replica_micro_batch,
+            "time_per_microbatch_s": s.time_per_microbatch_s,
+            "memory_per_device_bytes": s.memory_per_device_bytes,
+            "memory_limit_bytes": s.memory_limit_bytes,
+        }
+        for s in score.stages
+    ]
+    return json_ready(
+        {
+            **record,
+            "feasible": score.feasible,
+            "reason": score.reason,
+            "cost": score.cost,
+            "micro_batch": score.micro_batch,
+            "micro_batches": score.micro_batches,
+            "iteration_s": score.iteration_s,
+            "throughput": score.throughput,
+            "mfu": score.mfu,
+            "dollars_per_hour": score.dollars_per_hour,
+            "egress_dollars": score.egress_dollars,
+            "stages": stages,
+        }
+    )
 
 
 def run_item(config: LlmPlansConfig, params: tuple[str, float]) -> dict:
-    from hps.placement.exact import solve_exact
-    from hps.placement.model.provisioning import build_instance
+    from hps.placement.exact.parallel.solver import solve_parallel
+    from hps.placement.model.parallel.problem import ParallelProblem
 
     name, scale = params
     workload = build_workload(name)
     catalog = load_catalog(resolve_topology(config.catalog, "catalogs", "config().catalog"))
     job = job_at(workload, scale)
-    found = solve_exact(build_instance(workload, catalog, job), seconds=config.seconds)
-    methods = {"exact": _row(found)}
-    for resource in catalog.resources:  # the best homogeneous plan: every stage on one type
-        alone = dataclasses.replace(catalog, resources=(resource,))
-        methods[f"only:{resource.name}"] = _row(
-            solve_exact(build_instance(workload, alone, job), seconds=config.single_seconds)
-        )
-    skipped = (
-        {}
-        if job.schedule_model
-        else {"searches": "the jnp searches score schedules only (micro_batches inf, state_sharding none)"}
-    )
+    problem = ParallelProblem(workload, catalog, job)
+    singles, best = {}, None
+    for t, resource in enumerate(catalog.resources):  # every stage on this one type
+        allowed = np.zeros((problem.num_layers, problem.num_types), bool)
+        allowed[:, t] = True
+        found = solve_parallel(problem.restricted(allowed), seconds=config.single_seconds)
+        singles[resource.name] = plan_record(found)
+        if found.plan is not None and (best is None or found.score.cost < best.score.cost):
+            best = found
+    # a single-type plan is a plan of the whole problem: it only prunes, the optimum is the same
+    incumbent = (best.plan, best.micro_batch) if best is not None else None
+    exact = plan_record(solve_parallel(problem, seconds=config.seconds, incumbent=incumbent))
     return json_ready(
         {
             "workload": name,
+            "catalog": config.catalog,
+            "layers": problem.num_layers,
             "floor": job.throughput,
             "floor_scale": scale,
             "job": dataclasses.asdict(job),  # micro_batches inf is null
-            "methods": methods,
-            "skipped": skipped,
-            "stages": found.score["stages"] if found.score else [],
+            "plan": exact,
+            "single": singles,
         }
     )
 
 
-def _row(found) -> dict:
-    score = found.score or {}
-    return {
-        "feasible": bool(score.get("feasible")),
-        "cost": score.get("cost") if score.get("feasible") else None,
-        "dollars_per_hour": score.get("dollars_per_hour"),
-        "throughput": score.get("throughput"),
-        "bound": found.bound if found.bound != float("inf") else None,
-        "gap": found.gap if found.plan is not None else None,
-        "seconds": found.seconds,
-    }
-
-
-def _best_single(methods: dict) -> tuple[str, dict] | None:
-    """(type, row) of the cheapest feasible single-type plan, or None."""
-    rows = [(k.removeprefix("only:"), r) for k, r in methods.items() if k.startswith("only:") and r["feasible"]]
+def best_single(point: dict) -> tuple[str, dict] | None:
+    """(type, record) of the cheapest single-type plan found, or None."""
+    rows = [(name, r) for name, r in point["single"].items() if r["cost"] is not None]
     return min(rows, key=lambda item: item[1]["cost"]) if rows else None
 
 
+def stage_text(stage: dict) -> str:
+    """`type@site t×d [first-last] m=per-replica`."""
+    where = f"@{stage['site']}" if stage["site"] else ""
+    layers = f"[{stage['first']}-{stage['last']}]"
+    return f"{stage['type']}{where} {stage['tp']}×{stage['dp']} {layers} m={stage['replica_micro_batch']}"
+
+
+def _number(x, fmt: str):
+    return "–" if x is None or (isinstance(x, float) and not math.isfinite(x)) else format(x, fmt)
+
+
 def summarize(config: LlmPlansConfig, results: dict[str, dict]) -> Summary:
-    from hps.experiments.llm_figures import pareto_figure
+    from hps.experiments.llm_figures import pareto_figure, stages_figure
 
     by_workload: dict[str, list[dict]] = {}
     for result in results.values():
         by_workload.setdefault(result["workload"], []).append(result)
     rows = []
     for name, points in by_workload.items():
-        for p in sorted(points, key=lambda p: p["floor"]):
-            exact = p["methods"]["exact"]
-            types = sorted({s["type"] for s in p["stages"]})
-            why = "; ".join(f"{s['type']} x{s['replicas']} ${s['dollars_per_hour']:,.0f}/h" for s in p["stages"])
-            single = _best_single(p["methods"])
-            over = single[1]["cost"] / exact["cost"] if single and exact["cost"] else None
+        points.sort(key=lambda p: p["floor"])
+        for p in points:
+            plan = p["plan"]
+            single = best_single(p)
+            ratio = single[1]["cost"] / plan["cost"] if single and plan["cost"] else None
             rows.append(
                 [
                     name,
                     p["floor"],
-                    exact["cost"],
-                    exact["gap"],
-                    single[0] if single else "none feasible",
-                    over,
-                    len(p["stages"]),
-                    ",".join(types),
-                    why,
+                    plan["cost"] if plan["feasible"] else f"none found (bound {_number(plan['bound'], ',.0f')})",
+                    _number(plan["gap"], ".3g"),
+                    _number(plan["seconds"], ".1f"),
+                    _number(plan.get("mfu"), ".1%"),
+                    single[0] if single else "none found",
+                    _number(ratio, ".3f"),
+                    plan.get("micro_batch", "–"),
+                    len(plan["stages"]),
+                    "; ".join(stage_text(s) for s in plan["stages"]),
                 ]
             )
-    figures = [pareto_figure(f"{name}_pareto.png", name, points) for name, points in by_workload.items()]
+    figures = []
+    for name, points in by_workload.items():
+        figures.append(pareto_figure(f"llm_plans-{name}-pareto.png", name, points))
+        figures.append(stages_figure(f"llm_plans-{name}-stages.png", name, points))
     return Summary(
         results={"catalog": config.catalog, "workloads": by_workload},
         headers=[
@@ -133,15 +202,17 @@ def summarize(config: LlmPlansConfig, results: dict[str, dict]) -> Summary:
             "floor_per_s",
             "cost_$",
             "gap",
+            "solve_s",
+            "mfu",
             "best_single_type",
-            "its_cost/exact",
+            "its_cost/plan",
+            "b",
             "stages",
-            "types",
-            "stages (type x units, $/h)",
+            "stages (type@site t×d [layers] m=per replica)",
         ],
         rows=rows,
         figures=figures,
-        title=f"LLM plans on {config.catalog}: the exact solver's optimum at {len(config.floor_scales)} floors",
+        title=f"LLM plans on {config.catalog} (parallel-plan model) at {len(config.floor_scales)} floors",
     )
 
 
