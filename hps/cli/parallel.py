@@ -1,13 +1,17 @@
 """Parallel plans on the command line: the job flags they add, `hps evaluate --plan PLAN.json`
-and `hps search --parallel [--out PLAN.json]` (docs/parallel-plans.md)."""
+and `hps search --parallel [--method PLANNER|all] [--out PLAN.json]` (docs/parallel-plans.md)."""
 
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from hps.cli.common import output_path, print_json, workload_arg
 from hps.config.paths import resolve_topology
 from hps.config.types import PRECISIONS, RECOMPUTE, Job, PlanFile, Workload
+
+GAP_ROUNDING = 1e-12
+"""Relative slack when a bound meets a cost computed in another order (as the exact solver's)."""
 
 
 def add_parallel_args(parser) -> None:
@@ -60,39 +64,131 @@ def evaluate_plan_file(args) -> int:
     return 0
 
 
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def _gap(result, bound: float | None = None) -> float | None:
+    """(cost − bound)/bound of a PlanResult's plan under its own bound (or `bound`): 0 when the
+    bound proves it optimal (or proves that nothing is feasible), None where none is proven."""
+    bound = result.bound if bound is None else bound
+    if math.isnan(bound):
+        return None
+    if result.plan is None:
+        return 0.0 if math.isinf(bound) else None
+    if bound >= result.cost * (1 - GAP_ROUNDING):
+        return 0.0
+    return _finite((result.cost - bound) / bound) if bound > 0 else None
+
+
+def _row(result, optimum: float | None) -> dict:
+    """One planner's summary: cost, cost over the exact solver's (x_optimum), seconds,
+    evaluations, feasible, bound and gap."""
+    cost = result.cost if result.feasible else None
+    return {
+        "method": result.planner,
+        "feasible": result.feasible,
+        "cost": cost,
+        "x_optimum": cost / optimum if cost is not None and optimum else None,
+        "seconds": result.seconds,
+        "evaluations": result.evaluations,
+        "bound": _finite(result.bound),
+        "gap": _gap(result),
+        "micro_batch": result.micro_batch,
+        "stages": None if result.plan is None else len(result.plan),
+    }
+
+
+def _run_all(problem, budget) -> tuple[list, dict[str, str]]:
+    """Every planner, exact first; (their PlanResults, {planner: why skipped})."""
+    from hps.placement.planners import PLANNERS, SpaceTooLarge, run_planner
+
+    results, skipped = [], {}
+    for name in PLANNERS:
+        try:
+            results.append(run_planner(name, problem, budget))
+        except SpaceTooLarge as error:
+            skipped[name] = error.problem
+    return results, skipped
+
+
 def search_parallel(args, workload: Workload, catalog, job: Job, seconds: float) -> int:
-    """The exact solver of the parallel-plan model; the plan file written with --out."""
+    """Plan with --method's planner (exact by default; 'all': every planner beside the exact
+    solver) within --seconds each and --budget evaluations; the best plan written with --out."""
     from hps.config.planfile import write_plan_file
-    from hps.placement.exact.parallel.solver import solve_parallel
+    from hps.errors import ConfigError
     from hps.placement.model.parallel.problem import ParallelProblem
+    from hps.placement.planners import Budget, run_planner
     from hps.report.parallel import format_parallel, parallel_report
 
     out = output_path(getattr(args, "out", None))
     job = parallel_job(args, workload, job)
-    result = solve_parallel(ParallelProblem(workload, catalog, job), seconds=seconds)
+    method = getattr(args, "method", None) or "exact"
+    evaluations = getattr(args, "budget", None)
+    if evaluations is not None and evaluations < 1:
+        raise ConfigError("--budget", "budget", f"must be >= 1, got {evaluations}")
+    problem = ParallelProblem(workload, catalog, job)
+    budget = Budget(seconds=seconds, evaluations=evaluations, seed=getattr(args, "seed", 0) or 0)
+    if method == "all":
+        results, skipped = _run_all(problem, budget)
+    else:
+        results, skipped = [run_planner(method, problem, budget)], {}
+    reference = results[0] if results[0].planner == "exact" else None
+    optimum = reference.cost if reference is not None and reference.feasible else None
+    rows = [_row(r, optimum) for r in results]
+    best = min(results, key=lambda r: r.cost)  # the first of the cheapest: exact where it ties
     report = {"feasible": False, "reason": "none_found", "stages": []}
-    if result.score is not None:
-        report = parallel_report(result.score)
+    if best.score is not None:
+        report = parallel_report(best.score)
+    head = reference if reference is not None else best
     report.update(
-        bound=result.bound if result.bound != float("inf") else None,
-        gap=result.gap if result.gap != float("inf") else None,
-        search_seconds=result.seconds,
-        evaluations=result.evaluations,
+        method=best.planner,
+        bound=_finite(head.bound),
+        gap=_gap(best, head.bound),
+        search_seconds=best.seconds,
+        evaluations=best.evaluations,
+        results=rows,
+        skipped=skipped,
     )
-    if out is not None and result.plan is not None:
-        job_out = dataclasses.replace(job, micro_batch=float(result.micro_batch))
-        write_plan_file(PlanFile(args.workload, args.catalog, job_out, result.plan), out)
+    if out is not None and best.plan is not None:
+        job_out = dataclasses.replace(job, micro_batch=float(best.micro_batch))
+        write_plan_file(PlanFile(args.workload, args.catalog, job_out, best.plan), out)
     if args.json:
         print_json(report)
         return 0
     print(f"{workload.name} on {catalog.name}: batch {job.batch:g}, floor {job.throughput:g} samples/s, "
           f"{job.precision}, ZeRO {job.zero}, recompute {job.recompute}")  # fmt: skip
-    if result.score is None:
-        print(f"no feasible plan found in {result.seconds:.2f} s")
+    if len(results) > 1 or skipped:
+        _print_rows(rows, skipped, reference)
+        print(f"\nbest ({best.planner}):")
+    if best.score is None:
+        print(f"no feasible plan found in {best.seconds:.2f} s ({best.planner})")
         return 0
     print(format_parallel(report))
-    gap = "proven optimal" if result.gap == 0 else f"gap {result.gap:.2%}"
-    print(f"bound       ${result.bound:,.0f} ({gap}) in {result.seconds:.2f} s")
+    if head.planner == "exact" or report["gap"] is not None:
+        gap = report["gap"]
+        proven = "gap unknown" if gap is None else "proven optimal" if gap == 0 else f"gap {gap:.2%}"
+        print(f"bound       ${head.bound:,.0f} ({proven}) by {head.planner} in {head.seconds:.2f} s")
+        if best is not head:
+            print(f"{best.planner}: {best.evaluations} type sequences completed in {best.seconds:.2f} s")
+    else:
+        print(f"{best.planner}: {best.evaluations} type sequences completed in {best.seconds:.2f} s (no bound)")
     if out is not None:
         print(f"wrote {out}")
     return 0
+
+
+def _print_rows(rows: list[dict], skipped: dict[str, str], reference) -> None:
+    from hps.report.tables import format_table
+
+    headers = ["method", "cost_$", "x_optimum", "feasible", "evaluations", "search_s", "stages", "micro_batch"]
+    table = [
+        [r["method"], r["cost"], r["x_optimum"], r["feasible"], r["evaluations"], r["seconds"], r["stages"],
+         r["micro_batch"]]
+        for r in rows
+    ]  # fmt: skip
+    print(format_table(headers, table))
+    if reference is not None and _gap(reference) not in (0.0, None):
+        print(f"x_optimum is over the exact solver's plan, not proven optimal (gap {_gap(reference):.2%})")
+    for method, why in skipped.items():
+        print(f"{method}: skipped: {why}")

@@ -17,6 +17,8 @@ EXACT_SECONDS = 60.0
 METHOD_NAMES = ("single", "greedy", "random", "genetic", "gradient", "exhaustive")
 """The keys of `hps.placement.search.METHODS` (the jnp searches), in its order, named here so
 that building the parser (`hps --help`) does not import JAX."""
+PLANNER_NAMES = ("exact", "single", "greedy", "random", "genetic", "refine", "exhaustive")
+"""The keys of `hps.placement.planners.PLANNERS` (the parallel-plan model's planners), in its order."""
 
 
 def register(subparsers) -> None:
@@ -24,29 +26,31 @@ def register(subparsers) -> None:
     add_instance_args(parser)
     parser.add_argument(
         "--method",
-        default=ALL,
-        choices=(ALL, EXACT, *METHOD_NAMES),
+        choices=(ALL, *dict.fromkeys((EXACT, *METHOD_NAMES, *PLANNER_NAMES))),
         help="search method: exact (the optimum over every plan, with its certificate) or a baseline "
-        "over schedules; 'all' (default): the optimum and every baseline beside it",
+        "over schedules; 'all': the optimum and every baseline beside it (default; with --parallel the "
+        "default is exact, and the baselines are the parallel-plan planners, refine among them, gradient not)",
     )
     parser.add_argument(
         "--budget",
         type=int,
         help="evaluations for random/genetic/gradient (so they compare at equal evaluations); "
-        "evaluation cap for greedy; space limit for exhaustive",
+        "evaluation cap for greedy; space limit for exhaustive; with --parallel: the type sequences "
+        "each planner may complete",
     )
     parser.add_argument(
         "--seconds",
         type=float,
         default=EXACT_SECONDS,
-        help="time limit of the exact solver; past it, the best plan found and its proven gap (default: %(default)s)",
+        help="time limit of the exact solver; past it, the best plan found and its proven gap; with --parallel: "
+        "of each planner (default: %(default)s)",
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--parallel",
         action="store_true",
         help="plan in the parallel-plan model (tensor, data and pipeline parallelism, integer micro-batches, "
-        "sites and links) with its exact solver",
+        "sites and links) with --method's planner (default: its exact solver)",
     )
     parser.add_argument("--out", help="with --parallel: write the plan file (hps-plan/2) here")
     add_parallel_args(parser)
@@ -181,9 +185,10 @@ def run(args) -> int:
 
     workload, catalog, job = resolve_instance(args)
     if args.parallel or args.out is not None:
-        if args.method not in (ALL, EXACT):
-            raise ConfigError("--method", "", "the parallel-plan model is searched by the exact solver only")
         return search_parallel(args, workload, catalog, job, _seconds(args))
+    args.method = args.method or ALL
+    if args.method not in (ALL, EXACT, *METHOD_NAMES):
+        raise ConfigError("--method", "method", f"{args.method} plans in the parallel-plan model only; give --parallel")
     skipped: dict[str, str] = {}
     if args.method == EXACT:
         report, _ = _exact(workload, catalog, job, _seconds(args))
