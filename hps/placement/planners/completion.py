@@ -20,7 +20,7 @@ import numpy as np
 
 from hps.config.types import ParallelStage
 from hps.placement.exact.parallel.solver import solve_parallel
-from hps.placement.model.parallel.problem import ParallelProblem
+from hps.placement.model.parallel.problem import FLOOR_TOLERANCE, ParallelProblem
 from hps.placement.model.parallel.score import PlanScore
 from hps.placement.planners.contract import Budget, PlanResult
 
@@ -29,6 +29,8 @@ Sequence = tuple[int, ...]
 PRUNE_SLACK = 1e-9
 """A sequence is pruned when its work bound exceeds the best cost by more than this fraction
 (the bound and the cost sum in different orders)."""
+CAP_SLACK = 1e-9
+"""A type's needed units must pass its cap by more than this fraction to rule a sequence out."""
 
 
 def segments(problem: ParallelProblem) -> list[tuple[int, int]]:
@@ -47,19 +49,30 @@ class WorkBound:
     layer l on one unit of type y (0 where the layer has a measured time on y). A stage of rate
     r_j = t·d·price and time τ_j ≥ Σ m·w/t runs M micro-batches of m·d = b samples, so
     Σ_j r_j·M·θ ≥ B·Σ_l price·w; and a change of site between two segments is a stage boundary
-    that pays egress (none possible without a link: inf)."""
+    that pays egress (none possible without a link: inf).
+
+    The bound is inf where the units a type needs pass its pooled cap U_y, in either of two ways:
+    throughput ≤ B/(M·τ_j) ≤ t·d/Σ w for every stage, so the floor R needs t·d ≥ R·Σ w; and a
+    stage's t·d devices hold at least its states once, t·d·memory ≥ P·(p + g + o) + Sp."""
 
     def __init__(self, problem: ParallelProblem, spans: list[tuple[int, int]]):
         extra = 1.0 if problem.job.recompute == "full" else 0.0
-        per_layer = np.zeros((problem.num_layers, problem.num_types))
-        for y, r in enumerate(problem.catalog.resources):
+        seconds = np.zeros((problem.num_layers, problem.num_types))
+        resources = problem.catalog.resources
+        for y, r in enumerate(resources):
             efficiency = np.where(problem.sparse_kind, r.efficiency_sparse, r.efficiency_dense)
-            seconds = np.maximum(problem.flops / (r.peak_flops * efficiency), problem.mem_bytes / r.mem_bw)
+            roofline = np.maximum(problem.flops / (r.peak_flops * efficiency), problem.mem_bytes / r.mem_bw)
             measured = np.array([any(e.type == r.name for e in layer.measured) for layer in problem.workload.layers])
-            per_layer[:, y] = np.where(measured, 0.0, seconds * (1 + extra / 3)) * r.price_per_hour
+            seconds[:, y] = np.where(measured, 0.0, roofline * (1 + extra / 3))
         samples = problem.job.samples
         starts = [first for first, _ in spans]
-        self.work = samples / 3600 * np.add.reduceat(per_layer, starts, axis=0)  # (K, T)
+        self.work = samples / 3600 * np.add.reduceat(seconds * problem.price, starts, axis=0)  # (K, T)
+        floor = problem.job.throughput * (1 - FLOOR_TOLERANCE)
+        states = problem.parameters * sum(problem.precision_bytes) + problem.sparse_bytes
+        memory = np.array([r.memory for r in resources])
+        self.units = np.add.reduceat(floor * seconds, starts, axis=0)  # (K, T): units the floor needs
+        self.held = np.add.reduceat(states[:, None] / memory, starts, axis=0)  # units that hold the states
+        self.caps = np.array([r.max_units for r in resources], np.float64) * (1 + CAP_SLACK)
         bandwidth, _, price = problem.link_matrix()
         site = problem.type_site
         linked = bandwidth[site[:, None], site[None, :]] > 0
@@ -69,7 +82,14 @@ class WorkBound:
 
     def __call__(self, sequence: Sequence) -> float:
         y = np.asarray(sequence)
-        return float(self.work[np.arange(len(y)), y].sum() + self.egress[np.arange(len(y) - 1), y[:-1], y[1:]].sum())
+        k = np.arange(len(y))
+        types = len(self.caps)
+        needed = np.maximum(
+            np.bincount(y, self.units[k, y], minlength=types), np.bincount(y, self.held[k, y], minlength=types)
+        )
+        if (needed > self.caps).any():
+            return math.inf
+        return float(self.work[k, y].sum() + self.egress[k[:-1], y[:-1], y[1:]].sum())
 
 
 @dataclasses.dataclass(frozen=True)
