@@ -9,6 +9,7 @@ whose floor needs several units per stage. Times are wall seconds of `solve_exac
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 
@@ -97,3 +98,34 @@ def run(layer_grid=LAYER_GRID, type_grid=TYPE_GRID, on_point=None) -> dict:
             if on_point is not None:
                 on_point(entry)
     return out
+
+
+def parallel_point(layers: int, types: int, block: int = 8, micro_batch: int = 16, seconds: float = 60.0) -> dict:
+    """The parallel-plan solver on `synthetic_instance(layers, types)` with stage cuts allowed
+    every `block` layers, t in {1, 2, 4, 8} (the types' 8-unit first dimension) and a fixed
+    micro-batch: {"layers", "types", "block", "candidates", "build_s", "solve_s", "stages",
+    "cost", "gap", "refused"} (refused: why the stage table was not built, else None)."""
+    from hps.config.types import Job
+    from hps.placement.exact.parallel.solver import solve_parallel
+    from hps.placement.model.parallel.problem import ParallelProblem
+
+    workload, catalog, job = synthetic_instance(layers, types)
+    cut = tuple(dataclasses.replace(l, cut_after=(i + 1) % block == 0) for i, l in enumerate(workload.layers))
+    workload = dataclasses.replace(workload, layers=cut)
+    job = Job(job.batch, job.throughput, job.samples, micro_batch=float(micro_batch))
+    started = time.perf_counter()
+    problem = ParallelProblem(workload, catalog, job)
+    built = time.perf_counter()
+    out = {"layers": layers, "types": types, "block": block, "build_s": built - started}
+    try:
+        result = solve_parallel(problem, seconds=seconds)
+    except InstanceTooLarge as error:
+        return {**out, "solve_s": None, "stages": None, "cost": None, "gap": None, "refused": str(error)}
+    return {
+        **out,
+        "solve_s": result.seconds,
+        "stages": len(result.plan) if result.plan else None,
+        "cost": result.score.cost if result.score else None,
+        "gap": result.gap if math.isfinite(result.gap) else None,
+        "refused": None,
+    }

@@ -14,11 +14,15 @@ import math
 import numpy as np
 
 
-def search_region(micro, stages: int, lo: float, theta: float, phi: float, deadline) -> tuple[list[list[int]], float]:
+def search_region(
+    micro, stages: int, lo: float, theta: float, phi: float, deadline, lam: np.ndarray | None = None
+) -> tuple[list[list[int]], float]:
     """Plans of `stages` stages whose largest τ lies in [lo, theta] and every φ ≤ phi, meeting
     the pooled caps, that beat the best cost when found (entries in pipeline order), and the
     least bound of the subtrees left when the deadline passed (inf when the region was searched
-    through). Plans whose largest τ is below lo belong to another region: bounds use θ ≥ lo."""
+    through). Plans whose largest τ is below lo belong to another region: bounds use θ ≥ lo.
+    lam: prices (T,) on the pooled caps; the suffix's least Σ r is then also at least its least
+    Σ (r + λ·units) less λ times the units still free (`caps.CapPrices`)."""
     table, problem = micro.table, micro.problem
     least, (value, _), (theta_lb, phi_lb) = micro.solve(theta, phi, stages)
     theta_lb = max(theta_lb, lo)
@@ -32,10 +36,14 @@ def search_region(micro, stages: int, lo: float, theta: float, phi: float, deadl
         by_start.setdefault(int(table.span_first[table.entry_span[entry]]), []).append(int(entry))
     bandwidth, latency, price = problem.link_matrix()
     caps = [r.max_units for r in problem.catalog.resources]
+    priced_rest = micro.prices.suffix(micro, theta, phi, stages, lam) if lam is not None else None
+    lam_list = lam.tolist() if lam is not None else [0.0] * problem.num_types
+    lam_caps = sum(x * c for x, c in zip(lam_list, caps))
     iterations = problem.job.samples / problem.job.batch
     egress_scale = 2 * problem.job.batch * iterations
     found, left, best = [], math.inf, [micro.best.cost]
     used = [0] * problem.num_types
+    priced = [0.0]  # Σ λ_y·units of the stages placed
     path = []
 
     def visit(start: int, q: int, rate: float, work: float, slow: float, tail: float, egress: float, site: int):
@@ -69,6 +77,9 @@ def search_region(micro, stages: int, lo: float, theta: float, phi: float, deadl
             r = rate + table.rate[entry]
             after = last + 1
             suffix = rest[after][q - 1] if after < n else (0.0 if q == 1 else math.inf)
+            if priced_rest is not None and after < n:
+                free = lam_caps - priced[0] - lam_list[y] * t * d  # λ · (caps − units placed)
+                suffix = max(suffix, priced_rest[after][q - 1] - free)
             new_slow = max(slow, hop, table.time[entry])
             new_tail = max(tail, table.tail[entry])
             w = work + table.rate[entry] * table.time[entry]
@@ -84,9 +95,11 @@ def search_region(micro, stages: int, lo: float, theta: float, phi: float, deadl
                 left = min(left, bound)
                 continue
             used[y] += t * d
+            priced[0] += lam_list[y] * t * d
             path.append(entry)
             visit(after, q - 1, r, w, new_slow, new_tail, egress + paid, s_new)
             path.pop()
+            priced[0] -= lam_list[y] * t * d
             used[y] -= t * d
 
     visit(0, stages, 0.0, 0.0, 0.0, 0.0, 0.0, -1)

@@ -26,9 +26,10 @@ import time
 import numpy as np
 
 from hps.config.types import ParallelStage
+from hps.placement.exact.parallel.caps import CapPrices
 from hps.placement.exact.parallel.dfs import search_region
 from hps.placement.exact.parallel.table import StageTable
-from hps.placement.model.parallel.problem import FLOOR_TOLERANCE, ParallelProblem
+from hps.placement.model.parallel.problem import FLOOR_TOLERANCE, ParallelProblem, divisors
 from hps.placement.model.parallel.score import PlanScore, score_plan
 
 ROUNDING = 1e-12
@@ -82,6 +83,22 @@ def _below(x: float) -> float:
     return np.nextafter(x, -np.inf) if math.isfinite(x) else x
 
 
+def work_floor(problem: ParallelProblem) -> float:
+    """A lower bound on every plan's cost ($) under any micro-batch: each layer's least
+    $·s of work per iteration, (B/m)·t·price·(its time per micro-batch of m samples a replica),
+    over the types allowed to run it, t and m dividing B (iteration ≥ M·τ of each stage)."""
+    batch = int(problem.job.batch)
+    least = np.full(problem.num_layers, math.inf)
+    for y in range(problem.num_types):
+        for t in problem.tp_choices(y):
+            for m in divisors(batch):
+                work = problem.layer_times(y, t, m) * (batch / m) * t * problem.price[y]
+                if problem.allowed is not None:
+                    work = np.where(problem.allowed[:, y], work, math.inf)
+                least = np.minimum(least, work)
+    return float(problem.job.samples / problem.job.batch / 3600 * least.sum())
+
+
 class _Micro:
     """The search under one micro-batch b."""
 
@@ -99,6 +116,9 @@ class _Micro:
         self.cache = {}
         self.most = t.max_stages  # the largest stage count still open
         self.deferred = []  # (bound, stages, θ̄, φ̄) of regions left to the plan-by-plan search
+        self.prices = CapPrices(problem)
+        self.repaired = set()  # stage counts whose plans were repaired to meet the caps
+        self.region_prices = {}  # (stages, θ_lo, θ̄, φ̄) -> the cap prices of the region's best bound
         # Σ r·max τ ≥ Σ_j r_j·τ_j: the least Σ r·τ of S stages bounds every plan of S stages
         top = self.limit / t.micro_batches
         self.work = t.least_rate(top, self.limit, weight=t.rate * t.time)[0]
@@ -170,10 +190,22 @@ class _Micro:
             theta_p = score.bottleneck_s
             phi_p = max(s.tail_s for s in score.stages)
             without_egress = self.scale * rate * score.iteration_s
+            wide = low > 0 and theta > low * (1 + SPLIT)
+            if score.reason == "pooled_cap" and not math.isfinite(self.best.cost) and stages not in self.repaired:
+                self.repaired.add(stages)
+                fit = min(theta, (self.limit - phi_lb) / m_bubble)  # the floor, with the least tail
+                self.prices.repaired(self, fit, phi, stages)
+            if score.reason == "pooled_cap" and not wide:  # prices on the caps bound the plans that meet them
+                least_lam, lam = self.prices.bound(self, theta, phi, stages)
+                bound = max(bound, self.scale * max(least_lam * (m_bubble * low + phi_lb),
+                                                    m_bubble * self.work[stages] + least_lam * phi_lb))  # fmt: skip
+                if bound >= self.best.cost * (1 - ROUNDING):
+                    continue
+                self.region_prices[(stages, lo, theta, phi)] = lam
             if score.reason == "pooled_cap" or (
                 score.egress_dollars > 0 and without_egress < self.best.cost * (1 - ROUNDING)
             ):  # P bounds nothing: halve the θ range, else search it plan by plan once the incumbent is good
-                if low > 0 and theta > low * (1 + SPLIT):
+                if wide:
                     middle = math.sqrt(low * theta)
                     heapq.heappush(heap, (bound, lo, _below(middle), phi))
                     heapq.heappush(heap, (bound, middle, theta, phi))
@@ -200,7 +232,11 @@ class _Micro:
         for bound, stages, lo, theta, phi in sorted(self.deferred):
             if bound >= self.best.cost * (1 - ROUNDING):
                 break
-            found, left = search_region(self, stages, lo, theta, phi, deadline)
+            if deadline.passed():
+                open_bound = min(open_bound, bound)
+                break
+            lam = self.region_prices.get((stages, lo, theta, phi))
+            found, left = search_region(self, stages, lo, theta, phi, deadline, lam)
             for entries in found:
                 self.best.offer(self.problem, self.to_plan(entries), self.b)
             open_bound = min(open_bound, left)
@@ -223,6 +259,9 @@ def solve_parallel(
         best.offer(problem, *incumbent)
     open_bound, searched = math.inf, []
     for b in problem.micro_batch_choices():
+        if deadline.passed():  # this micro-batch is left unsearched: bound it by the work alone
+            open_bound = min(open_bound, work_floor(problem))
+            continue
         micro = _Micro(problem, b, best)
         searched.append(micro)
         # stage counts by their work bound, least first: good plans come early and prune the rest

@@ -11,8 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from hps.placement.memory import refuse_past_memory
 from hps.placement.model.parallel.problem import ParallelProblem, divisors
-from hps.placement.model.parallel.stages import stage_arrays
+from hps.placement.model.parallel.stages import stage_arrays, stage_memory
+
+CANDIDATE_BYTES = 240
+"""Peak bytes per (span, option) candidate while the table is built (about thirty float64 and
+int64 arrays over the candidates)."""
 
 
 def _prefix_argmin(values: np.ndarray, group: np.ndarray) -> np.ndarray:
@@ -74,6 +79,10 @@ class StageTable:
                 reach = len(problem.dp_allreduce(y, t)[0])
                 options += [(y, t, d) for d in divisors(b) if t * d <= most and d <= reach]
         self.options = np.array(options, np.int64).reshape(-1, 3)
+        refuse_past_memory(
+            f"the stage table of {len(self.span_first):,} spans x {len(self.options):,} options (micro-batch {b})",
+            CANDIDATE_BYTES * len(self.span_first) * len(self.options),
+        )
         index = {int(layer): k for k, layer in enumerate(self.starts)} | {n: len(self.starts)}
         self._spans_at = [np.flatnonzero(self.span_first == start) for start in self.starts]
         self._after_at = [np.array([index[int(self.span_last[i]) + 1] for i in spans]) for spans in self._spans_at]
@@ -87,8 +96,12 @@ class StageTable:
         ok = problem.span_allowed(self.span_first[span], self.span_last[span], self.options[opt, 0])
         span, opt = span[ok], opt[ok]
         y, t, d = (self.options[opt, i] for i in range(3))
+        memory = np.array([r.memory for r in problem.catalog.resources])
+        static, activation, _ = stage_memory(problem, b, self.span_first[span], self.span_last[span], t, d)
+        ok = static + activation <= memory[y]  # one micro-batch in flight fits
+        span, opt, y, t, d = span[ok], opt[ok], y[ok], t[ok], d[ok]
         arrays = stage_arrays(problem, b, self.span_first[span], self.span_last[span], y, t, d)
-        memory = np.array([r.memory for r in problem.catalog.resources])[y]
+        memory = memory[y]
         room = memory - arrays.static_memory
         with np.errstate(divide="ignore", invalid="ignore"):
             fits = np.where(arrays.activation_memory > 0, np.floor(room / arrays.activation_memory), np.inf)
@@ -125,31 +138,35 @@ class StageTable:
         y, t, d = self.options[o]
         return int(self.span_first[s]), int(self.span_last[s]), int(y), int(t), int(d)
 
-    def _groups(self, most: int, weight: np.ndarray | None = None):
+    def _groups(self, most: int):
         """(order, group starts, group keys) of the entries sorted by (span, site, in-flight
-        count clipped to `most`, weight, τ); cached for the rate."""
-        if weight is None and most in self._group_cache:
+        count clipped to `most`, rate, τ); cached."""
+        if most in self._group_cache:
             return self._group_cache[most]
         n_sites = len(self.problem.sites)
         key = (self.entry_span * n_sites + self.site) * (most + 1) + np.minimum(self.fits, most)
-        order = np.lexsort((self.time, self.rate if weight is None else weight, key))
+        order = np.lexsort((self.time, self.rate, key))
         starts = np.flatnonzero(np.concatenate([[len(key) > 0], key[order][1:] != key[order][:-1]]))
-        groups = (order, starts, key[order][starts])
-        if weight is None:
-            self._group_cache[most] = groups
-        return groups
+        self._group_cache[most] = (order, starts, key[order][starts])
+        return self._group_cache[most]
 
     def cheapest(
         self, allowed: np.ndarray, weight: np.ndarray | None = None, most: int | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """(weight, entry), each (spans, sites, f_max + 1) with f_max = min(depth, most): the
-        least weight ($/hour unless given; ties: the least τ) of an allowed entry of each span
-        and site that holds at least f micro-batches in flight (entry −1: none)."""
+        least weight ($/hour unless given) of an allowed entry of each span and site that holds at
+        least f micro-batches in flight (entry −1: none); ties: the least τ (with a weight, the
+        least rate, then τ)."""
         n_spans, n_sites = len(self.span_first), len(self.problem.sites)
         f_max = min(self.depth, most or self.depth)
-        order, starts, keys = self._groups(f_max, weight)
+        order, starts, keys = self._groups(f_max)
         values = self.rate if weight is None else weight
         position = np.where(allowed[order], np.arange(len(order)), len(order))
+        if weight is not None and len(starts):  # the least weight of each group, the first of it in rate order
+            w = np.where(allowed[order], weight[order], np.inf)
+            least = np.minimum.reduceat(w, starts)
+            member = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(order))))
+            position = np.where((w <= least[member]) & np.isfinite(w), position, len(order))
         first = np.minimum.reduceat(position, starts) if len(starts) else position[:0]
         found = first < len(order)
         entry = np.full(n_spans * n_sites * (f_max + 1), -1, np.int64)

@@ -51,6 +51,46 @@ def range_max(values: np.ndarray, first: np.ndarray, last: np.ndarray) -> np.nda
     return out
 
 
+def _keys(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of the (N,) integer columns, (K, C), and each row's index into them, (N,)."""
+    stacked = np.stack(columns, axis=1) if len(columns[0]) else np.zeros((0, len(columns)), np.int64)
+    code, space = np.zeros(len(stacked), np.int64), 1
+    for j in range(stacked.shape[1]):
+        top = int(stacked[:, j].max(initial=0)) + 1
+        code, space = code * top + stacked[:, j], space * top
+    if space > 4 * len(code) + 1024:  # a sparse code space: sort
+        _, first, where = np.unique(code, return_index=True, return_inverse=True)
+        return stacked[first], where.reshape(-1)
+    present = np.zeros(space, bool)
+    present[code] = True
+    index = np.cumsum(present) - 1
+    codes = np.flatnonzero(present)
+    first = np.full(space, len(code))
+    np.minimum.at(first, code, np.arange(len(code)))
+    return stacked[first[codes]], index[code]
+
+
+def stage_memory(problem: ParallelProblem, b: int, first, last, tp, dp) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per stage (N,): (static bytes per device, activation bytes per device per micro-batch in
+    flight, bytes of parameter states per device); first, last, tp, dp are (N,) ints."""
+    first, last, tp, dp = (np.asarray(x, np.int64) for x in (first, last, tp, dp))
+    m = b // dp
+    p_bytes, g_bytes, o_bytes = problem.precision_bytes
+    zero = problem.job.zero
+    shard = lambda level: np.where(zero >= level, dp, 1)  # noqa: E731
+    params = problem.params_prefix[last + 1] - problem.params_prefix[first]
+    states = params / tp * (p_bytes / shard(3) + g_bytes / shard(2) + o_bytes / shard(1))
+    static = states + (problem.sparse_prefix[last + 1] - problem.sparse_prefix[first]) / (tp * dp)
+    if zero >= 3:
+        static = static + np.where(dp > 1, range_max(problem.parameters, first, last) * p_bytes / tp, 0.0)
+    if problem.job.recompute == "full":
+        kept = problem.input_prefix[last + 1] - problem.input_prefix[first]
+        static = static + m * range_max(problem.stash, first, last) / tp
+    else:
+        kept = problem.stash_prefix[last + 1] - problem.stash_prefix[first]
+    return static, m * kept / tp, states
+
+
 def stage_arrays(problem: ParallelProblem, b: int, first, last, types, tp, dp) -> StageArrays:
     """The quantities of N stages under micro-batch b: first, last, types, tp, dp are (N,) ints
     (dp dividing b, tp·dp within the type's units)."""
@@ -58,40 +98,27 @@ def stage_arrays(problem: ParallelProblem, b: int, first, last, types, tp, dp) -
     n_layers = problem.num_layers
     m = b // dp
     resources = problem.catalog.resources
-    nic = np.array([resources[t].nic_bw for t in types])
-    mem_bw = np.array([resources[t].mem_bw for t in types])
-    compute = np.empty(len(first))
-    alpha, beta = np.empty(len(first)), np.empty(len(first))
-    for key in set(zip(types.tolist(), tp.tolist(), m.tolist())):
-        sel = (types == key[0]) & (tp == key[1]) & (m == key[2])
-        prefix = problem.time_prefix(*key)
-        compute[sel] = prefix[last[sel] + 1] - prefix[first[sel]]
-    for key in set(zip(types.tolist(), tp.tolist())):
-        sel = (types == key[0]) & (tp == key[1])
-        a, c = problem.dp_allreduce(*key)
-        alpha[sel], beta[sel] = a[dp[sel] - 1], c[dp[sel] - 1]
+    nic = np.array([r.nic_bw for r in resources])[types]
+    mem_bw = np.array([r.mem_bw for r in resources])[types]
+    keys, where = _keys(types, tp, m)
+    prefixes = [problem.time_prefix(int(y), int(t), int(mb)) for y, t, mb in keys]
+    prefix = np.stack(prefixes) if prefixes else np.zeros((0, n_layers + 1))
+    compute = prefix[where, last + 1] - prefix[where, first]
+    pairs, which = _keys(types, tp)
+    coefficients = [problem.dp_allreduce(int(y), int(t)) for y, t in pairs]
+    reach = max(len(a) for a, _ in coefficients) if coefficients else 0
+    table = np.full((2, len(pairs), reach), np.nan)
+    for k, (a, c) in enumerate(coefficients):
+        table[0, k, : len(a)], table[1, k, : len(c)] = a, c
+    alpha, beta = table[0, which, dp - 1], table[1, which, dp - 1]
     a_in = np.where(first > 0, problem.act_bytes[np.maximum(first - 1, 0)], 0.0)
     a_out = np.where(last < n_layers - 1, problem.act_bytes[last], 0.0)
     boundary = m * 2 * (a_in + a_out) / (tp * nic)
+    static, activation, states = stage_memory(problem, b, first, last, tp, dp)
 
-    p_bytes, g_bytes, o_bytes = problem.precision_bytes
-    zero = problem.job.zero
-    shard = lambda level: np.where(zero >= level, dp, 1)  # noqa: E731
-    params = problem.params_prefix[last + 1] - problem.params_prefix[first]
-    states = params / tp * (p_bytes / shard(3) + g_bytes / shard(2) + o_bytes / shard(1))
-    gathered = np.zeros(len(first))
-    if zero >= 3:
-        gathered = np.where(dp > 1, range_max(problem.parameters, first, last) * p_bytes / tp, 0.0)
-    sparse = (problem.sparse_prefix[last + 1] - problem.sparse_prefix[first]) / (tp * dp)
-    if problem.job.recompute == "full":
-        kept = problem.input_prefix[last + 1] - problem.input_prefix[first]
-        peak = m * range_max(problem.stash, first, last) / tp
-    else:
-        kept, peak = problem.stash_prefix[last + 1] - problem.stash_prefix[first], 0.0
-
-    grad_bytes = params * g_bytes / tp
+    grad_bytes = (problem.params_prefix[last + 1] - problem.params_prefix[first]) * problem.precision_bytes[1] / tp
     sync = np.where((dp > 1) & (grad_bytes > 0), grad_bytes * alpha + beta, 0.0)
-    if zero >= 3:
+    if problem.job.zero >= 3:
         sync = sync * ZERO3_SYNC
     buckets = np.maximum(1, np.ceil(grad_bytes / BUCKET_BYTES))
     exposed = np.where(buckets == 1, sync, np.maximum(sync / buckets, sync - 2.0 / 3.0 * compute))
@@ -100,8 +127,8 @@ def stage_arrays(problem: ParallelProblem, b: int, first, last, types, tp, dp) -
     return StageArrays(
         time=compute + boundary,
         tail=exposed + optimizer,
-        static_memory=states + gathered + sparse + peak,
-        activation_memory=m * kept / tp,
+        static_memory=static,
+        activation_memory=activation,
         units=units,
         rate=units * problem.price[types],
     )
