@@ -135,3 +135,35 @@ def test_a_type_sequence_is_completed_exactly():
             continue
         assert result.score.cost == pytest.approx(best, rel=1e-9), seed
         assert keeps(result.plan) and result.gap == 0.0
+
+
+def test_the_work_floor_and_a_spent_deadline_bound_the_optimum_from_below():
+    """work_floor ≤ the brute-force optimum on every instance with a plan; with no time at all
+    the solver returns at once with a bound no higher than the optimum (unsearched micro-batches
+    bounded by the work floor), never a plan dearer than it claims."""
+    from hps.placement.exact.parallel.solver import work_floor
+
+    checked = 0
+    for seed in range(16):
+        workload, catalog, job = random_instance(seed)
+        cost, plan, _ = brute_force(workload, catalog, job)
+        if plan is None:
+            continue
+        problem = ParallelProblem(workload, catalog, job)
+        assert work_floor(problem) <= cost * (1 + 1e-9), seed
+        hurried = solve_parallel(problem, seconds=0.0)
+        assert hurried.bound <= cost * (1 + 1e-9), seed
+        if hurried.plan is not None:
+            assert hurried.score.cost >= cost * (1 - 1e-9)
+        checked += 1
+    assert checked >= 6
+
+
+def test_a_stage_table_past_memory_is_refused_with_its_size(monkeypatch):
+    from hps.errors import InstanceTooLarge
+    from hps.placement import memory
+
+    workload, catalog, job = random_instance(3)
+    monkeypatch.setattr(memory, "memory_limit_bytes", lambda: 1000)
+    with pytest.raises(InstanceTooLarge, match=r"stage table of [\d,]+ spans x [\d,]+ options"):
+        solve_parallel(ParallelProblem(workload, catalog, job))
