@@ -40,7 +40,14 @@ def save_pareto(path, workload: str, points: list[dict]) -> None:
     singles = [(p["floor"], best_single(p)) for p in points]
     singles = [(f, s) for f, s in singles if s is not None]
     if singles:
-        ax.plot([f for f, _ in singles], [s[1]["cost"] for _, s in singles], "s:", label="best single-type plan")
+        ax.plot(
+            [f for f, _ in singles],
+            [s[1]["cost"] for _, s in singles],
+            "s:",
+            mfc="none",
+            ms=9,
+            label="best single-type plan",
+        )
         for f, s in singles:
             ax.annotate(s[0], (f, s[1]["cost"]), textcoords="offset points", xytext=(4, 4), fontsize=7)
     for p in points:
