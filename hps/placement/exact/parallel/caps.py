@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-ROUNDS = 8
+ROUNDS = 3
 """Price steps per region (each solves the least-weight program once)."""
 
 
@@ -29,6 +29,7 @@ class CapPrices:
         self.lam = np.zeros(problem.num_types)
         self.step = 0.5 * self.price
         self.sign = np.zeros(problem.num_types)
+        self.offered = set()  # least-weight plans already scored (tuples of entries)
 
     def weight(self, table) -> np.ndarray:
         """(entries,) r + λ_y·units."""
@@ -64,6 +65,9 @@ class CapPrices:
             found = value - float(self.lam @ self.caps)
             if found > best:
                 best, best_lam = found, self.lam.copy()
+            if tuple(entries) in self.offered:  # prices that lead back to a plan already seen
+                break
+            self.offered.add(tuple(entries))
             micro.best.offer(micro.problem, micro.to_plan(entries), micro.b)
             if (used <= self.caps).all() and float(self.lam @ (self.caps - used)) <= 1e-12 * value:
                 break  # the plan meets the caps with no slack priced: its Σ r is the region's least

@@ -36,8 +36,9 @@ def search_region(
         by_start.setdefault(int(table.span_first[table.entry_span[entry]]), []).append(int(entry))
     bandwidth, latency, price = problem.link_matrix()
     caps = [r.max_units for r in problem.catalog.resources]
-    priced_rest = micro.prices.suffix(micro, theta, phi, stages, lam) if lam is not None else None
-    lam_list = lam.tolist() if lam is not None else [0.0] * problem.num_types
+    has_prices = lam is not None and bool(lam.any())
+    priced_rest = micro.prices.suffix(micro, theta, phi, stages, lam) if has_prices else None
+    lam_list = lam.tolist() if has_prices else [0.0] * problem.num_types
     lam_caps = sum(x * c for x, c in zip(lam_list, caps))
     iterations = problem.job.samples / problem.job.batch
     egress_scale = 2 * problem.job.batch * iterations
