@@ -211,34 +211,3 @@ def test_executor_calibration_needs_the_devices_it_names(tmp_path):
     assert not (tmp_path / "ec").exists()
     with pytest.raises(ConfigError, match="schedule|type"):
         run_experiment(dataclasses.replace(config, devices="cpu=0-3,t4=4-7", schedule=("cpu",)), tmp_path / "ec")
-
-
-def test_llm_plans_plans_each_floor_with_its_certificate_and_draws_the_front(tmp_path):
-    from hps.experiments.llm_plans import LlmPlansConfig, job_at
-    from hps.placement.exact import solve_exact
-    from hps.placement.model.provisioning import build_instance
-    from hps.workloads import build_workload
-
-    config = LlmPlansConfig(workloads=("transformer-small",), catalog="small", floor_scales=(1.0, 2.0), seconds=30.0)
-    ran = run_experiment(config, tmp_path / "out", progress=False)
-    assert ran["computed"] == ["transformer-small+floor1x", "transformer-small+floor2x"]
-    points = ran["results"]["results"]["workloads"]["transformer-small"]
-    assert [p["floor_scale"] for p in points] == [1.0, 2.0]
-    for point in points:
-        exact = point["methods"]["exact"]
-        assert exact["gap"] == 0.0 and exact["cost"] == pytest.approx(exact["bound"])
-        assert sum(s["last_layer"] - s["first_layer"] + 1 for s in point["stages"]) == len(
-            build_workload(config.workloads[0]).layers
-        )
-    from hps.config.loaders import load_catalog
-    from hps.config.paths import resolve_topology
-
-    workload = build_workload("transformer-small")
-    catalog = load_catalog(resolve_topology("small", "catalogs", "--catalog"))
-    want = solve_exact(build_instance(workload, catalog, job_at(workload, 2.0))).score["cost"]
-    assert points[1]["methods"]["exact"]["cost"] == pytest.approx(want)
-    # each single-type plan is a plan of the full catalogue, so none beats the optimum
-    singles = {k: r for k, r in points[1]["methods"].items() if k.startswith("only:")}
-    assert len(singles) == len(catalog.resources)
-    assert all(r["cost"] >= want * (1 - 1e-12) for r in singles.values() if r["feasible"])
-    assert (tmp_path / "out" / "transformer-small_pareto.png").read_bytes()[:8] == PNG

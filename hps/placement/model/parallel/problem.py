@@ -100,10 +100,16 @@ class ParallelProblem:
         return len(self.catalog.resources)
 
     def micro_batch_choices(self) -> list[int]:
-        """The job's micro-batch, or every divisor of the batch where it leaves b open."""
+        """The job's micro-batch, or every divisor of the batch where it leaves b open: nearest
+        (in ratio) to batch / micro_batches first where the job names a micro-batch count, else
+        ascending (the order only decides which a time limit leaves unsearched)."""
         if self.job.micro_batch is not None:
             return [int(self.job.micro_batch)]
-        return divisors(int(self.job.batch))
+        choices = divisors(int(self.job.batch))
+        if math.isfinite(self.job.micro_batches) and self.job.micro_batches >= 1:
+            hint = self.job.batch / self.job.micro_batches
+            choices.sort(key=lambda b: abs(math.log(b / hint)))
+        return choices
 
     def tp_choices(self, type_index: int) -> list[int]:
         """Tensor-parallel degrees a stage on the type may use (powers of two up to its limit)."""
