@@ -55,3 +55,25 @@ def test_a_bad_plan_file_is_refused_naming_the_field(tmp_path, capsys, edit, fie
     out.write_text(json.dumps(document))
     code, text, err = run_cli_output(["evaluate", "--plan", str(out)], capsys)
     assert code == 2 and str(out) in err and field in err and "Traceback" not in err
+
+
+def test_a_pipelined_workload_is_planned_in_the_parallel_model_by_default(tmp_path, capsys):
+    """A workload whose default job names a finite micro-batch count (as the zoo's LLMs do) gets
+    the parallel-plan solver without --parallel, the same answer as with it; --micro-batches
+    keeps the schedule model."""
+    from hps.config.loaders import workload_to_toml
+    from hps.workloads import build_workload
+
+    text = workload_to_toml(build_workload("transformer-small"))
+    path = tmp_path / "pipelined.toml"
+    path.write_text(text.replace("samples = 1000000.0\n", "samples = 1000000.0\nmicro_batches = 8.0\n", 1))
+    base = ["search", "--workload", str(path), "--catalog", "small", "--json"]
+    code, plain, _ = run_cli_output(base, capsys)
+    assert code == 0
+    code, forced, _ = run_cli_output([*base, "--parallel"], capsys)
+    assert code == 0
+    plain, forced = json.loads(plain), json.loads(forced)
+    assert plain["stages"] and all("tp" in stage for stage in plain["stages"])
+    assert plain["cost"] == pytest.approx(forced["cost"], rel=1e-12) and plain["gap"] == 0.0
+    code, schedule, _ = run_cli_output([*base, "--micro-batches", "8", "--method", "exact"], capsys)
+    assert code == 0 and "tp" not in json.loads(schedule)["stages"][0]

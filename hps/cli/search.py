@@ -50,7 +50,8 @@ def register(subparsers) -> None:
         "--parallel",
         action="store_true",
         help="plan in the parallel-plan model (tensor, data and pipeline parallelism, integer micro-batches, "
-        "sites and links) with --method's planner (default: its exact solver)",
+        "sites and links) with --method's planner (default: its exact solver); the default for workloads "
+        "whose job names a finite micro-batch count (the LLMs) unless --micro-batches is given",
     )
     parser.add_argument("--out", help="with --parallel: write the plan file (hps-plan/2) here")
     add_parallel_args(parser)
@@ -180,11 +181,19 @@ def _optimum(workload, catalog, job, seconds: float, skipped: dict) -> tuple[dic
         return None, None
 
 
+def _pipelined(args, workload) -> bool:
+    """The workload's default job names a finite micro-batch count (a pipelined job: the zoo's
+    LLMs) and --micro-batches does not override it: planned in the parallel-plan model."""
+    defaults = workload.defaults
+    given = getattr(args, "job_micro_batches", None) is not None
+    return not given and defaults is not None and math.isfinite(defaults.micro_batches)
+
+
 def run(args) -> int:
     from hps.report.placement import format_report, schedule_report
 
     workload, catalog, job = resolve_instance(args)
-    if args.parallel or args.out is not None:
+    if args.parallel or args.out is not None or _pipelined(args, workload):
         return search_parallel(args, workload, catalog, job, _seconds(args))
     args.method = args.method or ALL
     if args.method not in (ALL, EXACT, *METHOD_NAMES):
