@@ -23,6 +23,7 @@ from hps.config.paths import resolve_topology
 from hps.config.types import Job, Workload
 from hps.experiments.base import ExperimentConfig, Summary, register_experiment_kind
 from hps.experiments.files import json_ready
+from hps.report.parallel import parallel_report
 from hps.workloads import build_workload
 
 LLMS = ("gpt3-175b", "llama3-70b", "llama3-405b", "transformer-1t")
@@ -78,22 +79,7 @@ def plan_record(result) -> dict:
     score = result.score
     if score is None:
         return json_ready({**record, "feasible": False, "reason": "none_found", "cost": None, "stages": []})
-    stages = [
-        {
-            "type": s.stage.type,
-            "site": s.site,
-            "first": s.stage.first,
-            "last": s.stage.last,
-            "tp": s.stage.tp,
-            "dp": s.stage.dp,
-            "units": s.units,
-            "replica_micro_batch": s.replica_micro_batch,
-            "time_per_microbatch_s": s.time_per_microbatch_s,
-            "memory_per_device_bytes": s.memory_per_device_bytes,
-            "memory_limit_bytes": s.memory_limit_bytes,
-        }
-        for s in score.stages
-    ]
+    stages = parallel_report(score)["stages"]
     return json_ready(
         {
             **record,
