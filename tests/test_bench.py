@@ -70,3 +70,21 @@ def test_bench_rl_measures_every_loop_on_a_small_setting_and_names_the_large_one
         rate = result[f"{key}_steps_per_s"]
         assert math.isfinite(rate) and rate > 0, key
     assert result["compile_s"] > 0
+
+
+def test_bench_parallel_proves_small_points_and_agrees_with_the_solver(capsys):
+    """`hps bench parallel --json`: each point's cost is what solve_parallel finds on the same
+    instance with every layer of a block kept together; gap 0 at 16 layers."""
+    import json
+
+    from hps.bench.exact import parallel_point
+    from tests.helpers import run_cli_output
+
+    code, text, _ = run_cli_output(["bench", "parallel", "--parallel-layers", "16", "--limit", "20", "--json"], capsys)
+    assert code == 0
+    (point,) = json.loads(text)["points"]
+    assert point["refused"] is None and point["gap"] == 0 and point["stages"] >= 1
+    again = parallel_point(16, 16, block=8, seconds=20)
+    assert again["cost"] == point["cost"] and again["stages"] == point["stages"]
+    coarse = parallel_point(16, 16, block=16, seconds=20)  # fewer cuts: never cheaper
+    assert coarse["cost"] >= point["cost"] * (1 - 1e-12)

@@ -1,5 +1,6 @@
-"""`hps bench placement|collective|rl`: jitted batched models vs their Python references, side by
-side; `rl`: env steps per second of the RL loop (env alone, policy rollouts, training updates)."""
+"""`hps bench placement|collective|rl|parallel`: jitted batched models vs their Python references,
+side by side; `rl`: env steps per second of the RL loop (env alone, policy rollouts, training
+updates); `parallel`: the parallel-plan exact solver on synthetic layers x types."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from hps.report.tables import format_table
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("bench", help="benchmark a model against its Python reference")
-    parser.add_argument("target", choices=("placement", "collective", "rl"))
+    parser.add_argument("target", choices=("placement", "collective", "rl", "parallel"))
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--seconds", type=float, default=2.0, help="minimum timing per side")
     parser.add_argument(
@@ -32,7 +33,42 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--exact-types", default="4,8,16,32", help="placement: type counts, 256 layers (default: %(default)s)"
     )
+    parser.add_argument(
+        "--parallel-layers",
+        default="64,256,1024",
+        help="parallel: layer counts (16 types, cuts every 8 layers, t in 1-8, b 16) (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--limit", type=float, default=60.0, help="parallel: the solver's limit per point, s (default: %(default)s)"
+    )
     parser.set_defaults(run=run)
+
+
+def run_parallel(args) -> int:
+    """The parallel-plan solver's time, plan and gap per layer count, with the load."""
+    import sys
+
+    from tqdm import tqdm
+
+    from hps.bench.exact import parallel_point
+
+    layers = _grid(args.parallel_layers, "--parallel-layers", MAX_WORKLOAD_LAYERS)
+    if not (math.isfinite(args.limit) and args.limit > 0):
+        raise ConfigError("--limit", "limit", f"must be a positive number of seconds, got {args.limit}")
+    points = []
+    for n in tqdm(layers, desc="parallel solver", file=sys.stderr, disable=args.json, leave=False):
+        points.append(parallel_point(n, 16, seconds=args.limit))
+    load = os.getloadavg()[0]
+    if args.json:
+        print_json({"points": points, "load_average": load})
+        return 0
+    keys = ("layers", "types", "solve_s", "stages", "cost", "gap")
+    rows = [[p[k] for k in keys] for p in points if not p["refused"]]
+    print(f"parallel-plan exact solver, limit {args.limit:g} s, load average {load:.2f}:")
+    print(format_table(["layers", "types", "solve_s", "stages", "cost_$", "gap"], rows))
+    for p in (p for p in points if p["refused"]):
+        print(f"{p['layers']} layers x {p['types']} types: refused, {p['refused']}")
+    return 0
 
 
 def _sides(result: dict, jax_label: str, unit: str) -> str:
@@ -46,6 +82,8 @@ def run(args) -> int:
         raise ConfigError("--seconds", "seconds", f"must be a positive number, got {args.seconds}")
     if args.target == "rl":
         return run_rl(args)
+    if args.target == "parallel":
+        return run_parallel(args)
     from hps.bench import collective, placement
 
     grids = _exact_grids(args) if args.target == "placement" else None  # checked before any work
