@@ -141,3 +141,24 @@ def brute_force(workload: Workload, catalog: Catalog, job: Job):
             if score["feasible"] and score["cost"] < best[0]:
                 best = (score["cost"], plan, b)
     return best
+
+
+def plan_count(workload: Workload, catalog: Catalog, job: Job) -> int:
+    """How many plans `brute_force` scores (every micro-batch, cut set and option per stage)."""
+    n = len(workload.layers)
+    allowed = [i for i in range(n - 1) if workload.layers[i].cut_after]
+    batch = int(job.batch)
+    choices = [int(job.micro_batch)] if job.micro_batch else [d for d in range(1, batch + 1) if batch % d == 0]
+    total = 0
+    for b in choices:
+        per_stage = sum(
+            1
+            for r in catalog.resources
+            for t in (1, 2, 4, 8)
+            if t <= r.tensor_parallel_limit
+            for d in range(1, b + 1)
+            if b % d == 0 and t * d <= r.max_units
+        )
+        for k in range(len(allowed) + 1):
+            total += math.comb(len(allowed), k) * per_stage ** (k + 1)
+    return total

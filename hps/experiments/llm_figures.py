@@ -15,14 +15,18 @@ def pareto_figure(filename: str, workload: str, points: list[dict]) -> Figure:
     return filename, lambda path: save_pareto(path, workload, sorted(points, key=lambda p: p["floor"]))
 
 
+def best_single(point: dict) -> tuple[str, dict] | None:
+    """(type, record) of the cheapest single-type plan found, or None."""
+    rows = [(name, r) for name, r in point["single"].items() if r["cost"] is not None]
+    return min(rows, key=lambda item: item[1]["cost"]) if rows else None
+
+
 def stages_figure(filename: str, workload: str, points: list[dict]) -> Figure:
     """A `Summary.figures` entry: the stages of each floor's plan."""
     return filename, lambda path: save_stages(path, workload, sorted(points, key=lambda p: p["floor"]))
 
 
 def save_pareto(path, workload: str, points: list[dict]) -> None:
-    from hps.experiments.llm_plans import best_single
-
     fig, ax = plt.subplots(figsize=(7, 4.2))
     found = [p for p in points if p["plan"]["cost"] is not None]
     ax.plot(

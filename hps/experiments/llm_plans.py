@@ -132,12 +132,6 @@ def run_item(config: LlmPlansConfig, params: tuple[str, float]) -> dict:
     )
 
 
-def best_single(point: dict) -> tuple[str, dict] | None:
-    """(type, record) of the cheapest single-type plan found, or None."""
-    rows = [(name, r) for name, r in point["single"].items() if r["cost"] is not None]
-    return min(rows, key=lambda item: item[1]["cost"]) if rows else None
-
-
 def stage_text(stage: dict) -> str:
     """`type@site t×d [first-last] m=per-replica`."""
     where = f"@{stage['site']}" if stage["site"] else ""
@@ -150,7 +144,7 @@ def _number(x, fmt: str):
 
 
 def summarize(config: LlmPlansConfig, results: dict[str, dict]) -> Summary:
-    from hps.experiments.llm_figures import pareto_figure, stages_figure
+    from hps.experiments.llm_figures import best_single, pareto_figure, stages_figure
 
     by_workload: dict[str, list[dict]] = {}
     for result in results.values():
