@@ -103,8 +103,8 @@ def run(layer_grid=LAYER_GRID, type_grid=TYPE_GRID, on_point=None) -> dict:
 def parallel_point(layers: int, types: int, block: int = 8, micro_batch: int = 16, seconds: float = 60.0) -> dict:
     """The parallel-plan solver on `synthetic_instance(layers, types)` with stage cuts allowed
     every `block` layers, t in {1, 2, 4, 8} (the types' 8-unit first dimension) and a fixed
-    micro-batch: {"layers", "types", "block", "candidates", "build_s", "solve_s", "stages",
-    "cost", "gap", "refused"} (refused: why the stage table was not built, else None)."""
+    micro-batch: {"layers", "types", "block", "build_s", "solve_s", "stages", "cost", "gap",
+    "refused"} (refused: why the stage table was not built, else None)."""
     from hps.config.types import Job
     from hps.placement.exact.parallel.solver import solve_parallel
     from hps.placement.model.parallel.problem import ParallelProblem

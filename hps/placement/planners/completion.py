@@ -45,9 +45,9 @@ class WorkBound:
 
         cost ≥ (N/3600)·Σ_l price_y·w_l,y  +  Σ over site changes 2·N·a·dollars_per_byte
 
-    with w_l,y = max(F_l/(peak·eff), Q_l/mem_bw)·(1 + ρ/3) the roofline seconds of one sample of
-    layer l on one unit of type y (0 where the layer has a measured time on y). A stage of rate
-    r_j = t·d·price and time τ_j ≥ Σ m·w/t runs M micro-batches of m·d = b samples, so
+    with w_l,y the least device-seconds per sample of layer l on type y
+    (`ParallelProblem.least_unit_seconds`, over t and the per-replica micro-batch m). A stage of
+    rate r_j = t·d·price and time τ_j ≥ Σ (m/t)·w runs M micro-batches of m·d = b samples, so
     Σ_j r_j·M·θ ≥ B·Σ_l price·w; and a change of site between two segments is a stage boundary
     that pays egress (none possible without a link: inf).
 
@@ -56,14 +56,8 @@ class WorkBound:
     stage's t·d devices hold at least its states once, t·d·memory ≥ P·(p + g + o) + Sp."""
 
     def __init__(self, problem: ParallelProblem, spans: list[tuple[int, int]]):
-        extra = 1.0 if problem.job.recompute == "full" else 0.0
-        seconds = np.zeros((problem.num_layers, problem.num_types))
+        seconds = problem.least_unit_seconds()
         resources = problem.catalog.resources
-        for y, r in enumerate(resources):
-            efficiency = np.where(problem.sparse_kind, r.efficiency_sparse, r.efficiency_dense)
-            roofline = np.maximum(problem.flops / (r.peak_flops * efficiency), problem.mem_bytes / r.mem_bw)
-            measured = np.array([any(e.type == r.name for e in layer.measured) for layer in problem.workload.layers])
-            seconds[:, y] = np.where(measured, 0.0, roofline * (1 + extra / 3))
         samples = problem.job.samples
         starts = [first for first, _ in spans]
         self.work = samples / 3600 * np.add.reduceat(seconds * problem.price, starts, axis=0)  # (K, T)

@@ -25,15 +25,15 @@ class CapPrices:
 
     def __init__(self, problem):
         self.caps = np.array([r.max_units for r in problem.catalog.resources], np.float64)
-        self.price = problem.price.copy()
         self.lam = np.zeros(problem.num_types)
-        self.step = 0.5 * self.price
+        self.step = 0.5 * problem.price
         self.sign = np.zeros(problem.num_types)
         self.offered = set()  # least-weight plans already scored (tuples of entries)
 
-    def weight(self, table) -> np.ndarray:
-        """(entries,) r + λ_y·units."""
-        return table.rate + self.lam[table.options[table.entry_opt, 0]] * table.units
+    def weight(self, table, lam: np.ndarray | None = None) -> np.ndarray:
+        """(entries,) r + λ_y·units, at the current prices unless `lam` is given."""
+        lam = self.lam if lam is None else lam
+        return table.rate + lam[table.options[table.entry_opt, 0]] * table.units
 
     def units_by_type(self, table, entries) -> np.ndarray:
         """(T,) units a plan of table entries uses per type."""
@@ -77,8 +77,7 @@ class CapPrices:
     def suffix(self, micro, theta: float, phi: float, stages: int, lam: np.ndarray) -> dict[int, np.ndarray]:
         """{boundary layer: (stages left + 1,) least Σ w of the plans from it} at prices `lam`."""
         table = micro.table
-        weight = table.rate + lam[table.options[table.entry_opt, 0]] * table.units
-        value = table.least_rate(theta, phi, weight=weight, most=max(micro.most, stages))[1][0]
+        value = table.least_rate(theta, phi, weight=self.weight(table, lam), most=max(micro.most, stages))[1][0]
         return {start: v.min(axis=1) for start, v in value.items()}
 
     def repaired(self, micro, theta: float, phi: float, stages: int) -> None:

@@ -29,7 +29,7 @@ from hps.config.types import ParallelStage
 from hps.placement.exact.parallel.caps import CapPrices
 from hps.placement.exact.parallel.dfs import search_region
 from hps.placement.exact.parallel.table import StageTable
-from hps.placement.model.parallel.problem import FLOOR_TOLERANCE, ParallelProblem, divisors
+from hps.placement.model.parallel.problem import FLOOR_TOLERANCE, ParallelProblem
 from hps.placement.model.parallel.score import PlanScore, score_plan
 
 ROUNDING = 1e-12
@@ -84,19 +84,13 @@ def _below(x: float) -> float:
 
 
 def work_floor(problem: ParallelProblem) -> float:
-    """A lower bound on every plan's cost ($) under any micro-batch: each layer's least
-    $·s of work per iteration, (B/m)·t·price·(its time per micro-batch of m samples a replica),
-    over the types allowed to run it, t and m dividing B (iteration ≥ M·τ of each stage)."""
-    batch = int(problem.job.batch)
-    least = np.full(problem.num_layers, math.inf)
-    for y in range(problem.num_types):
-        for t in problem.tp_choices(y):
-            for m in divisors(batch):
-                work = problem.layer_times(y, t, m) * (batch / m) * t * problem.price[y]
-                if problem.allowed is not None:
-                    work = np.where(problem.allowed[:, y], work, math.inf)
-                least = np.minimum(least, work)
-    return float(problem.job.samples / problem.job.batch / 3600 * least.sum())
+    """A lower bound on every plan's cost ($) under any micro-batch: each layer's least $·s of
+    work per sample, price · `least_unit_seconds`, over the types allowed to run it, times the
+    samples (the iteration is at least M·τ of each stage)."""
+    work = problem.least_unit_seconds() * problem.price
+    if problem.allowed is not None:
+        work = np.where(problem.allowed, work, np.inf)
+    return float(problem.job.samples / 3600 * work.min(axis=1).sum())
 
 
 class _Micro:
@@ -259,9 +253,9 @@ def solve_parallel(
         best.offer(problem, *incumbent)
     open_bound, searched = math.inf, []
     for b in problem.micro_batch_choices():
-        if deadline.passed():  # this micro-batch is left unsearched: bound it by the work alone
+        if deadline.passed():  # the micro-batches left unsearched: bound them by the work alone
             open_bound = min(open_bound, work_floor(problem))
-            continue
+            break
         micro = _Micro(problem, b, best)
         searched.append(micro)
         # stage counts by their work bound, least first: good plans come early and prune the rest

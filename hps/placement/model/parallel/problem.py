@@ -143,6 +143,20 @@ class ParallelProblem:
         return times
 
     @functools.cache  # noqa: B019
+    def least_unit_seconds(self) -> np.ndarray:
+        """(L, T) the least device-seconds per sample of each layer on each type: the minimum over
+        t and per-replica micro-batches m dividing the batch of t·layer_times(type, t, m)/m. A
+        stage of t·d devices running b = m·d samples a micro-batch spends at least the sum of
+        its layers' values per sample (in device-seconds, t·d·τ/b)."""
+        batch = int(self.job.batch)
+        least = np.full((self.num_layers, self.num_types), np.inf)
+        for y in range(self.num_types):
+            for t in self.tp_choices(y):
+                for m in divisors(batch):
+                    least[:, y] = np.minimum(least[:, y], t * self.layer_times(y, t, m) / m)
+        return least
+
+    @functools.cache  # noqa: B019
     def time_prefix(self, type_index: int, tp: int, m: int) -> np.ndarray:
         """(L + 1,) prefix sums of `layer_times`."""
         return np.concatenate([[0.0], np.cumsum(self.layer_times(type_index, tp, m))])
