@@ -24,23 +24,15 @@ def add_parallel_args(parser) -> None:
 
 def parallel_job(args, workload: Workload, job: Job) -> Job:
     """`job` with the parallel-plan fields from the flags, else the workload's defaults."""
-    from hps.config.validation import validate_job
+    from hps.config.validation import PARALLEL_JOB_FIELDS, with_parallel_fields
     from hps.errors import ConfigError
 
-    defaults, values = workload.defaults, {}
-    for name in ("micro_batch", "precision", "zero", "recompute"):
-        value = getattr(args, f"job_{name}", None)
-        if value is None and defaults is not None:
-            value = getattr(defaults, name)
-        if value is not None:
-            values[name] = float(value) if name == "micro_batch" else value
-    job = dataclasses.replace(job, **values)
+    given = {name: getattr(args, f"job_{name}", None) for name in PARALLEL_JOB_FIELDS}
     try:
-        validate_job(job, source="command line")
+        return with_parallel_fields(job, workload.defaults, given, source="command line")
     except ConfigError as error:
         flag = "--" + error.field.replace("_", "-")
         raise ConfigError(flag, error.field, error.problem) from None
-    return job
 
 
 def evaluate_plan_file(args) -> int:

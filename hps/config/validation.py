@@ -9,6 +9,7 @@ Checkers never convert units; the loaders do that with the constants below.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import math
 import re
@@ -18,7 +19,7 @@ from typing import Any
 
 from hps.config.limits import MAX_CHUNKS
 from hps.config.ranges import check_in_range
-from hps.config.types import COLLECTIVE_POLICIES, PRECISIONS, RECOMPUTE, STATE_SHARDINGS, ZERO_LEVELS, Job
+from hps.config.types import COLLECTIVE_POLICIES, PRECISIONS, RECOMPUTE, STATE_SHARDINGS, ZERO_LEVELS, Job, JobDefaults
 from hps.errors import ConfigError
 
 GIB = 2**30  # bytes per GiB (ASTRA-sim's convention)
@@ -332,3 +333,22 @@ def check_parallel_job(job: Job, source: str) -> None:
     check_precision(job.precision, source, "precision")
     check_zero(job.zero, source, "zero")
     check_recompute(job.recompute, source, "recompute")
+
+
+PARALLEL_JOB_FIELDS = ("micro_batch", "precision", "zero", "recompute")
+"""The job fields of the parallel-plan model that a workload's defaults may give."""
+
+
+def with_parallel_fields(job: Job, defaults: JobDefaults | None, given: dict[str, Any], source: str) -> Job:
+    """`job` with each parallel-plan field from `given` where not None, else from `defaults`
+    where it names one (micro_batch as a float), validated (ConfigError naming `source`)."""
+    values = {}
+    for name in PARALLEL_JOB_FIELDS:
+        value = given.get(name)
+        if value is None and defaults is not None:
+            value = getattr(defaults, name)
+        if value is not None:
+            values[name] = float(value) if name == "micro_batch" else value
+    job = dataclasses.replace(job, **values)
+    validate_job(job, source=source)
+    return job

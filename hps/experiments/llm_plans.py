@@ -54,15 +54,11 @@ def job_at(workload: Workload, scale: float) -> Job:
     """The workload's default job with its floor times `scale`, and the parallel-plan fields
     (micro-batch, precision, ZeRO, recompute) from its defaults, as `hps search --parallel`
     takes them when no flag is given."""
-    from hps.config.validation import validate_job
+    from hps.config.validation import with_parallel_fields
 
     d = workload.defaults
     job = Job(d.batch, d.throughput * scale, d.samples, micro_batches=d.micro_batches, state_sharding=d.state_sharding)
-    values = {name: getattr(d, name) for name in ("micro_batch", "precision", "zero", "recompute")}
-    values = {k: (float(v) if k == "micro_batch" else v) for k, v in values.items() if v is not None}
-    job = dataclasses.replace(job, **values)
-    validate_job(job, source=f"{workload.name} defaults")
-    return job
+    return with_parallel_fields(job, d, {}, source=f"{workload.name} defaults")
 
 
 def plan_record(result) -> dict:
