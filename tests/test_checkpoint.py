@@ -29,7 +29,7 @@ from hps.rl import checkpoint
 from hps.rl.modules import module_graphdef
 from hps.rl.policy_kind import policy_kind_of
 from hps.rl.session import final_params, read_metrics, train_session
-from tests.helpers import TINY, assert_same_params
+from tests.helpers import SMALL, TINY, assert_same_params
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -365,3 +365,23 @@ def test_collective_policy_trains_checkpoints_and_drives_hps_collective(tmp_path
     assert "spec.kind" in capsys.readouterr().err
     assert main(["collective", "--network", "3d-switch-8x8x8", "--policy", "learned"]) == 2
     assert "--checkpoint" in capsys.readouterr().err
+
+
+def test_the_python_api_trains_and_plans_as_hps_train_and_hps_plan_do(uninterrupted, capsys):
+    import hps
+
+    out, params = uninterrupted
+    finished = hps.train(TINY, out)  # the folder holds every chunk: nothing more trains
+    assert [r["chunk"] for r in finished.records] == list(range(TINY.num_chunks))
+    assert list(finished.records) == read_metrics(out / "metrics.jsonl")
+    assert_same_params(jax.tree.map(np.asarray, finished.params), params)
+
+    policy = hps.load_policy(out)
+    assert policy.step == TINY.num_chunks * TINY.updates_per_chunk
+    problem = hps.Problem("ctr-dnn", "small", hps.Job(batch=1024.0, throughput=1000.0, samples=1e8))
+    result = policy.plan(problem, plans=16)
+    assert main(["plan", "--checkpoint", str(out), *SMALL, "--plans", "16", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert list(result.schedule) == document["schedule"] and result.cost == document["cost"]
+    for key in ("throughput", "plans", "feasible_plans", "stages", "checkpoint_step"):
+        assert result.report[key] == document[key], key

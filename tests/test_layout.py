@@ -133,7 +133,7 @@ MODELS = _in("hps.placement.model", "hps.collective.model")
 ENVS = _in("hps.placement.env", "hps.collective.env", "hps.rl.env")
 AGENTS = _in("hps.*.agent")
 SEARCH = _in("hps.placement.search")
-ABOVE_AGENTS = _in("hps.executor", "hps.experiments", "hps.bench", "hps.cli")
+ABOVE_AGENTS = _in("hps.executor", "hps.api", "hps.experiments", "hps.bench", "hps.cli")
 
 # (rule, importers, the modules they must not import)
 RULES = [
@@ -144,11 +144,16 @@ RULES = [
     ("shared RL knows no problem", _in("hps.rl"), _in("hps.placement", "hps.collective")),
     ("config is the bottom layer", _in("hps.config"), lambda m: not _in("hps.config", "hps.errors")(m)),
     (
-        "all but the executor, experiments, benchmarks and CLI stay below them",
+        "all but the executor, the API, experiments, benchmarks and CLI stay below them",
         lambda m: not ABOVE_AGENTS(m),
         ABOVE_AGENTS,
     ),
-    ("the executor stays below experiments and benchmarks", _in("hps.executor"), _in("hps.experiments", "hps.bench")),
+    (
+        "the executor stays below the API, experiments and benchmarks",
+        _in("hps.executor"),
+        _in("hps.api", "hps.experiments", "hps.bench"),
+    ),
+    ("the API stays below experiments, benchmarks and the CLI", _in("hps.api"), _in("hps.experiments", "hps.bench")),
 ]
 
 

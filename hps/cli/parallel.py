@@ -114,6 +114,9 @@ def search_parallel(args, workload: Workload, catalog, job: Job, seconds: float)
     from hps.report.parallel import format_parallel, parallel_report
 
     out = output_path(getattr(args, "out", None))
+    if out is not None and getattr(args, "overrides", None):
+        problem = "a plan file names a zoo workload or a file, not --set overrides: export the workload first"
+        raise ConfigError("--out", "out", f"{problem} (hps workload export NAME --set ... --out W.toml)")
     job = parallel_job(args, workload, job)
     method = getattr(args, "method", None) or "exact"
     evaluations = getattr(args, "budget", None)

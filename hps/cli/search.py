@@ -136,8 +136,10 @@ def _baselines(methods, workload, catalog, job, args, skipped):
             raise ConfigError("--method", "method", f"{why}; use --method exact")
         skipped.update(dict.fromkeys(methods, why))
         return []
+    from hps.placement.search.arrays import search_arrays
+
     try:
-        params, table = _search_arrays(workload, catalog, job)
+        params, table = search_arrays(workload, catalog, job)
     except InstanceTooLarge as error:
         if len(methods) == 1:
             raise
@@ -146,29 +148,6 @@ def _baselines(methods, workload, catalog, job, args, skipped):
     results, skipped_here = _run_methods(methods, params, args, show_progress=not args.json, table=table)
     skipped.update(skipped_here)
     return [_summary(r, catalog) for r in results]
-
-
-def _search_arrays(workload, catalog, job):
-    """(params, segment table or None) of the jnp searches, each estimated before it is built:
-    the jnp model (its own scan over every unit count) where its arrays fit memory, else the
-    numpy segment table padded to size buckets; InstanceTooLarge naming the estimate when
-    neither fits (`hps.placement.memory`)."""
-    from hps.placement.memory import jnp_model_bytes, numpy_table_bytes, refuse_past_memory
-    from hps.placement.model import build_params
-    from hps.placement.model.numpy_table import LAYER_BUCKETS, TYPE_BUCKETS, bucket, searchable
-
-    layers, types = len(workload.layers), len(catalog.resources)
-    units = max(r.max_units for r in catalog.resources)
-    try:
-        what = f"the jnp placement model of {layers} layers x {types} types x {units} units per type"
-        refuse_past_memory(what, jnp_model_bytes(layers, types, units))
-        return build_params(workload, catalog, job), None
-    except InstanceTooLarge:  # the jnp model's replica scan is too large: the numpy table, bucketed
-        pass
-    padded = bucket(layers, LAYER_BUCKETS), bucket(types, TYPE_BUCKETS)
-    what = f"the search table of {layers} layers x {types} types (padded to {padded[0]} x {padded[1]})"
-    refuse_past_memory(what, numpy_table_bytes(layers, types, *padded))
-    return searchable(workload, catalog, job)
 
 
 def _optimum(workload, catalog, job, seconds: float, skipped: dict) -> tuple[dict | None, dict | None]:

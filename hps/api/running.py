@@ -1,0 +1,102 @@
+"""Running a plan from Python: real sharded JAX training of a schedule plan on this machine's
+devices, measured stage by stage against the model's prediction (docs/executor.md)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from hps.api.checks import check_count, check_positive, check_seed, renamed
+from hps.api.planning import PlanOutcome
+from hps.errors import ConfigError
+
+RENAMED = {"--devices": "devices", "--replicas": "replicas", "--micro-batches": "micro_batches", "--steps": "steps"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Execution:
+    """A plan run for real: measured_step_time (s), measured_throughput and predicted_throughput
+    (samples/s), losses (one per step), equivalent (parameters equal to single-device training,
+    None without the check), max_param_rel_diff, and report: the JSON document `hps execute
+    --json` prints (per stage: devices, measured and predicted times, synced bytes)."""
+
+    measured_step_time: float
+    measured_throughput: float
+    predicted_throughput: float
+    losses: tuple[float, ...]
+    equivalent: bool | None
+    max_param_rel_diff: float | None
+    report: dict
+
+
+def _schedule_of(plan: PlanOutcome) -> tuple[list[str], tuple[int, ...] | None]:
+    """(type per layer, replicas per stage or None: the executor provisions them) of a plan the
+    executor can run: a schedule-model plan, or a parallel plan with no tensor parallelism whose
+    adjacent stages differ in type."""
+    if plan.schedule is not None:
+        return list(plan.schedule), None
+    if not plan.stages:
+        raise ConfigError("plan", "", "no plan was found, so there is nothing to execute")
+    if any(stage.tp > 1 for stage in plan.stages):
+        raise ConfigError("plan", "stages", "the executor runs data- and pipeline-parallel plans; this one has tp > 1")
+    if any(a.type == b.type for a, b in zip(plan.stages, plan.stages[1:])):
+        raise ConfigError("plan", "stages", "adjacent stages of one type run as one stage here; merge them first")
+    schedule = [stage.type for stage in plan.stages for _ in range(stage.first, stage.last + 1)]
+    return schedule, tuple(stage.dp for stage in plan.stages)
+
+
+def execute(
+    plan: PlanOutcome,
+    devices: str | None = None,
+    steps: int = 5,
+    check: bool = False,
+    *,
+    learning_rate: float = 0.05,
+    seed: int = 0,
+    micro_batches: int | None = None,
+) -> Execution:
+    """Train `plan`'s model for `steps` steps on device pools per resource type (`devices`, e.g.
+    "cpu=0-3,v100=4-7"; None: GPU types on GPUs, CPU types on CPUs) and measure it; `check`: also
+    train on one device and compare parameters. The workload must be one the zoo builds a model
+    for (hps.models)."""
+    from hps.config.limits import MAX_EXECUTE_STEPS
+    from hps.config.loaders import parse_schedule
+    from hps.executor.plan import ExecuteOptions, execute_plan
+    from hps.models.registry import build_model
+
+    if not isinstance(plan, PlanOutcome):
+        raise ConfigError("plan", "", f"must be a PlanOutcome (hps.plan), got {type(plan).__name__}")
+    steps = check_count(steps, "steps", 1, MAX_EXECUTE_STEPS)
+    seed = check_seed(seed)
+    learning_rate = check_positive(learning_rate, "learning_rate")
+    if micro_batches is not None:
+        micro_batches = check_count(micro_batches, "micro_batches")
+    if devices is not None and not isinstance(devices, str):
+        raise ConfigError("devices", "", f"must be pools like 'cpu=0-3,v100=4-7' or None, got {devices!r}")
+    problem = plan.problem
+    workload, catalog, job = problem.workload, problem.catalog, problem.job
+    if job.batch != int(job.batch) or not math.isfinite(job.batch):
+        raise ConfigError("plan", "job.batch", f"executing needs a whole number of samples, got {job.batch:g}")
+    names, replicas = _schedule_of(plan)
+    with renamed(RENAMED):
+        model = build_model(workload.name, seed=seed, source="plan", **problem.overrides)
+        schedule = parse_schedule(",".join(names), catalog, len(workload.layers), source="plan")
+        options = ExecuteOptions(
+            steps=steps,
+            micro_batches=micro_batches,
+            devices=devices,
+            learning_rate=learning_rate,
+            seed=seed,
+            check=bool(check),
+            replicas=replicas,
+        )
+        report = execute_plan(model, workload, catalog, job, schedule, options)
+    return Execution(
+        measured_step_time=report["measured_step_time"],
+        measured_throughput=report["measured_throughput"],
+        predicted_throughput=report["predicted_throughput"],
+        losses=tuple(report["losses"]),
+        equivalent=report["equivalent"],
+        max_param_rel_diff=report["max_param_rel_diff"],
+        report=report,
+    )
