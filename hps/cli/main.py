@@ -95,7 +95,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             return _run_command(argv)
         finally:
-            sys.stdout.flush()
+            if sys.stdout is not None:  # None when the command started with it closed
+                sys.stdout.flush()
     except BrokenPipeError:
         return closed_stdout()
 

@@ -11,8 +11,13 @@ Every file hps writes (plans, reports, workload tables, figures, run-folder file
   refused (ConfigError) instead of waiting for a reader that may never come;
 - a symlink: written through to its target (atomically, when the target is a regular file, or
   created when it is missing); the link stays a link;
-- a directory, block device, socket or symlink loop, or a path under something that is not a
-  folder: refused with a ConfigError naming the path.
+- an open descriptor (`/dev/stdout`, `/dev/fd/N`, `/proc/PID/fd/N`): written into whatever it has
+  open (a pipe, a terminal, a regular file after what it holds); this process's own descriptor
+  through a duplicate, after what the command printed to it, so `--out /dev/stdout > file`
+  gets the printed lines and the content in order; never replaced;
+- a directory, block device, socket, symlink loop or closed descriptor, a name ending in a
+  separator, or a path under something that is not a folder: refused with a ConfigError naming
+  the path.
 `check_output_path` runs the same checks before a command's long work, so an unwritable `--out`
 fails at once (a ConfigError naming the flag) instead of after minutes of profiling or training.
 Figures are written in the format their suffix names (`FIGURE_FORMATS`); `check_figure_path`
@@ -30,6 +35,7 @@ import os
 import re
 import shutil
 import stat
+import sys
 import tempfile
 import threading
 from collections.abc import Callable
@@ -65,24 +71,58 @@ def _check_folder(folder: Path, flag: str, shown: str) -> None:
         raise ConfigError(flag, "", f"cannot write {shown}: {problem}")
 
 
-def _resolve_output(path: str | os.PathLike, source: str) -> tuple[str, bool]:
-    """(the absolute path `path` names with every symlink followed, whether it is a character
-    device or FIFO to write into). ConfigError naming `source` for a path that names a folder
-    (an existing one, or a name ending in a separator), a block device, a socket or a symlink loop."""
+OPEN_DESCRIPTORS = re.compile(r"/proc/[^/]+(/task/[^/]+)?/fd")
+"""The folder of a process's open descriptors: a link in it (`/dev/stdout`, `/dev/fd/1`) names
+whatever the descriptor has open, which may have no path at all (a pipe)."""
+
+INTO_STREAM = os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+"""How a character device or FIFO is opened: without waiting for a FIFO's reader."""
+INTO_DESCRIPTOR_FILE = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC
+"""How a regular file reached through an open descriptor is opened: after what it holds."""
+
+SYMLINKS_FOLLOWED = 40
+"""Links followed before an output is called a symlink loop (the kernel's own limit)."""
+
+
+def _follow_links(shown: str, source: str) -> tuple[str, bool]:
+    """(`shown` with every symlink followed, whether one of them is an open descriptor). ConfigError
+    naming `source` for a symlink loop or a link that cannot be read."""
+    path = os.path.abspath(shown)
+    for _ in range(SYMLINKS_FOLLOWED):
+        folder = os.path.realpath(os.path.dirname(path))
+        path = os.path.join(folder, os.path.basename(path))
+        if OPEN_DESCRIPTORS.fullmatch(folder):
+            return path, True
+        if not os.path.islink(path):
+            return path, False
+        try:
+            path = os.path.join(folder, os.readlink(path))
+        except OSError as error:
+            raise ConfigError(source, "", f"cannot write {shown}: {error.strerror or error}") from None
+    raise ConfigError(source, "", f"cannot write {shown}: a symlink loop (too many levels of symbolic links)")
+
+
+def _resolve_output(path: str | os.PathLike, source: str) -> tuple[str, int | None]:
+    """(the absolute path `path` names with every symlink followed, the os.open flags to write
+    into it, or None where a renamed file replaces it). ConfigError naming `source` for a path
+    that names a folder (an existing one, or a name ending in a separator), a block device or a
+    socket, a symlink loop, or a closed descriptor."""
     shown = os.fspath(path)
-    target = os.path.realpath(os.path.abspath(shown))
+    target, descriptor = _follow_links(shown, source)
     try:
         mode = os.stat(target).st_mode
     except (FileNotFoundError, NotADirectoryError):  # not there yet; its folder is checked on its own
+        if descriptor:
+            raise ConfigError(source, "", f"cannot write {shown}: its descriptor is not open") from None
         if shown.endswith(("/", os.sep)):
             raise ConfigError(source, "", f"{shown} names a directory; give a file name") from None
-        return target, False
+        return target, None
     except OSError as error:
         raise ConfigError(source, "", f"cannot write {shown}: {error.strerror or error}") from None
     if stat.S_ISREG(mode):
-        return target, False
+        return target, INTO_DESCRIPTOR_FILE if descriptor else None
     if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
-        return target, True
+        return target, INTO_STREAM
     if stat.S_ISDIR(mode):
         raise ConfigError(source, "", f"{shown} is a directory; give a file name")
     kind = "a block device" if stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a regular file"
@@ -93,8 +133,8 @@ def check_output_path(path: str | os.PathLike, flag: str) -> Path:
     """The output file `path` as a Path; ConfigError naming `flag` when `atomic_write` would
     refuse it (a directory, a block device, a socket, a symlink loop) or its folder cannot be
     written (a missing folder is fine: `atomic_write` creates it)."""
-    target, stream = _resolve_output(path, flag)
-    if not stream:
+    target, into = _resolve_output(path, flag)
+    if into is None:
         _check_folder(Path(target).parent, flag, str(path))
     return Path(path)
 
@@ -163,9 +203,9 @@ def atomic_write(path: str | os.PathLike, write: Callable[[str], None], *, suffi
     (0o666 less the umask), a folder it creates 0o777 less the umask. On any failure the
     temporary file is removed and a regular `path` is left as it was; an OSError becomes a
     ConfigError naming `path`."""
-    target, stream = _resolve_output(path, str(path))
-    if stream:
-        _write_into(target, write, suffix, str(path))
+    target, into = _resolve_output(path, str(path))
+    if into is not None:
+        _write_into(target, into, write, suffix, str(path))
     else:
         _replace(target, write, suffix, str(path))
 
@@ -195,9 +235,11 @@ def _replace(target: str, write: Callable[[str], None], suffix: str, source: str
             os.remove(tmp)
 
 
-def _write_into(target: str, write: Callable[[str], None], suffix: str, source: str) -> None:
-    """write(temporary file in the temporary folder), then copy its bytes into the character
-    device or FIFO `target`, opened without waiting for a reader."""
+def _write_into(target: str, flags: int, write: Callable[[str], None], suffix: str, source: str) -> None:
+    """write(temporary file in the temporary folder), then copy its bytes into `target`: one of
+    this process's descriptors through a duplicate (sharing its offset), anything else opened
+    with `flags` (a character device or FIFO without waiting for a reader, a regular file after
+    its content)."""
     try:
         handle, tmp = tempfile.mkstemp(prefix=".hps-output.", suffix=suffix)
     except OSError as error:
@@ -205,20 +247,41 @@ def _write_into(target: str, write: Callable[[str], None], suffix: str, source: 
     os.close(handle)
     try:
         write(tmp)
-        try:
-            device = os.open(target, os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-        except OSError as error:
-            if error.errno == errno.ENXIO:
-                raise ConfigError(source, "", "cannot write: a FIFO that no process reads") from None
-            raise
-        os.set_blocking(device, True)
-        with os.fdopen(device, "wb") as sink, open(tmp, "rb") as content:
+        with os.fdopen(_open_into(target, flags, source), "wb") as sink, open(tmp, "rb") as content:
             shutil.copyfileobj(content, sink)
     except OSError as error:
         raise ConfigError(source, "", f"cannot write: {error.strerror or error}") from None
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
+
+
+def _open_into(target: str, flags: int, source: str) -> int:
+    """A blocking descriptor writing into `target`. This process's own descriptor N
+    (/proc/PID/fd/N) is duplicated, after flushing what Python buffered for it, so the content
+    lands after what the command already printed there."""
+    own = re.fullmatch(rf"/proc/{os.getpid()}/fd/(\d+)", target)
+    if own:
+        number = int(own.group(1))
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None and _descriptor(stream) == number:
+                stream.flush()
+        return os.dup(number)
+    try:
+        into = os.open(target, flags)
+    except OSError as error:
+        if error.errno == errno.ENXIO:
+            raise ConfigError(source, "", "cannot write: a FIFO that no process reads") from None
+        raise
+    os.set_blocking(into, True)
+    return into
+
+
+def _descriptor(stream) -> int | None:
+    try:
+        return stream.fileno()
+    except (OSError, ValueError, AttributeError):  # a stream without one (a test's capture)
+        return None
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:

@@ -168,6 +168,27 @@ def test_a_block_device_or_a_socket_is_refused_by_the_writer_and_left_as_it_was(
         listener.close()
 
 
+def hps_process(argv: list[str], stdout) -> subprocess.CompletedProcess:
+    """`hps ARGV` in a fresh process with `stdout` (a descriptor or a file) as standard output."""
+    command = [sys.executable, "-m", "hps.cli.main", *argv]
+    return subprocess.run(command, stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=60, cwd=REPO)
+
+
+def test_the_standard_output_named_as_an_output_is_written_into_a_pipe_or_a_file_in_order(tmp_path):
+    """`--out /dev/fd/1` (or /dev/stdout) reaches whatever standard output has open, after what
+    the command printed there; the file a shell redirected it to is the same file after."""
+    piped = hps_process([*SEARCH, "/dev/fd/1"], subprocess.PIPE)
+    assert piped.returncode == 0 and "Traceback" not in piped.stderr
+    assert piped.stdout.count('"format": "hps-plan/2"') == 1
+    assert piped.stdout.index('"format"') < piped.stdout.index("\nfeasible\n")  # written, then the report printed
+    redirected = tmp_path / "out.txt"
+    with redirected.open("w") as stream:
+        inode = os.fstat(stream.fileno()).st_ino
+        done = hps_process([*EXPORT, "/dev/fd/1"], stream)
+    assert done.returncode == 0 and os.stat(redirected).st_ino == inode
+    assert redirected.read_text().startswith('name = "mlp"')
+
+
 # ------------------------------------------------------------------ paths that are not files
 
 
@@ -262,14 +283,7 @@ def test_a_closed_stdout_ends_the_command_quietly_with_status_141():
     reader, writer = os.pipe()
     os.close(reader)
     try:
-        done = subprocess.run(
-            [sys.executable, "-m", "hps.cli.main", "workload", "list"],
-            stdout=writer,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=60,
-            cwd=REPO,
-        )
+        done = hps_process(["workload", "list"], writer)
     finally:
         os.close(writer)
     assert (done.returncode, done.stderr) == (CLOSED_STDOUT_STATUS, "")
@@ -289,7 +303,7 @@ class ClosedPipe:
     "argv",
     [
         ["evaluate", "--workload", "mlp", "--catalog", PODS, "--schedule", "cpu,cpu,cpu,cpu", "--json"],
-        ["search", "--workload", "mlp", "--catalog", PODS, "--method", "greedy"],
+        SEARCH[:-1],
         ["workload", "export", "mlp"],
     ],
 )
