@@ -7,12 +7,15 @@ hostile user would, each a test that failed on the code before it was fixed.
   any output, NPU and unit counts past what the model counts exactly, the models at the ends
   of the accepted ranges against the float64 reference;
 - sizes and hygiene (tests/faults/sizes.py): zoo sizes and memory bounded before any work,
-  control characters in names, the umask, files that are executed as Python.
+  control characters in names, the umask, files that are executed as Python;
+- outputs (tests/faults/outputs.py): devices, FIFOs and symlinks named as outputs, figure
+  formats, the one writer, a closed standard output.
 
 The parts live in their own modules to stay readable; importing them here makes this file the
 one suite (`pytest tests/test_faults.py`).
 """
 
 from tests.faults.numbers import *  # noqa: F403
+from tests.faults.outputs import *  # noqa: F403
 from tests.faults.runs import *  # noqa: F403
 from tests.faults.sizes import *  # noqa: F403

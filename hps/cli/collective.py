@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import re
 
-from hps.cli.common import output_path, print_json, workload_arg
+from hps.cli.common import figure_path, print_json, workload_arg
 from hps.config.limits import MAX_CHUNKS
 from hps.config.loaders import load_network
 from hps.config.paths import TOPOLOGIES, resolve_topology
@@ -40,7 +40,9 @@ def register(subparsers) -> None:
     parser.add_argument("--policy", default="themis", choices=POLICY_CHOICES)
     parser.add_argument("--intra", default="scf", choices=("fifo", "scf"), help="intra-dimension discipline")
     parser.add_argument("--checkpoint", help="trained collective policy (for --policy learned)")
-    parser.add_argument("--plot", metavar="FILE.png", help="per-dimension Gantt chart (with the baseline beside it)")
+    parser.add_argument(
+        "--plot", metavar="FILE.png", help="per-dimension Gantt chart beside the baseline's (.png, .pdf or .svg)"
+    )
     parser.add_argument("--suite", action="store_true", help="every policy over topologies/networks/")
     parser.add_argument("--iteration", metavar="WORKLOAD", help="data-parallel iteration time, baseline vs the policy")
     parser.add_argument("--catalog", default="cloud-2024", help="for --iteration: catalogue of the compute type")
@@ -86,7 +88,7 @@ def run(args) -> int:
     size = parse_size(args.size)
     if not 1 <= args.chunks <= MAX_CHUNKS:
         raise ConfigError("--chunks", "chunks", f"must be between 1 and {MAX_CHUNKS}, got {args.chunks}")
-    plot = output_path(args.plot, "--plot")
+    plot = figure_path(args.plot)
     if args.policy == "learned" and not args.checkpoint:
         raise ConfigError(
             "--checkpoint", "checkpoint", "--policy learned needs --checkpoint DIR (hps train --kind collective)"

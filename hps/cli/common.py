@@ -8,7 +8,7 @@ import math
 import os
 from pathlib import Path
 
-from hps.config.files import atomic_write_text, check_output_path
+from hps.config.files import atomic_write_text, check_figure_path, check_output_path
 from hps.config.loaders import load_catalog
 from hps.config.paths import resolve_topology
 from hps.config.ranges import RANGES, check_workload
@@ -193,6 +193,11 @@ def write_json(path, payload) -> None:
 def output_path(path: str | None, flag: str = "--out"):
     """`path` checked for writing before the command's work starts (None stays None)."""
     return None if path is None else check_output_path(path, flag)
+
+
+def figure_path(path: str | None, flag: str = "--plot"):
+    """`output_path` for a figure, whose suffix must name a known format (.png, .pdf, .svg)."""
+    return None if path is None else check_figure_path(path, flag)
 
 
 def instance_document(args, job: Job) -> dict:

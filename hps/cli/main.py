@@ -1,9 +1,15 @@
-"""Entry point of the `hps` console script."""
+"""Entry point of the `hps` console script.
+
+Exit status: 0 done, 2 an error hps names (one `hps CMD: error: ...` line), 130 interrupted
+(Ctrl-C), and CLOSED_STDOUT_STATUS (141) when standard output is a pipe whose reader has gone
+(`hps workload list | head -1`): the command ends quietly, as a Unix tool killed by SIGPIPE does.
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 
 from hps import __version__
@@ -76,7 +82,38 @@ def use_host_devices(argv: list[str]) -> None:
         os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={HOST_DEVICES}".strip()
 
 
+CLOSED_STDOUT_STATUS = 128 + signal.SIGPIPE
+"""Exit status when standard output's reader has gone: 141, what a shell reports for a tool
+that SIGPIPE ended. Python ignores SIGPIPE (a write gets EPIPE instead), and hps keeps it so,
+since a default SIGPIPE would also end the process for a socket closed by a peer."""
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run the `hps` command `argv` (default: sys.argv[1:]) and return its exit status; the
+    output buffered for standard output is flushed before, so a closed pipe is seen here."""
+    try:
+        try:
+            return _run_command(argv)
+        finally:
+            if sys.stdout is not None:  # None when the command started with it closed
+                sys.stdout.flush()
+    except BrokenPipeError:
+        return closed_stdout()
+
+
+def closed_stdout() -> int:
+    """CLOSED_STDOUT_STATUS, after pointing standard output at /dev/null so that the
+    interpreter's last flush at exit has nowhere to fail (what it still buffers is dropped)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # a stdout without a descriptor (a test's capture)
+        pass
+    return CLOSED_STDOUT_STATUS
+
+
+def _run_command(argv: list[str] | None) -> int:
     use_host_devices(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(argv)
