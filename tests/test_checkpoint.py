@@ -1,4 +1,4 @@
-"""Checkpoints, `hps train` and `hps plan` (issue 4 items 5 and 6); a SIGKILL at every point of a
+"""Checkpoints, `hps train` and `hps plan`; a SIGKILL at every point of a
 chunk boundary, and the resume after it, is tests/faults/runs.py."""
 
 from __future__ import annotations

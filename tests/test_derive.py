@@ -1,4 +1,4 @@
-"""Layer tables derived from Flax models (issue 5 item 1): a workload derived automatically from a
+"""Layer tables derived from Flax models: a workload derived automatically from a
 user's own Flax module, per-layer parameter bytes from the module, FLOPs and bytes from XLA's cost
 analysis of each layer."""
 

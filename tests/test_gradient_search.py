@@ -1,4 +1,4 @@
-"""Differentiable scheduling (issue 4, item 7): a straight-through Gumbel-softmax descent on
+"""Differentiable scheduling: a straight-through Gumbel-softmax descent on
 schedule logits, whose surrogate is the placement model at one-hot assignments."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Hardening (issue 6, item 4): malformed inputs through every command, infeasible floors, NaN
+"""Hardening: malformed inputs through every command, infeasible floors, NaN
 guards in training, damaged checkpoints and determinism.
 
 Inputs: every bad input gives one clear error naming the file (or flag) and the

@@ -1,5 +1,5 @@
 """The HeterPS setting on cloud-2024: sparse recommendation models at their default floors are
-cheapest on a CPU + GPU mix (docs/placement-model.md, issue: workload zoo)."""
+cheapest on a CPU + GPU mix (docs/placement-model.md, the workload zoo)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Flax models of zoo workloads (issue 5 item 1; docs/executor.md, "Models"): one
+"""Flax models of zoo workloads (docs/executor.md, "Models"): one
 NNX module per layer-table row with the table's names and parameter bytes, built from the same
 hyperparameters; laptop-sized presets; `--set NAME=VALUE` overrides."""
 

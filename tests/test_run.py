@@ -1,4 +1,4 @@
-"""`hps run EXPERIMENT.py` (issue 6): results.json, report.md and figures in <out>/<name>/;
+"""`hps run EXPERIMENT.py`: results.json, report.md and figures in <out>/<name>/;
 a killed run resumes from its saved items and ends with the results of an uninterrupted run;
 the same config and seed give the same results.json bytes; a bad experiment file is one clear
 error (exit 2, no traceback) and leaves no output folder."""
