@@ -159,11 +159,17 @@ def plan(
     evaluations = None if evaluations is None else check_count(evaluations, "evaluations")
     seed = check_seed(seed, "seed")
     with renamed(RENAMED):
-        if problem.parallel:
-            return _plan_parallel(problem, method, seconds, evaluations, seed)
-        if method == "exact":
-            return _plan_exact_schedule(problem, seconds)
-        return _plan_search(problem, method, evaluations, seed)
+        return solve(problem, method, seconds, evaluations, seed)
+
+
+def solve(problem: Problem, method: str, seconds: float, evaluations: int | None, seed: int) -> PlanOutcome:
+    """`plan` on checked arguments; its errors name the command line's flags (--method, --budget),
+    which `plan` renames to its arguments."""
+    if problem.parallel:
+        return _plan_parallel(problem, method, seconds, evaluations, seed)
+    if method == "exact":
+        return _plan_exact_schedule(problem, seconds)
+    return _plan_search(problem, method, evaluations, seed)
 
 
 def gap_of(cost: float, bound: float, found: bool) -> float | None:

@@ -10,9 +10,6 @@ from hps.cli.common import output_path, print_json, workload_arg
 from hps.config.paths import resolve_topology
 from hps.config.types import PRECISIONS, RECOMPUTE, Job, PlanFile, Workload
 
-GAP_ROUNDING = 1e-12
-"""Relative slack when a bound meets a cost computed in another order (as the exact solver's)."""
-
 
 def add_parallel_args(parser) -> None:
     """--micro-batch, --precision, --zero, --recompute (defaults: the workload's)."""
@@ -60,58 +57,45 @@ def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _gap(result, bound: float | None = None) -> float | None:
-    """(cost − bound)/bound of a PlanResult's plan under its own bound (or `bound`): 0 when the
-    bound proves it optimal (or proves that nothing is feasible), None where none is proven."""
-    bound = result.bound if bound is None else bound
-    if math.isnan(bound):
-        return None
-    if result.plan is None:
-        return 0.0 if math.isinf(bound) else None
-    if bound >= result.cost * (1 - GAP_ROUNDING):
-        return 0.0
-    return _finite((result.cost - bound) / bound) if bound > 0 else None
-
-
-def _row(result, optimum: float | None) -> dict:
+def _row(outcome, optimum: float | None) -> dict:
     """One planner's summary: cost, cost over the exact solver's (x_optimum), seconds,
     evaluations, feasible, bound and gap."""
-    cost = result.cost if result.feasible else None
+    cost = outcome.cost if outcome.feasible else None
     return {
-        "method": result.planner,
-        "feasible": result.feasible,
+        "method": outcome.planner,
+        "feasible": outcome.feasible,
         "cost": cost,
         "x_optimum": cost / optimum if cost is not None and optimum else None,
-        "seconds": result.seconds,
-        "evaluations": result.evaluations,
-        "bound": _finite(result.bound),
-        "gap": _gap(result),
-        "micro_batch": result.micro_batch,
-        "stages": None if result.plan is None else len(result.plan),
+        "seconds": outcome.seconds,
+        "evaluations": outcome.evaluations,
+        "bound": _finite(outcome.bound),
+        "gap": outcome.gap,
+        "micro_batch": outcome.micro_batch,
+        "stages": len(outcome.stages) if outcome.stages else None,
     }
 
 
-def _run_all(problem, budget) -> tuple[list, dict[str, str]]:
-    """Every planner, exact first; (their PlanResults, {planner: why skipped})."""
-    from hps.placement.planners import PLANNERS, SpaceTooLarge, run_planner
+def _run_all(problem, seconds, evaluations, seed) -> tuple[list, dict[str, str]]:
+    """Every planner, exact first; (their PlanOutcomes, {planner: why skipped})."""
+    from hps.api.planning import planners, solve
+    from hps.placement.planners import SpaceTooLarge
 
-    results, skipped = [], {}
-    for name in PLANNERS:
+    outcomes, skipped = [], {}
+    for name in planners():
         try:
-            results.append(run_planner(name, problem, budget))
+            outcomes.append(solve(problem, name, seconds, evaluations, seed))
         except SpaceTooLarge as error:
             skipped[name] = error.problem
-    return results, skipped
+    return outcomes, skipped
 
 
 def search_parallel(args, workload: Workload, catalog, job: Job, seconds: float) -> int:
     """Plan with --method's planner (exact by default; 'all': every planner beside the exact
     solver) within --seconds each and --budget evaluations; the best plan written with --out."""
+    from hps.api.planning import Problem, gap_of, solve
     from hps.config.planfile import write_plan_file
     from hps.errors import ConfigError
-    from hps.placement.model.parallel.problem import ParallelProblem
-    from hps.placement.planners import Budget, run_planner
-    from hps.report.parallel import format_parallel, parallel_report
+    from hps.report.parallel import format_parallel
 
     out = output_path(getattr(args, "out", None))
     if out is not None and getattr(args, "overrides", None):
@@ -122,41 +106,36 @@ def search_parallel(args, workload: Workload, catalog, job: Job, seconds: float)
     evaluations = getattr(args, "budget", None)
     if evaluations is not None and evaluations < 1:
         raise ConfigError("--budget", "budget", f"must be >= 1, got {evaluations}")
-    problem = ParallelProblem(workload, catalog, job)
-    budget = Budget(seconds=seconds, evaluations=evaluations, seed=getattr(args, "seed", 0) or 0)
+    problem = Problem(workload, catalog, job, parallel=True)
+    seed = getattr(args, "seed", 0) or 0
     if method == "all":
-        results, skipped = _run_all(problem, budget)
+        outcomes, skipped = _run_all(problem, seconds, evaluations, seed)
     else:
-        results, skipped = [run_planner(method, problem, budget)], {}
-    reference = results[0] if results[0].planner == "exact" else None
+        outcomes, skipped = [solve(problem, method, seconds, evaluations, seed)], {}
+    reference = outcomes[0] if outcomes[0].planner == "exact" else None
     optimum = reference.cost if reference is not None and reference.feasible else None
-    rows = [_row(r, optimum) for r in results]
-    best = min(results, key=lambda r: r.cost)  # the first of the cheapest: exact where it ties
-    report = {"feasible": False, "reason": "none_found", "stages": []}
-    if best.score is not None:
-        report = parallel_report(best.score)
+    rows = [_row(o, optimum) for o in outcomes]
+    best = min(outcomes, key=lambda o: o.cost)  # the first of the cheapest: exact where it ties
     head = reference if reference is not None else best
+    report = dict(best.report)
     report.update(
-        method=best.planner,
         bound=_finite(head.bound),
-        gap=_gap(best, head.bound),
-        search_seconds=best.seconds,
-        evaluations=best.evaluations,
+        gap=gap_of(best.cost, head.bound, bool(best.stages)),
         results=rows,
         skipped=skipped,
     )
-    if out is not None and best.plan is not None:
+    if out is not None and best.stages:
         job_out = dataclasses.replace(job, micro_batch=float(best.micro_batch))
-        write_plan_file(PlanFile(args.workload, args.catalog, job_out, best.plan), out)
+        write_plan_file(PlanFile(args.workload, args.catalog, job_out, best.stages), out)
     if args.json:
         print_json(report)
         return 0
     print(f"{workload.name} on {catalog.name}: batch {job.batch:g}, floor {job.throughput:g} samples/s, "
           f"{job.precision}, ZeRO {job.zero}, recompute {job.recompute}")  # fmt: skip
-    if len(results) > 1 or skipped:
+    if len(outcomes) > 1 or skipped:
         _print_rows(rows, skipped, reference)
         print(f"\nbest ({best.planner}):")
-    if best.score is None:
+    if not best.stages:
         print(f"no feasible plan found in {best.seconds:.2f} s ({best.planner})")
         return 0
     print(format_parallel(report))
@@ -183,7 +162,7 @@ def _print_rows(rows: list[dict], skipped: dict[str, str], reference) -> None:
         for r in rows
     ]  # fmt: skip
     print(format_table(headers, table))
-    if reference is not None and _gap(reference) not in (0.0, None):
-        print(f"x_optimum is over the exact solver's plan, not proven optimal (gap {_gap(reference):.2%})")
+    if reference is not None and reference.gap not in (0.0, None):
+        print(f"x_optimum is over the exact solver's plan, not proven optimal (gap {reference.gap:.2%})")
     for method, why in skipped.items():
         print(f"{method}: skipped: {why}")

@@ -98,32 +98,22 @@ def _run_methods(methods, params, args, show_progress, table=None):
 
 def _exact(workload, catalog, job, seconds: float) -> tuple[dict, dict]:
     """(the `hps evaluate` report of the optimal plan plus its certificate, its summary row)."""
-    from hps.placement.exact import solve_exact
-    from hps.placement.model.provisioning import build_instance
-    from hps.report.placement import closest_plan, plan_report
+    from hps.api.planning import Problem, exact_schedule_report
 
-    inst = build_instance(workload, catalog, job)
-    found = solve_exact(inst, seconds=seconds)
-    plan = found.plan if found.plan is not None else closest_plan(inst)
-    report = plan_report(inst, plan, found.score if found.plan is not None else None)
-    certificate = {
-        "bound": found.bound if math.isfinite(found.bound) else None,
-        "gap": found.gap if found.plan is not None else None,
-        "search_seconds": found.seconds,
-    }
+    report = exact_schedule_report(Problem(workload, catalog, job, parallel=False), seconds)
     row = {
         "method": EXACT,
         "schedule": report["schedule"],
-        "stages": len(plan),
+        "stages": len(report["stages"]),
         "feasible": report["feasible"],
         "reason": report["reason_code"] if not report["feasible"] else None,
         "cost": report["cost"],
         "throughput": report["throughput"],
         "dollars_per_hour": report["dollars_per_hour"],
         "evaluations": None,
-        "wall_seconds": found.seconds,
+        "wall_seconds": report["search_seconds"],
     }
-    return {**report, **certificate}, row
+    return report, row
 
 
 def _baselines(methods, workload, catalog, job, args, skipped):
