@@ -116,10 +116,14 @@ def test_the_batched_allreduce_equals_one_at_a_time():
         assert got.busy == pytest.approx(want.busy, rel=1e-6)
 
 
-def test_execute_runs_the_plan_as_hps_execute_does(planned, capsys):
+@pytest.mark.parametrize("workload", [SCHEDULE[0], "mlp"])
+def test_execute_runs_the_plan_as_hps_execute_does(workload, planned, capsys):
     problem, result = planned["schedule"]
+    if workload != SCHEDULE[0]:
+        problem = hps.Problem(workload, SCHEDULE[1])
+        result = hps.plan(problem)
     run = hps.execute(result, steps=2, check=True)
-    argv = ["execute", "--workload", SCHEDULE[0], "--catalog", SCHEDULE[1], "--schedule", ",".join(result.schedule)]
+    argv = ["execute", "--workload", workload, "--catalog", SCHEDULE[1], "--schedule", ",".join(result.schedule)]
     document = cli_json(capsys, [*argv, "--steps", "2", "--check", "--json"])
     assert run.losses == tuple(document["losses"]) and run.equivalent is True is document["equivalent"]
     assert run.predicted_throughput == pytest.approx(document["predicted_throughput"], rel=1e-12)
