@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import os
+import signal
 import sys
 
 from hps import __version__
@@ -76,22 +78,40 @@ def use_host_devices(argv: list[str]) -> None:
         os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={HOST_DEVICES}".strip()
 
 
+WRITE_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS, errno.EIO)
+"""Failed writes a command reports in one line (naming the file) instead of a traceback."""
+
+
 def main(argv: list[str] | None = None) -> int:
-    use_host_devices(sys.argv[1:] if argv is None else argv)
+    """Run one command. SIGINT, SIGTERM and SIGHUP end it alike: its locks released and nothing
+    half-written (`hps.runfolder.stop`), one line on stderr, exit status 128 + signum."""
+    from hps.runfolder import stop
+
+    argv = sys.argv[1:] if argv is None else list(argv)
+    use_host_devices(argv)
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = ["hps", *argv]
     enable_compile_cache()
     try:
-        return args.run(args)
+        with stop.handling():
+            return args.run(args)
     except HpsError as error:
         print(f"hps {args.command}: error: {error}", file=sys.stderr)
         return 2
     except MemoryError:  # an allocation no estimate foresaw: said in words, as a refused instance is
         print(f"hps {args.command}: error: out of memory; give a smaller instance or more memory", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except OSError as error:
+        if error.errno not in WRITE_ERRORS:
+            raise
+        where = f"{error.filename}: " if error.filename else ""
+        print(f"hps {args.command}: error: {where}{error.strerror or error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt as error:
+        signum = getattr(error, "signum", signal.SIGINT)
+        print(f"hps {args.command}: stopped by {signal.Signals(signum).name}", file=sys.stderr)
+        return 128 + signum
 
 
 if __name__ == "__main__":
