@@ -10,6 +10,7 @@ prints."""
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -79,3 +80,18 @@ def run_folder(
             except OSError:
                 if status == "complete":
                     raise
+
+
+@contextmanager
+def output_file(path: str | os.PathLike, command: list[str] | None = None) -> Iterator[dict]:
+    """Hold the one output file `path` of a run (`hps execute --out`): its folder must take a
+    write and hold the free space a run needs, and `<path>.lock` (deleted on release) is taken,
+    RunFolderBusy naming the run writing it. Yields {"run_id", "command"}, what the file records
+    of the run that produced it."""
+    path = Path(path)
+    command = command or this_command()
+    preflight.check_writable(path.absolute().parent)
+    run_id = manifest.new_run_id()
+    lock_file = path.with_name(path.name + ".lock")
+    with lock.holding(path, lock_file=lock_file, removable=True, command=command, run_id=run_id, what="output"):
+        yield {"run_id": run_id, "command": shlex.join(command)}

@@ -92,8 +92,8 @@ def read_record(fd: int) -> dict | None:
     return parse_record(os.pread(fd, 1 << 16, 0).decode("utf-8", "replace"))
 
 
-def busy(folder: Path, fd: int) -> RunFolderBusy:
-    """RunFolderBusy naming `folder` and its holder (read while it may still be writing)."""
+def busy(folder: Path, fd: int, what: str = "run folder") -> RunFolderBusy:
+    """RunFolderBusy naming `folder` (a `what`) and its holder (read while it may still be writing)."""
     record = None
     for _ in range(READ_TRIES):
         record = read_record(fd)
@@ -101,7 +101,7 @@ def busy(folder: Path, fd: int) -> RunFolderBusy:
             break
         time.sleep(READ_WAIT_S)
     return RunFolderBusy(
-        f"{folder}: another run is writing into this run folder ({describe(record)}); "
+        f"{folder}: another run is writing into this {what} ({describe(record)}); "
         "wait for it to end, or give another --out"
     )
 
@@ -140,10 +140,12 @@ def acquire(
     removable: bool = False,
     command: list[str] | None = None,
     run_id: str | None = None,
+    what: str = "run folder",
 ) -> RunFolderLock:
     """Lock the existing run folder `folder` (its `.lock`, or `lock_file` when given; `removable`:
-    delete that file on release): RunFolderBusy when a live process holds it, ConfigError when
-    the lock file is a link or cannot be opened. `command` and `run_id` go into the holder record."""
+    delete that file on release): RunFolderBusy naming `folder` as a `what` when a live process
+    holds it, ConfigError when the lock file is a link or cannot be opened. `command` and
+    `run_id` go into the holder record."""
     folder = Path(folder)
     path = Path(lock_file) if lock_file is not None else folder / LOCK_NAME
     while True:
@@ -151,7 +153,7 @@ def acquire(
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            error = busy(folder, fd)
+            error = busy(folder, fd, what)
             os.close(fd)
             raise error from None
         if not removable or still_linked(fd, path):
