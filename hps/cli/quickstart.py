@@ -68,10 +68,14 @@ def run(args) -> int:
     def on_notice(line: str) -> None:
         tqdm.write(f"hps quickstart: {line}", file=sys.stderr)
 
-    summary = run_quickstart(config, progress, on_chunk, on_notice, command=args.argv, allow_changes=args.allow_changes)
-    steps.update()
-    chunks.close()
-    steps.close()
+    try:
+        summary = run_quickstart(
+            config, progress, on_chunk, on_notice, command=args.argv, allow_changes=args.allow_changes
+        )
+        steps.update()
+    finally:
+        chunks.close()  # before any error message, on a line of its own
+        steps.close()
     if args.json:
         print_json(summary)
         return 0
