@@ -140,8 +140,9 @@ def check_flags(args) -> None:
 def run(args) -> int:
     check_flags(args)
     if args.coordinator is not None:
-        from hps.rl.distributed import initialize
+        from hps.rl.distributed import initialize, waiting_notice
 
+        print(f"hps train: {waiting_notice(args.coordinator, args.num_processes, args.process_id)}", file=sys.stderr)
         initialize(args.coordinator, args.num_processes, args.process_id)
     elif args.num_processes != 1:
         raise ConfigError("--num-processes", "num_processes", "needs --coordinator HOST:PORT")

@@ -280,6 +280,23 @@ def test_sighup_and_sigterm_end_a_command_as_sigint_does(capsys):
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
 
 
+def test_a_multi_process_run_whose_peer_never_starts_says_it_waits_then_fails_in_one_line(
+    tmp_path, experiment, monkeypatch, capsys
+):
+    import jax
+
+    def never_joined(*args, **kwargs):
+        raise RuntimeError("DEADLINE_EXCEEDED: Barrier timed out. Id: PjRT_Client_Connect")
+
+    monkeypatch.setattr(jax.distributed, "initialize", never_joined)
+    argv = [*train_argv(experiment, tmp_path / "run"), "--coordinator", "localhost:1", "--num-processes", "2"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    waiting, failed = err.strip().splitlines()
+    assert waiting == "hps train: process 0 of 2: waiting up to 900 s for the other processes to join at localhost:1"
+    assert failed.startswith("hps train: error: localhost:1: the 2 processes did not all join within 900 s")
+
+
 # ---------------------------------------------------------------- quickstart: outputs marked with their run
 
 
