@@ -51,3 +51,18 @@ class NonFiniteResult(HpsError):
     def __init__(self, where: str, path: str, value: float):
         self.where, self.path, self.value = where, path, value
         super().__init__(f"{where}: {path or 'the result'} is not a finite number ({value!r}); no output was written")
+
+
+class CannotWrite(HpsError):
+    """A run folder or output that cannot be written: not writable, too little free space, or a
+    write that failed on the way (no space left, permission denied, a read-only file system).
+    Names the file or folder; what was committed before stays as it was."""
+
+
+class Stopped(KeyboardInterrupt):
+    """SIGINT, SIGTERM or SIGHUP arrived: the command unwinds as from Ctrl-C (locks released,
+    nothing half-written) and exits with 128 + signum."""
+
+    def __init__(self, signum: int):
+        self.signum = signum
+        super().__init__(signum)

@@ -6,6 +6,9 @@ hostile user would, each a test that failed on the code before it was fixed.
 - numbers and counts (tests/faults/numbers.py): every input past what float32 holds, nan/inf in
   any output, NPU and unit counts past what the model counts exactly, the models at the ends
   of the accepted ranges against the float64 reference;
+- run folders held (tests/faults/folders.py): links to files hps owns refused, lost metrics
+  reported, changed settings refused, full disks and unwritable folders as one error line, one
+  lock for every command that writes a run folder, SIGTERM and SIGHUP handled as SIGINT;
 - sizes and hygiene (tests/faults/sizes.py): zoo sizes and memory bounded before any work,
   control characters in names, the umask, files that are executed as Python;
 - outputs (tests/faults/outputs.py): devices, FIFOs and symlinks named as outputs, figure
@@ -15,6 +18,7 @@ The parts live in their own modules to stay readable; importing them here makes 
 one suite (`pytest tests/test_faults.py`).
 """
 
+from tests.faults.folders import *  # noqa: F403
 from tests.faults.numbers import *  # noqa: F403
 from tests.faults.outputs import *  # noqa: F403
 from tests.faults.runs import *  # noqa: F403

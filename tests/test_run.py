@@ -88,7 +88,7 @@ def test_hps_run_writes_results_json_report_and_figure(tmp_path, capsys):
     assert f"hps run {experiment}" in report and "jax" in report
     assert "seconds" not in (out / "results.json").read_text()  # timings live in timings.json
     assert set(json.loads((out / "timings.json").read_text())["items"]) == set(results["networks"])
-    assert not [p for p in out.rglob("*") if p.name.startswith(".")]  # no temporary files left
+    assert [p.name for p in out.rglob("*") if p.name.startswith(".")] == [".lock"]  # no temporary files left
 
 
 def test_same_config_and_seed_give_identical_results_json_bytes(tmp_path):

@@ -4,10 +4,14 @@ The plan is a schedule (`--schedule`, or the "schedule" of `hps plan --out PLAN.
 "instance" also names the workload, catalogue and job). Stages run on device pools per resource
 type (`--devices cpu=0-3,v100=4-7`, or by device kind). Prints measured vs predicted time per
 stage and throughput; `--check` also trains the same model on one device and compares.
+With `--out FILE` the folder of FILE is checked for a write and free space before anything
+runs, FILE.lock is held while the plan runs (a second run writing FILE is refused, naming the
+first), and the report, printed first, is written with "produced_by": the run id and command.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from argparse import Namespace
@@ -25,6 +29,7 @@ from hps.cli.common import (
 from hps.config.limits import MAX_EXECUTE_STEPS
 from hps.config.loaders import parse_schedule
 from hps.errors import ConfigError
+from hps.runfolder.folder import output_file
 
 FLAG_DEFAULTS = {"catalog": DEFAULT_CATALOG, "collective": "themis", "chunks": 64}
 PLAN_KEYS = ("workload", "catalog", "batch", "throughput", "samples", "collective", "chunks", "overrides")
@@ -164,17 +169,18 @@ def run(args) -> int:
         check=args.check,
         replicas=parse_replicas(args.replicas),
     )
-    report = execute_plan(model, workload, catalog, job, schedule, options)
-    if out:
-        write_json(out, report)
-    if args.json:
-        print_json(report)
-        return 0
-    print(
-        f"{workload.name} on {catalog.name}: {','.join(report['schedule'])}; batch {report['batch']}, "
-        f"{args.steps} steps, {report['collective_policy']} All-Reduce"
-    )
-    print(format_execution(report))
+    with output_file(out, args.argv) if out else contextlib.nullcontext() as produced:
+        report = execute_plan(model, workload, catalog, job, schedule, options)
+        if args.json:  # printed before the file is written: a failed write loses no measurement
+            print_json(report)
+        else:
+            print(
+                f"{workload.name} on {catalog.name}: {','.join(report['schedule'])}; batch {report['batch']}, "
+                f"{args.steps} steps, {report['collective_policy']} All-Reduce"
+            )
+            print(format_execution(report))
+        if out:
+            write_json(out, {**report, "produced_by": produced})
     return 0
 
 

@@ -1,13 +1,15 @@
 """Entry point of the `hps` console script.
 
-Exit status: 0 done, 2 an error hps names (one `hps CMD: error: ...` line), 130 interrupted
-(Ctrl-C), and CLOSED_STDOUT_STATUS (141) when standard output is a pipe whose reader has gone
-(`hps workload list | head -1`): the command ends quietly, as a Unix tool killed by SIGPIPE does.
+Exit status: 0 done, 2 an error hps names (one `hps CMD: error: ...` line), 128 + the signal's
+number when SIGINT, SIGTERM or SIGHUP stopped it (130, 143, 129), and CLOSED_STDOUT_STATUS (141)
+when standard output is a pipe whose reader has gone (`hps workload list | head -1`): the command
+ends quietly, as a Unix tool killed by SIGPIPE does.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import signal
 import sys
@@ -113,22 +115,40 @@ def closed_stdout() -> int:
     return CLOSED_STDOUT_STATUS
 
 
+WRITE_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS, errno.EIO)
+"""Failed writes a command reports in one line (naming the file) instead of a traceback."""
+
+
 def _run_command(argv: list[str] | None) -> int:
-    use_host_devices(sys.argv[1:] if argv is None else argv)
+    """Run one command. SIGINT, SIGTERM and SIGHUP end it alike: its locks released and nothing
+    half-written (`hps.runfolder.stop`), one line on stderr, exit status 128 + signum."""
+    from hps.runfolder import stop
+
+    argv = sys.argv[1:] if argv is None else list(argv)
+    use_host_devices(argv)
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = ["hps", *argv]
     enable_compile_cache()
     try:
-        return args.run(args)
+        with stop.handling():
+            return args.run(args)
     except HpsError as error:
         print(f"hps {args.command}: error: {error}", file=sys.stderr)
         return 2
     except MemoryError:  # an allocation no estimate foresaw: said in words, as a refused instance is
         print(f"hps {args.command}: error: out of memory; give a smaller instance or more memory", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except OSError as error:
+        if error.errno not in WRITE_ERRORS:
+            raise
+        where = f"{error.filename}: " if error.filename else ""
+        print(f"hps {args.command}: error: {where}{error.strerror or error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt as error:
+        signum = getattr(error, "signum", signal.SIGINT)
+        print(f"hps {args.command}: stopped by {signal.Signals(signum).name}", file=sys.stderr)
+        return 128 + signum
 
 
 if __name__ == "__main__":

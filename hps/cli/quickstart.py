@@ -21,6 +21,11 @@ def register(subparsers) -> None:
         default="ctr-dnn,wide-deep,dlrm,matchnet",
         help="zoo workloads compared on cloud-2024 (default: %(default)s)",
     )
+    parser.add_argument(
+        "--allow-changes",
+        action="store_true",
+        help="resume a policy in OUT/policy trained with other settings (--envs, …); recorded in its metrics",
+    )
     parser.add_argument("--json", action="store_true", help="print the summary JSON instead of tables")
     parser.set_defaults(run=run)
 
@@ -63,10 +68,14 @@ def run(args) -> int:
     def on_notice(line: str) -> None:
         tqdm.write(f"hps quickstart: {line}", file=sys.stderr)
 
-    summary = run_quickstart(config, progress, on_chunk, on_notice)
-    steps.update()
-    chunks.close()
-    steps.close()
+    try:
+        summary = run_quickstart(
+            config, progress, on_chunk, on_notice, command=args.argv, allow_changes=args.allow_changes
+        )
+        steps.update()
+    finally:
+        chunks.close()  # before any error message, on a line of its own
+        steps.close()
     if args.json:
         print_json(summary)
         return 0
@@ -81,8 +90,10 @@ def format_summary(summary: dict) -> str:
 
     headers, rows = comparison_table(summary["comparisons"])
     training = summary["training"]
+    trained_s = (training["last"] or {}).get("elapsed_s", 0.0)
+    loaded = "" if summary["chunks_trained_now"] else f", resumed complete in {summary['seconds']['train']:.1f} s"
     lines = [
-        f"policy: {training['updates']} updates in {summary['seconds']['train']:.0f} s "
+        f"policy: {training['updates']} updates in {trained_s:.0f} s of training{loaded} "
         f"(checkpoint {summary['files']['checkpoint']})",
         "",
         COMPARISON_CAPTION,

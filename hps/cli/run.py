@@ -1,5 +1,6 @@
 """`hps run EXPERIMENT.py`: run an experiment config module into <out>/<name>/ (results.json,
-figures, report.md), resuming from the items a killed run saved; prints the table."""
+figures, report.md, manifest.json), resuming from the items a killed run saved; prints the table.
+The folder is locked while the run writes it: a second run into it exits 2 at once, naming the first."""
 
 from __future__ import annotations
 
@@ -98,7 +99,9 @@ def run(args) -> int:
 
     config = load_config(args.experiment)
     out = check_output_dir(Path(args.out) / config.name, "--out")
-    ran = run_experiment(config, out, fresh=args.fresh, progress=not args.json, source=args.experiment)
+    ran = run_experiment(
+        config, out, fresh=args.fresh, progress=not args.json, source=args.experiment, command=args.argv
+    )
     if args.json:
         print_json(ran["results"])
         return 0

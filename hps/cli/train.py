@@ -7,9 +7,10 @@ the default collective policy (REINFORCE over random networks). An experiment fi
 config() returning one). Flags override its fields.
 
 The run folder is locked while training: a second `hps train` into it exits 2 at once naming the
-run that holds it. One line on stderr says when the lock of a run that died was taken over, and
-when damaged checkpoint steps were moved to `damaged-checkpoints/` (naming them and the step the
-run resumes from).
+run that holds it. One line on stderr says when the lock of a run that died was taken over, when
+damaged checkpoint steps were moved to `damaged-checkpoints/` (naming them and the step the
+run resumes from), and when metrics records were lost. A resume whose config changes the
+checkpoint's settings (seed, learning rate, …) exits 2 unless `--allow-changes` is given.
 """
 
 from __future__ import annotations
@@ -65,6 +66,12 @@ def register(subparsers) -> None:
     parser.add_argument("--coordinator", help="HOST:PORT of process 0, for multi-process training")
     parser.add_argument("--num-processes", type=int, default=1, help="processes in a multi-process run")
     parser.add_argument("--process-id", type=int, default=0, help="this process's index in a multi-process run")
+    parser.add_argument(
+        "--allow-changes",
+        action="store_true",
+        help="resume even though the config changes settings of the checkpoint (seed, learning rate, …); "
+        "the changes are recorded in metrics.jsonl and manifest.json",
+    )
     parser.add_argument("--json", action="store_true", help="print the last metrics record as JSON")
     parser.set_defaults(run=run)
 
@@ -133,8 +140,9 @@ def check_flags(args) -> None:
 def run(args) -> int:
     check_flags(args)
     if args.coordinator is not None:
-        from hps.rl.distributed import initialize
+        from hps.rl.distributed import initialize, waiting_notice
 
+        print(f"hps train: {waiting_notice(args.coordinator, args.num_processes, args.process_id)}", file=sys.stderr)
         initialize(args.coordinator, args.num_processes, args.process_id)
     elif args.num_processes != 1:
         raise ConfigError("--num-processes", "num_processes", "needs --coordinator HOST:PORT")
@@ -161,6 +169,8 @@ def run(args) -> int:
             eval_every=max(args.eval_every, 1),
             evaluate=args.eval_every > 0,
             on_notice=lambda line: tqdm.write(f"hps train: {line}", file=sys.stderr),
+            command=args.argv,
+            allow_changes=args.allow_changes,
         )
     finally:
         bar.close()  # before any error message, on a line of its own

@@ -38,6 +38,9 @@ from hps.experiments.placement import compare_on_instance, deepest, default_job
 from hps.placement.search import METHODS
 from hps.report.figures import save_figure
 from hps.report.placement import schedule_report
+from hps.runfolder import stop
+from hps.runfolder.folder import run_folder
+from hps.runfolder.manifest import MANIFEST_NAME
 from hps.workloads import build_workload
 
 STEPS = ("train", "compare", "plan and execute")
@@ -74,10 +77,11 @@ class QuickstartConfig(ExperimentConfig):
             raise ValueError(f"num_envs: must be a multiple of 16, got {self.num_envs!r}")
 
 
-def train_policy(config: QuickstartConfig, on_chunk=None, on_notice=None):
+def train_policy(config: QuickstartConfig, on_chunk=None, on_notice=None, command=None, allow_changes=False):
     """The default placement recipe for exactly config.train_chunks chunks on one device (no
     time limit), in out/policy (resumed, or reused when already complete). Returns the metrics records.
-    on_notice(line): the session's notices (a stale lock taken over, damaged steps moved)."""
+    on_notice(line): the session's notices (a stale lock taken over, damaged steps moved);
+    command, allow_changes: as `train_session` takes them."""
     from hps.placement.agent.train import default_placement_config
     from hps.rl.session import train_session
 
@@ -95,6 +99,8 @@ def train_policy(config: QuickstartConfig, on_chunk=None, on_notice=None):
         devices=jax.devices()[:1],
         on_chunk=on_chunk,
         on_notice=on_notice,
+        command=command,
+        allow_changes=allow_changes,
     )
     return records
 
@@ -167,21 +173,41 @@ def comparison_figure(comparisons: list[dict], path: Path) -> None:
     save_figure(fig, path)
 
 
-def run_quickstart(config: QuickstartConfig, progress=lambda step: None, on_chunk=None, on_notice=None) -> dict:
-    """All four steps; writes out/summary.json and out/comparison.png (and the training run's
-    checkpoints, metrics and learning curve under out/policy). Returns the summary.
-    on_notice(line): the training session's notices."""
-    from hps.placement.agent.checkpoint import load_policy
-
+def run_quickstart(
+    config: QuickstartConfig,
+    progress=lambda step: None,
+    on_chunk=None,
+    on_notice=None,
+    *,
+    command: list[str] | None = None,
+    allow_changes: bool = False,
+) -> dict:
+    """All four steps in the held folder out (`hps.runfolder.folder.run_folder`: RunFolderBusy
+    when another run holds it); writes out/summary.json and out/comparison.png, each recorded in
+    out/manifest.json with this run's id, and trains in out/policy. Returns the summary.
+    on_notice, command, allow_changes: as `train_session` takes them."""
     catalog = load_catalog(resolve_topology(config.catalog, "catalogs", "catalog"))
     for name in config.workloads:  # fail on a bad name now, not after minutes of training
         build_workload(name)
-    out = Path(config.out)
-    out.mkdir(parents=True, exist_ok=True)
-    seconds = {}
+    with run_folder(config.out, command) as folder:
+        return _run_quickstart(config, catalog, folder, progress, on_chunk, on_notice, command, allow_changes)
+
+
+def _run_quickstart(config, catalog, folder, progress, on_chunk, on_notice, command, allow_changes) -> dict:
+    """run_quickstart's steps in the held folder."""
+    from hps.placement.agent.checkpoint import load_policy
+
+    out = folder.path
+    seconds, trained = {}, []
     start = time.perf_counter()
     progress("train")
-    records = train_policy(config, on_chunk, on_notice)
+
+    def counted(record):
+        trained.append(record["chunk"])
+        if on_chunk is not None:
+            on_chunk(record)
+
+    records = train_policy(config, counted, on_notice, command, allow_changes)
     seconds["train"] = time.perf_counter() - start
     progress("compare")
     policy, params, _ = load_policy(out / "policy")
@@ -190,7 +216,9 @@ def run_quickstart(config: QuickstartConfig, progress=lambda step: None, on_chun
         compare_zoo_workload(policy, params, catalog, name, plans=config.plans, seed=config.seed, pad_layers=depth)
         for name in config.workloads
     ]
-    comparison_figure(comparisons, out / "comparison.png")
+    with stop.deferred():
+        comparison_figure(comparisons, out / "comparison.png")
+        folder.wrote(out / "comparison.png")
     seconds["compare"] = time.perf_counter() - start - seconds["train"]
     progress("plan and execute")
     unseen = plan_and_execute(config, catalog)
@@ -198,16 +226,21 @@ def run_quickstart(config: QuickstartConfig, progress=lambda step: None, on_chun
     summary = {
         "config": _config_document(config),
         "training": training_summary(records),
+        "chunks_trained_now": len(trained),
         "comparisons": comparisons,
         "unseen": unseen,
         "seconds": seconds,
+        "run_id": folder.manifest.run_id,
         "files": {
             "summary": str(out / "summary.json"),
             "comparison": str(out / "comparison.png"),
+            "manifest": str(out / MANIFEST_NAME),
             **policy_files(config),
         },
     }
-    _write_json(out / "summary.json", summary)
+    with stop.deferred():
+        _write_json(out / "summary.json", summary)
+        folder.wrote(out / "summary.json")
     return summary
 
 

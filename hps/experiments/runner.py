@@ -7,7 +7,10 @@ Run folder (out_dir):
     results.json       {"experiment", "kind", "config", "results"}: deterministic, sorted keys
     timings.json       seconds per item and in all (kept out of results.json)
     *.png, report.md   the kind's figures and the report
-Every file is written through a temporary file and a rename.
+    manifest.json      the runs of this folder and the run id that wrote each file (hps.runfolder)
+Every file is written through a temporary file and a rename, and recorded in the manifest in the
+same `stop.deferred` block. The folder is held for the whole run (`hps.runfolder.folder.run_folder`):
+a second run into it is refused with RunFolderBusy naming the first, before it touches a file.
 """
 
 from __future__ import annotations
@@ -24,8 +27,10 @@ from tqdm import tqdm
 from hps.config.files import atomic_write_text
 from hps.errors import ConfigError
 from hps.experiments.base import ITEM_KEY, experiment_kind_of
-from hps.experiments.files import json_text, read_json, write_json_atomic
+from hps.experiments.files import json_text, read_json
 from hps.experiments.report import report_markdown
+from hps.runfolder import stop
+from hps.runfolder.folder import RunFolder, run_folder
 
 
 def config_document(config) -> dict:
@@ -42,7 +47,14 @@ def _check_items(items) -> None:
         raise ValueError(f"item keys repeat: {sorted({k for k in keys if keys.count(k) > 1})[:3]}")
 
 
-def _run_item(kind, config, key, params, path: Path) -> dict:
+def _write(folder: RunFolder, path: Path, text: str) -> None:
+    """`text` into `path` of the run folder, recorded as this run's output."""
+    with stop.deferred():
+        atomic_write_text(path, text)
+        folder.wrote(path)
+
+
+def _run_item(kind, config, key, params, path: Path, folder: RunFolder) -> dict:
     """{"key", "result", "seconds"} of one item, saved to `path`; the result as JSON reads it back."""
     started = time.perf_counter()
     result = kind.run_item(config, params)
@@ -51,25 +63,39 @@ def _run_item(kind, config, key, params, path: Path) -> dict:
         text = json_text({"key": key, "result": result, "seconds": seconds})
     except (TypeError, ValueError) as error:
         raise ValueError(f"item {key!r}: result is not JSON without NaN/inf ({error})") from error
-    atomic_write_text(path, text)
+    _write(folder, path, text)
     return json.loads(text)
 
 
-def _prepare(out: Path, config_doc: dict, fresh: bool) -> Path:
+def _prepare(out: Path, config_doc: dict, fresh: bool, folder: RunFolder) -> Path:
     """items/ ready to resume from: emptied when fresh or when it holds another config's items."""
     items_dir = out / "items"
     if fresh or (read_json(out / "config.json") not in (None, config_doc)):
-        shutil.rmtree(items_dir, ignore_errors=True)
+        with stop.deferred():
+            gone = list(items_dir.glob("*.json")) if items_dir.is_dir() else []
+            shutil.rmtree(items_dir, ignore_errors=True)
+            if folder.manifest is not None:
+                folder.manifest.forget(*gone)
     items_dir.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(out / "config.json", config_doc)
+    _write(folder, out / "config.json", json_text(config_doc))
     return items_dir
 
 
-def run_experiment(config, out_dir, *, fresh: bool = False, progress: bool = True, source: str | None = None) -> dict:
+def run_experiment(
+    config,
+    out_dir,
+    *,
+    fresh: bool = False,
+    progress: bool = True,
+    source: str | None = None,
+    command: list[str] | None = None,
+) -> dict:
     """Run (or resume) `config` in out_dir; returns {"results": results.json's document,
     "headers", "rows", "files": [paths written], "computed": [item keys run now], "seconds"}.
 
-    fresh: discard saved items first. source: the experiment file, for report.md's command."""
+    fresh: discard saved items first. source: the experiment file, for report.md's command.
+    command: the argv the manifest records ("hps" first; default this process's). RunFolderBusy
+    when another run holds out_dir; CannotWrite when it cannot be written or lacks free space."""
     kind = experiment_kind_of(config)
     try:
         items = list(kind.items(config))  # validates the config before any file is written
@@ -79,9 +105,15 @@ def run_experiment(config, out_dir, *, fresh: bool = False, progress: bool = Tru
         field = f"{error.source}: {error.field}" if error.field else error.source
         raise ConfigError(source, field, error.problem) from error
     _check_items(items)
-    out = Path(out_dir)
+    with run_folder(out_dir, command) as folder:
+        return _run(kind, config, items, folder, fresh=fresh, progress=progress, source=source)
+
+
+def _run(kind, config, items, folder: RunFolder, *, fresh, progress, source) -> dict:
+    """run_experiment's work in the held run folder."""
+    out = folder.path
     config_doc = config_document(config)
-    items_dir = _prepare(out, config_doc, fresh)
+    items_dir = _prepare(out, config_doc, fresh, folder)
     started = time.perf_counter()
     results, seconds, computed = {}, {}, []
     bar = tqdm(items, desc=config.name, unit="item", file=sys.stderr, disable=not progress)
@@ -90,7 +122,7 @@ def run_experiment(config, out_dir, *, fresh: bool = False, progress: bool = Tru
         path = items_dir / f"{key}.json"
         record = read_json(path)
         if not (isinstance(record, dict) and record.get("key") == key and "result" in record):
-            record = _run_item(kind, config, key, params, path)
+            record = _run_item(kind, config, key, params, path, folder)
             computed.append(key)
         results[key], seconds[key] = record["result"], record.get("seconds")
     bar.close()
@@ -102,11 +134,13 @@ def run_experiment(config, out_dir, *, fresh: bool = False, progress: bool = Tru
         "results": summary.results,
     }
     files = [out / "results.json"]
-    write_json_atomic(files[0], document)
+    _write(folder, files[0], json_text(document))
     for filename, draw in summary.figures:
         if not (ITEM_KEY.fullmatch(filename) and filename.endswith(".png")):
             raise ValueError(f"figure names must be plain .png file names, got {filename!r}")
-        draw(out / filename)
+        with stop.deferred():
+            draw(out / filename)
+            folder.wrote(out / filename)
         files.append(out / filename)
     total = time.perf_counter() - started
     timings = {
@@ -115,8 +149,8 @@ def run_experiment(config, out_dir, *, fresh: bool = False, progress: bool = Tru
         "run_seconds": total,
         "item_seconds": sum(s for s in seconds.values() if s is not None),
     }
-    write_json_atomic(out / "timings.json", timings)
-    atomic_write_text(out / "report.md", report_markdown(config, summary, out, source, timings))
+    _write(folder, out / "timings.json", json_text(timings))
+    _write(folder, out / "report.md", report_markdown(config, summary, out, source, timings))
     files += [out / "timings.json", out / "report.md"]
     return {
         "results": document,

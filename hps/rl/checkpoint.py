@@ -20,6 +20,7 @@ import hashlib
 import json
 import logging
 import os
+import shutil
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,7 +30,7 @@ import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
-from hps.errors import CheckpointDamaged, ConfigError
+from hps.errors import CannotWrite, CheckpointDamaged, ConfigError
 from hps.rl.distributed import is_primary
 from hps.rl.driver import state_sharding
 from hps.rl.policy_kind import PolicyKind, policy_kind_named, policy_kind_of
@@ -146,9 +147,36 @@ def save(manager: ocp.CheckpointManager, state, config) -> int:
     args = ocp.args.Composite(
         state=ocp.args.StandardSave(state), spec=ocp.args.JsonSave(document), integrity=ocp.args.JsonSave(integrity)
     )
-    manager.save(step, args=args, force=True)
-    manager.wait_until_finished()
+    try:
+        manager.save(step, args=args, force=True)
+        manager.wait_until_finished()
+    except Exception as error:  # a full disk or a folder taken away: orbax raises many types
+        remove_unfinished(manager.directory)
+        raise CannotWrite(f"{step_folder(manager, step)}: cannot save the checkpoint: {_cause(error)}") from None
     return step
+
+
+UNFINISHED = ".orbax-checkpoint-tmp"
+"""What the folder of a step orbax has not finished writing has in its name."""
+
+
+def remove_unfinished(directory) -> None:
+    """Remove the unfinished step folders in checkpoint `directory` (the primary process alone)."""
+    path = Path(directory)
+    if not is_primary() or not path.is_dir():
+        return
+    for entry in path.iterdir():
+        if UNFINISHED in entry.name and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+def discard(manager: ocp.CheckpointManager, step: int) -> None:
+    """Delete checkpoint step `step` (the primary process alone), then reload the list of steps
+    on every process."""
+    if is_primary():
+        shutil.rmtree(Path(manager.directory) / str(step))
+    ocp.multihost.sync_global_processes("hps-checkpoint-discard")
+    manager.reload()
 
 
 def _quiet_failed_restore_echo() -> None:

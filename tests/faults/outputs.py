@@ -237,8 +237,9 @@ WRITE_FLAGS = {"O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC", "O_APPEND"}
 WRITER_HOMES = {"hps/config/files.py", "hps/report/figures.py", "hps/experiments/hostile.py"}
 """The one writer; save_figure, whose savefig writes the writer's temporary file; and the hostile
 sweep (which flips checkpoint bytes in place on purpose)."""
-RUN_FOLDER_INTERNALS = "hps/rl/"
-"""Files a run folder owns (lock, metrics, orbax checkpoints), opened by their own rules."""
+RUN_FOLDER_INTERNALS = ("hps/rl/", "hps/runfolder/")
+"""Files a run folder owns (lock, manifest, free-space probe, metrics, orbax checkpoints), opened
+by their own rules (never following a symlink)."""
 ATOMIC = {"checkpoint.save"}
 """hps.rl.checkpoint.save: orbax writes a step to a temporary folder and renames it."""
 

@@ -31,7 +31,7 @@ KILL_STEP = (KILL_CHUNK + 1) * TINY.updates_per_chunk
 # `hps train ARGV…` that SIGKILLs itself at point argv[1] of chunk argv[2]'s boundary (the
 # checkpoint of that chunk is step argv[3]), by wrapping what the session calls.
 KILLING_RUN = r"""
-import json, os, pathlib, signal, sys
+import json, os, signal, sys
 point, chunk, step = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 import hps.rl.checkpoint as checkpoint
 from orbax.checkpoint._src.path import atomicity
@@ -39,28 +39,16 @@ from orbax.checkpoint._src.path import atomicity
 def die():
     os.kill(os.getpid(), signal.SIGKILL)
 
-class Metered:  # the metrics append: dies as it starts writing chunk's line, or once it is closed
-    def __init__(self, stream):
-        self.stream, self.chunk = stream, None
-    def __enter__(self):
-        return self
-    def __exit__(self, *exc):
-        self.stream.close()
-        if point == "after-metrics" and self.chunk == chunk:
-            die()
-    def write(self, text):
-        self.chunk = json.loads(text)["chunk"]
-        if point == "before-metrics" and self.chunk == chunk:
-            die()
-        return self.stream.write(text)
-    def __getattr__(self, name):
-        return getattr(self.stream, name)
-
-real_open = pathlib.Path.open
-def open_(self, mode="r", *args, **kwargs):
-    stream = real_open(self, mode, *args, **kwargs)
-    return Metered(stream) if self.name == "metrics.jsonl" and "a" in mode else stream
-pathlib.Path.open = open_
+import hps.runfolder.owned as owned
+real_append = owned.append_line
+def append_line(path, line):  # the metrics append: dies as it starts writing chunk's line, or once it is synced
+    ours = path.name == "metrics.jsonl" and json.loads(line)["chunk"] == chunk
+    if point == "before-metrics" and ours:
+        die()
+    real_append(path, line)
+    if point == "after-metrics" and ours:
+        die()
+owned.append_line = append_line
 
 real_commit = atomicity.on_commit_callback
 async def on_commit_callback(tmp_dir, **kwargs):  # orbax: every file written, not yet renamed
@@ -84,12 +72,13 @@ from hps.cli.main import main
 sys.exit(main(sys.argv[4:]))
 """
 
-# point -> (metrics chunks on disk, latest checkpoint step) right after the kill
+# point -> (metrics chunks on disk, latest checkpoint step) right after the kill: the checkpoint
+# is saved first, then the metrics record that commits its chunk
 KILL_POINTS = {
-    "before-metrics": ([0], 2),
-    "after-metrics": ([0, 1], 2),
-    "mid-save": ([0, 1], 2),
-    "after-save": ([0, 1], 4),
+    "mid-save": ([0], 2),
+    "after-save": ([0], 4),
+    "before-metrics": ([0], 4),
+    "after-metrics": ([0, 1], 4),
 }
 
 
@@ -176,7 +165,7 @@ def test_a_second_run_into_a_busy_folder_exits_2_at_once_and_writes_nothing(cont
     second, out, pid = contested.second, contested.out, contested.first.pid
     assert second.returncode == 2, second.stderr[-3000:]
     message = second.stderr.strip().splitlines()[-1]
-    assert message.startswith(f"hps train: error: {out}: another run is training in this run folder")
+    assert message.startswith(f"hps train: error: {out}: another run is writing into this run folder")
     assert f"PID {pid} on {socket.gethostname()}" in message and "train" in message.split(f"PID {pid}")[1]
     assert "Traceback" not in second.stderr and second.stdout == ""
     assert contested.first_running  # the second ended while the first trained: it neither waited nor trained
@@ -304,7 +293,7 @@ def test_train_with_every_step_damaged_exits_2_and_moves_nothing(tmp_path, exper
     assert all(f"checkpoints/{step}: state" in err for step in (6, 8, 10))
     assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == before
     assert (out / "metrics.jsonl").read_text() == metrics
-    from hps.rl import lock
+    from hps.runfolder import lock
 
     lock.release(lock.acquire(out))  # the failed run released the folder
 
