@@ -215,7 +215,7 @@ MATRIX = [
     # execute
     (
         ["execute", "IN/plan-not-json.json", "--out", "OUT/report.json"],
-        ["plan-not-json.json", "not a readable plan JSON"],
+        ["plan-not-json.json", "not valid JSON"],
     ),
     (["execute", "IN/plan-list.json"], ["plan-list.json", "instance", "not a plan written by `hps plan --out`"]),
     (
@@ -226,9 +226,9 @@ MATRIX = [
     (["execute", "IN/plan-batch-string.json"], ["plan-batch-string.json", "instance.batch", "must be a number"]),
     (
         ["execute", "IN/plan-workload-number.json"],
-        ["plan-workload-number.json", "instance.workload", "must be a string"],
+        ["plan-workload-number.json", "instance.workload", "must be a non-empty string"],
     ),
-    (["execute", "OUT/missing.json"], ["missing.json", "not a readable plan JSON"]),
+    (["execute", "OUT/missing.json"], ["missing.json", "file not found"]),
     (["execute", *mlp("--steps", "0")], ["--steps", "at least 1"]),
     (["execute", *mlp("--micro-batches", "0")], ["--micro-batches", "at least 1"]),
     (["execute", *mlp("--lr", "nan")], ["--lr", "positive"]),

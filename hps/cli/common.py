@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 from hps.config.files import atomic_write_text, check_output_path
+from hps.config.inputs import require_regular_file
 from hps.config.loaders import load_catalog
 from hps.config.paths import resolve_topology
 from hps.config.ranges import RANGES, check_workload
@@ -129,6 +130,8 @@ def workload_arg(spec: str, overrides: dict[str, object] | None = None, flag: st
     """The workload a command-line `spec` names: a TOML file, else a zoo entry built with
     `overrides` (--set). ConfigError naming `flag` for a missing file or an unknown name."""
     if not Path(spec).is_file() and spec not in ZOO:
+        if os.path.lexists(spec):
+            require_regular_file(spec, flag, "workload TOML file")
         if spec.endswith(".toml") or os.sep in spec:
             raise ConfigError(flag, "", f"no such workload file {spec!r}")
         raise ConfigError(flag, "", f"unknown workload {spec!r}; give a TOML file or a zoo name: {', '.join(ZOO)}")

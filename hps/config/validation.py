@@ -17,7 +17,8 @@ import tomllib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from hps.config.limits import MAX_CHUNKS
+from hps.config.inputs import check_nesting, read_input_text
+from hps.config.limits import MAX_CHUNKS, MAX_TOML_FILE_BYTES, MAX_TOML_FILE_DEPTH
 from hps.config.ranges import check_in_range
 from hps.config.types import COLLECTIVE_POLICIES, PRECISIONS, RECOMPUTE, STATE_SHARDINGS, ZERO_LEVELS, Job, JobDefaults
 from hps.errors import ConfigError
@@ -56,21 +57,38 @@ def describe(value: Any) -> str:
 
 
 def read_toml(path: Any) -> dict[str, Any]:
-    """Parse the TOML file at `path`; a missing, unreadable or malformed file is a ConfigError."""
+    """Parse the TOML file at `path`: a regular file of at most MAX_TOML_FILE_BYTES, nested at
+    most MAX_TOML_FILE_DEPTH deep (a leading byte-order mark is dropped); anything else, or
+    malformed TOML, is a ConfigError naming the file (and a key given twice)."""
     source = str(path)
+    text = read_input_text(path, source, limit_bytes=MAX_TOML_FILE_BYTES, what="TOML file")
+    check_nesting(text, source, MAX_TOML_FILE_DEPTH, "toml")
     try:
-        with open(path, "rb") as handle:
-            return tomllib.load(handle)
-    except FileNotFoundError:
-        raise ConfigError(source, "", "file not found") from None
-    except IsADirectoryError:
-        raise ConfigError(source, "", "is a directory, not a TOML file") from None
-    except OSError as err:
-        raise ConfigError(source, "", f"cannot be read: {err.strerror or err}") from None
-    except UnicodeDecodeError as err:
-        raise ConfigError(source, "", f"not valid TOML: not UTF-8 text ({err.reason})") from None
+        return tomllib.loads(text)
+    except RecursionError:  # the scan above bounds the depth; this is a second line of defence
+        raise ConfigError(source, "", f"nested deeper than {MAX_TOML_FILE_DEPTH}") from None
     except tomllib.TOMLDecodeError as err:
-        raise ConfigError(source, "", f"not valid TOML: {err}") from None
+        raise ConfigError(source, "", f"not valid TOML: {_toml_problem(err, text)}") from None
+
+
+_TOML_AT = re.compile(r"\(at line (\d+), column \d+\)")
+
+
+def _toml_problem(error: tomllib.TOMLDecodeError, text: str) -> str:
+    """tomllib's message, with the key named where it says a value is given twice ("Cannot
+    overwrite a value" names neither the key nor its table)."""
+    message = str(error)
+    found = _TOML_AT.search(message)
+    if not message.startswith("Cannot overwrite a value") or not found:
+        return message
+    lines = text.splitlines()
+    number = int(found.group(1))
+    if not 1 <= number <= len(lines):
+        return message
+    key = lines[number - 1].split("=", 1)[0].strip()
+    headers = [line.split("#", 1)[0].strip() for line in lines[: number - 1] if line.lstrip().startswith("[")]
+    table = f" in {headers[-1]}" if headers else ""
+    return f"key {key!r}{table} is given twice (the second at line {number}); each key may appear once per table"
 
 
 def check_keys(
