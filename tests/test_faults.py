@@ -6,6 +6,7 @@ hostile user would, each a test that failed on the code before it was fixed.
 - numbers and counts (tests/faults/numbers.py): every input past what float32 holds, nan/inf in
   any output, NPU and unit counts past what the model counts exactly, the models at the ends
   of the accepted ranges against the float64 reference;
+- flags (tests/faults/flags.py): every numeric flag's range, checked as arguments are parsed;
 - inputs (tests/faults/inputs.py): files that are no regular files, nested too deep or too
   large, byte-order marks, repeated keys, plan files held to the loaders' standard;
 - sizes and hygiene (tests/faults/sizes.py): zoo sizes and memory bounded before any work,
@@ -15,6 +16,7 @@ The parts live in their own modules to stay readable; importing them here makes 
 one suite (`pytest tests/test_faults.py`).
 """
 
+from tests.faults.flags import *  # noqa: F403
 from tests.faults.inputs import *  # noqa: F403
 from tests.faults.numbers import *  # noqa: F403
 from tests.faults.runs import *  # noqa: F403

@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 import re
 
-from hps.cli.common import output_path, print_json, workload_arg
-from hps.config.limits import MAX_CHUNKS
+from hps.cli.common import float_range, output_path, print_json, workload_arg
+from hps.config.limits import MAX_BATCH_PER_NPU, MAX_CHUNKS
 from hps.config.loaders import load_network
 from hps.config.paths import TOPOLOGIES, resolve_topology
 from hps.config.ranges import check_in_range
@@ -45,7 +45,12 @@ def register(subparsers) -> None:
     parser.add_argument("--iteration", metavar="WORKLOAD", help="data-parallel iteration time, baseline vs the policy")
     parser.add_argument("--catalog", default="cloud-2024", help="for --iteration: catalogue of the compute type")
     parser.add_argument("--resource", default="a100", help="for --iteration: resource type that computes")
-    parser.add_argument("--batch-per-npu", type=float, default=32.0, help="for --iteration: samples per NPU")
+    parser.add_argument(
+        "--batch-per-npu",
+        type=float_range(1, MAX_BATCH_PER_NPU, "samples per NPU per iteration"),
+        default=32.0,
+        help=f"for --iteration: samples per NPU, 1 to {MAX_BATCH_PER_NPU:g} (default: %(default)s)",
+    )
     parser.add_argument("--json", action="store_true")
     parser.set_defaults(run=run)
 

@@ -19,6 +19,58 @@ from hps.workloads import ZOO, resolve_workload
 
 DEFAULT_CATALOG = "cloud-2024"
 
+SEED_MAX = 2**32 - 1
+"""Seeds are 0 to 2^32 - 1: what numpy's and JAX's generators take without overflow."""
+
+
+def _number_text(text: str) -> float:
+    """The number `text` writes (64, 1e6, 0.5); nan where it writes none."""
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan
+
+
+def int_range(low: int | None, high: int, why: str = ""):
+    """An argparse type: a whole number (64, or 1e6) from `low` to `high`, inclusive (low None:
+    the command checks its least value itself). Past them argparse exits 2 naming the flag, before
+    any work or output; `why` says why the upper end is where it is."""
+
+    def parse(text: str) -> int:
+        value = _number_text(text)
+        if not math.isfinite(value) or value != int(value):
+            raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}")
+        if low is not None and value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low:,}, got {text}")
+        if value > high:
+            raise argparse.ArgumentTypeError(f"must be at most {high:,}{f' ({why})' if why else ''}, got {text}")
+        return int(value)
+
+    return parse
+
+
+def float_range(low: float, high: float, why: str = ""):
+    """An argparse type: a finite number from `low` to `high`, inclusive; past them argparse exits 2
+    naming the flag. `why` says why the ends are where they are."""
+
+    def parse(text: str) -> float:
+        value = _number_text(text)
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+        if not low <= value <= high:
+            reason = f" ({why})" if why else ""
+            raise argparse.ArgumentTypeError(f"must be between {low:g} and {high:g}{reason}, got {text}")
+        return value
+
+    return parse
+
+
+def add_seed_arg(parser: argparse.ArgumentParser, default: int | None = 0, help: str | None = None) -> None:
+    """--seed, a whole number from 0 to SEED_MAX."""
+    parser.add_argument(
+        "--seed", type=int_range(0, SEED_MAX), default=default, help=help or "random seed, 0 to 2^32 - 1"
+    )
+
 
 def add_instance_args(
     parser: argparse.ArgumentParser, *, workload_required: bool = True, pipeline: bool = True

@@ -14,6 +14,7 @@ from argparse import Namespace
 from hps.cli.common import (
     DEFAULT_CATALOG,
     add_instance_args,
+    add_seed_arg,
     output_path,
     parse_set,
     print_json,
@@ -45,7 +46,7 @@ def register(subparsers) -> None:
     )
     parser.add_argument("--checkpoint", help="trained collective policy, for --policy learned")
     parser.add_argument("--lr", type=float, default=0.05, help="SGD learning rate (default: %(default)s)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the model's initial parameters and data")
+    add_seed_arg(parser, help="seed of the model's initial parameters and data, 0 to 2^32 - 1")
     parser.add_argument("--check", action="store_true", help="also train on one device and compare parameters")
     parser.add_argument("--out", help="also write the JSON report to this file")
     parser.set_defaults(run=run)
