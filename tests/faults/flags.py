@@ -85,3 +85,28 @@ def test_a_time_budget_shorter_than_a_chunk_still_trains_one_chunk():
 
     state, history = run_chunks(chunk, State(), 2, 5, stop=lambda: True)
     assert len(history) == 1 and state.step == 2
+
+
+# ------------------------------------------------------------------ execution that cannot be trusted
+
+EXECUTE = ["execute", "--workload", "mlp", "--catalog", "cloud-2024", "--schedule", "cpu,cpu,cpu,cpu"]
+
+
+def test_execute_with_a_diverging_learning_rate_ends_diverged_at_its_step(capsys):
+    line = refused_at_parse([*EXECUTE, "--lr", "1e30", "--check", "--steps", "2"], capsys)
+    assert "diverged at step" in line and "parameters equal" not in line, line
+
+
+def test_the_parameter_comparison_never_passes_on_nan():
+    from hps.executor.reference import max_relative_difference
+
+    want = [np.ones(3)]
+    assert max_relative_difference([np.array([1.0, np.nan, 1.0])], want) != 0.0
+    assert not max_relative_difference([np.array([1.0, np.inf, 1.0])], want) <= 1e-5
+    assert max_relative_difference([np.ones(3)], want) == 0.0
+
+
+@pytest.mark.parametrize(("asked", "most"), [("512", "256"), ("3", "2")])
+def test_execute_refuses_a_micro_batch_count_it_would_not_run(asked, most, capsys):
+    line = refused_at_parse([*EXECUTE, "--micro-batches", asked, "--steps", "1"], capsys)
+    assert "--micro-batches" in line and f"{asked} micro-batches" in line and f"the most that do is {most}" in line
