@@ -157,7 +157,7 @@ MATRIX = [
         ["evaluate", *instance(), "--schedule", ",".join(["tpu"] * 7)],
         ["--schedule", "layer[0]", "unknown resource type 'tpu'"],
     ),
-    (["evaluate", *instance(), "--schedule", "cpu,,cpu"], ["--schedule", "need one name per layer"]),
+    (["evaluate", *instance(), "--schedule", "cpu,,cpu"], ["--schedule", "entry 2 of 'cpu,,cpu' is empty"]),
     (["evaluate", *instance(), "--collective", "ring"], ["--collective", "invalid choice"]),
     # collective
     (["collective", "--network", "IN/network-not-toml.toml"], ["network-not-toml.toml", "not valid TOML"]),

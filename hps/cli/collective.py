@@ -29,6 +29,8 @@ def parse_size(text: str) -> float:
         value = None
     if value is None or not value > 0:
         raise ConfigError("--size", "size", f"must be a positive size like 1GiB or 1073741824, got {text!r}")
+    if value != int(value):
+        raise ConfigError("--size", "size", f"must be a whole number of bytes, got {text!r} ({value:g} bytes)")
     return check_in_range(value, "collective_bytes", "--size", "size")
 
 
@@ -91,6 +93,10 @@ def run(args) -> int:
     size = parse_size(args.size)
     if not 1 <= args.chunks <= MAX_CHUNKS:
         raise ConfigError("--chunks", "chunks", f"must be between 1 and {MAX_CHUNKS}, got {args.chunks}")
+    if size < args.chunks and not args.iteration:
+        raise ConfigError(
+            "--size", "size", f"{size:,.0f} bytes cannot fill {args.chunks} chunks; give at least one byte per chunk"
+        )
     plot = output_path(args.plot, "--plot")
     if args.policy == "learned" and not args.checkpoint:
         raise ConfigError(

@@ -6,6 +6,7 @@ import argparse
 import json
 import math
 import os
+import sys
 from pathlib import Path
 
 from hps.config.files import atomic_write_text, check_output_path
@@ -147,8 +148,12 @@ def parse_set(items: list[str]) -> dict[str, object]:
     overrides: dict[str, object] = {}
     for item in items:
         name, sep, text = (part.strip() for part in item.partition("="))
-        if not sep or not name or not text:
+        if not sep or not name:
             raise ConfigError("--set", item, "expected NAME=VALUE, e.g. --set hidden=64,32")
+        if not text:
+            raise ConfigError(
+                "--set", name, f"the value is empty in {item!r}; give NAME=VALUE, e.g. --set hidden=64,32"
+            )
         if name in overrides:
             raise ConfigError("--set", name, "given twice")
         overrides[name] = _parse_set_value(name, text)
@@ -156,10 +161,15 @@ def parse_set(items: list[str]) -> dict[str, object]:
 
 
 def _parse_set_value(name: str, text: str) -> object:
-    """An integer, else a float, else (with commas) a tuple of integers."""
+    """An integer, else a float, else (with commas) a tuple of integers ("16," is a tuple of one;
+    an empty entry inside the list is refused)."""
     try:
         if "," in text:
-            return tuple(int(part) for part in text.split(",") if part.strip())
+            parts = [part.strip() for part in text.removesuffix(",").split(",")]  # "16,": a list of one
+            if not all(parts):
+                where = f"entry {parts.index('') + 1} of the list {text!r}"
+                raise ConfigError("--set", name, f"{where} is empty; give integers separated by commas")
+            return tuple(int(part) for part in parts)
         return int(text)
     except ValueError:
         pass
@@ -175,7 +185,22 @@ def resolve_instance(args):
     """(workload, catalog, job) from parsed args; ConfigError names the flag that is missing."""
     workload = workload_arg(args.workload, parse_set(args.overrides))
     catalog = load_catalog(resolve_topology(args.catalog, "catalogs", "--catalog"))
+    note = unused_measured_times(workload, catalog)
+    if note:
+        print(f"hps {args.command}: note: {note}", file=sys.stderr)
     return workload, catalog, resolve_job(args, workload)
+
+
+def unused_measured_times(workload: Workload, catalog) -> str | None:
+    """A sentence naming the resource types the workload has measured times for that the
+    catalogue lacks (those times take no part in any figure), or None when every one is used."""
+    unused = sorted({name for layer in workload.layers for name in layer.measured_time} - set(catalog.names))
+    if not unused:
+        return None
+    return (
+        f"workload {workload.name!r} has measured times for {', '.join(map(repr, unused))}, which catalogue "
+        f"{catalog.name!r} lacks (it has {', '.join(catalog.names)}); they are not used"
+    )
 
 
 def workload_arg(spec: str, overrides: dict[str, object] | None = None, flag: str = "--workload") -> Workload:

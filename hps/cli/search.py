@@ -107,9 +107,13 @@ def _exact(workload, catalog, job, seconds: float) -> tuple[dict, dict]:
     found = solve_exact(inst, seconds=seconds)
     plan = found.plan if found.plan is not None else closest_plan(inst)
     report = plan_report(inst, plan, found.score if found.plan is not None else None)
+    gap = found.gap if found.plan is not None else None
+    if found.plan is None and report["feasible"]:  # time ran out, yet the closest plan is feasible: it is the
+        bound = found.bound  # incumbent, so the verdict (feasible) and its gap agree in text and JSON
+        gap = 0.0 if bound >= report["cost"] * (1 - 1e-12) else (report["cost"] - bound) / bound
     certificate = {
         "bound": found.bound if math.isfinite(found.bound) else None,
-        "gap": found.gap if found.plan is not None else None,
+        "gap": gap,
         "search_seconds": found.seconds,
     }
     row = {

@@ -314,6 +314,10 @@ def write_workload(workload: Workload, path: str | os.PathLike[str]) -> None:
 def parse_schedule(text: str, catalog: Catalog, n_layers: int, source: str = "--schedule") -> list[int]:
     """``NAME,NAME,...`` (one resource type name per layer) -> resource indices into `catalog`."""
     names = [part.strip() for part in text.split(",")]
+    if "" in names:
+        raise ConfigError(
+            source, f"layer[{names.index('')}]", f"entry {names.index('') + 1} of {text!r} is empty; give a type name"
+        )
     if len(names) != n_layers:
         raise ConfigError(
             source,

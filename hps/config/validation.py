@@ -14,6 +14,7 @@ import difflib
 import math
 import re
 import tomllib
+import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -143,17 +144,25 @@ def get_table_array(
     return items
 
 
-CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f]")
+CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 """The C0 control characters, DEL and the C1 control characters (U+0000-U+001F, U+007F-U+009F):
-the ones a terminal acts on (escape sequences, carriage returns, bells) instead of showing."""
+the ones a terminal acts on (escape sequences, carriage returns, bells) instead of showing; and
+the bidirectional controls (U+061C, U+200E-U+200F, U+202A-U+202E, U+2066-U+2069), which
+reorder what follows them on screen, so "gpu\u202e1-upc" shows as another name."""
 
 
 def printable(text: str) -> str:
     """`text` with every control character (CONTROL_CHARACTERS) written as its escape: "\\x1b[31m"
-    for ESC [31m, so a name shown in a table, a report or JSON cannot recolour the terminal, move
-    the cursor or forge lines. Other characters, backslashes included, stay as they are, so
-    printable(printable(t)) == printable(t): a written-out name reads back unchanged."""
-    return CONTROL_CHARACTERS.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+    for ESC [31m, "\\u202e" for RIGHT-TO-LEFT OVERRIDE, so a name shown in a table, a report or
+    JSON cannot recolour the terminal, move the cursor, reorder text or forge lines. Other
+    characters, backslashes included, stay as they are, so printable(printable(t)) ==
+    printable(t): a written-out name reads back unchanged."""
+    return CONTROL_CHARACTERS.sub(_escape, text)
+
+
+def _escape(match: re.Match) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def get_string(table: dict[str, Any], key: str, source: str, prefix: str) -> str:
@@ -239,16 +248,21 @@ def get_fraction(table: dict[str, Any], key: str, source: str, prefix: str) -> f
 
 
 def check_unique(names: Sequence[str], source: str, array_path: str, what: str) -> None:
-    """Reject a repeated name in the array of tables at `array_path`; names the second one."""
+    """Reject a repeated name in the array of tables at `array_path`, names compared after
+    Unicode NFKC normalisation (so "ﬁ" and "fi", or a composed and a decomposed "é", which look
+    alike, are one name); names the second one."""
     seen: dict[str, int] = {}
     for i, name in enumerate(names):
-        if name in seen:
+        key = unicodedata.normalize("NFKC", name) if isinstance(name, str) else name
+        if key in seen:
+            first = names[seen[key]]
+            alike = "" if first == name else f" (equal to {first!r} after Unicode normalisation)"
             raise ConfigError(
                 source,
                 field_path(field_path(array_path, i), "name"),
-                f"duplicate {what} name {name!r} (also {field_path(array_path, seen[name])})",
+                f"duplicate {what} name {name!r}{alike} (also {field_path(array_path, seen[key])})",
             )
-        seen[name] = i
+        seen[key] = i
 
 
 def check_range(

@@ -8,6 +8,7 @@ loop is named as what it is; a byte-order mark is accepted; a key given twice is
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -225,3 +226,102 @@ def test_a_plan_file_with_a_byte_order_mark_is_read(tmp_path, capsys):
     path.write_bytes(b"\xef\xbb\xbf" + json.dumps(plan_document()).encode())
     args = plan_instance(str(path), Namespace(workload=None, schedule=None, batch=None, job_micro_batches=None))
     assert args.workload == "mlp" and args.schedule == "cpu,cpu,cpu,cpu" and args.job_micro_batches == math.inf
+
+
+# ------------------------------------------------------------------ messages that say what is wrong
+
+MLP_EVALUATE = ["evaluate", "--workload", "mlp", "--catalog", "cloud-2024"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["workload", "export", "mlp", "--set", "hidden="], "the value is empty in 'hidden='"),
+        (["workload", "export", "mlp", "--set", "hidden=64,,32"], "entry 2 of the list '64,,32' is empty"),
+        ([*MLP_EVALUATE, "--schedule", "cpu,,cpu,cpu"], "entry 2 of 'cpu,,cpu,cpu' is empty"),
+        ([*MLP_EVALUATE, "--schedule", "cpu,cpu,cpu,"], "entry 4 of 'cpu,cpu,cpu,' is empty"),
+        (["collective", "--size", "1.5"], "whole number of bytes"),
+        (["collective", "--size", "32", "--chunks", "64"], "32 bytes cannot fill 64 chunks"),
+    ],
+)
+def test_a_malformed_value_is_named_for_what_it_is(argv, words, capsys):
+    line = refused(argv, capsys)
+    assert words in line, line
+
+
+def test_a_factory_calling_sys_exit_is_reported_not_a_silent_exit_0(tmp_path, capsys):
+    module = tmp_path / "quits.py"
+    module.write_text("import sys\n\ndef model():\n    sys.exit(0)\n")
+    line = refused(["workload", "derive", f"{module}:model"], capsys)
+    assert "sys.exit(0)" in line, line
+
+
+def test_bidirectional_controls_in_names_are_escaped_like_control_characters(tmp_path, capsys):
+    from hps.config.loaders import load_catalog
+
+    path = tmp_path / "bidi.toml"
+    path.write_text(SMALL_CATALOG.replace('name = "cpu"', 'name = "cpu\u202e1-upg"', 1))
+    catalog = load_catalog(path)
+    assert "\u202e" not in "".join(catalog.names) and "cpu\\u202e1-upg" in catalog.names
+    code, out, err = run_cli_output(
+        [EVALUATE[0], "--catalog", str(path), "--workload", "mlp", "--schedule", "x,x,x,x"], capsys
+    )
+    assert code == 2 and "\u202e" not in err and "\\u202e" in err, err
+
+
+@pytest.mark.parametrize(("first", "second"), [("fi", "\ufb01"), ("caf\u00e9", "cafe\u0301")])
+def test_two_names_equal_after_unicode_normalisation_are_refused(tmp_path, first, second, capsys):
+    path = tmp_path / "alike.toml"
+    text = SMALL_CATALOG.replace('name = "cpu"', f'name = "{first}"', 1).replace('name = "gpu-a"', f'name = "{second}"')
+    path.write_text(text)
+    line = refused([EVALUATE[0], "--catalog", str(path), *EVALUATE[1:]], capsys)
+    assert "resource[1].name" in line and "Unicode normalisation" in line, line
+
+
+def test_measured_times_for_a_type_the_catalogue_lacks_are_named(tmp_path, capsys):
+    from hps.config.loaders import load_workload, write_workload
+    from hps.workloads import resolve_workload
+
+    workload = resolve_workload("mlp")
+    layer = dataclasses.replace(workload.layers[0], measured_time={"tpu-v9": 1e-6})
+    path = tmp_path / "measured.toml"
+    write_workload(dataclasses.replace(workload, layers=(layer, *workload.layers[1:])), path)
+    assert load_workload(path).layers[0].measured_time == {"tpu-v9": 1e-6}
+    code, out, err = run_cli_output(["evaluate", "--workload", str(path), "--schedule", "cpu,cpu,cpu,cpu"], capsys)
+    assert code == 0 and "'tpu-v9'" in err and "not used" in err, err
+
+
+def test_a_checkpoint_of_the_other_policy_kind_is_named_as_such(monkeypatch):
+    from hps.errors import ConfigError
+    from hps.rl import policy_kind
+
+    monkeypatch.setattr(policy_kind, "_POLICY_KINDS", {"placement": object()})
+    with pytest.raises(ConfigError) as error:
+        policy_kind.policy_kind_named("collective", "ckpt/3")
+    assert "holds a collective policy" in str(error.value) and "needs a placement policy" in str(error.value)
+    assert "unknown" not in str(error.value)
+
+
+def test_the_throughput_reason_names_the_fastest_unit_count_not_the_cap(capsys):
+    argv = ["evaluate", "--catalog", "small", "--workload", "mlp", "--schedule", "cpu,cpu,cpu,cpu"]
+    code, out, err = run_cli_output([*argv, "--throughput", "1e7", "--json"], capsys)
+    reason = json.loads(out)["reason"]
+    assert code == 0 and "all 16 units" not in reason, reason
+    assert "fastest provisioning, 1 of the 16 units of cpu" in reason and "more units are slower" in reason
+
+
+def test_exact_search_out_of_time_gives_one_verdict_in_text_and_json(monkeypatch):
+    from hps.cli import search
+    from hps.config.loaders import load_catalog
+    from hps.config.paths import resolve_topology
+    from hps.config.types import Job
+    from hps.placement import exact
+    from hps.placement.exact.solver import ExactResult
+    from hps.workloads import resolve_workload
+
+    timed_out = ExactResult(plan=None, score=None, bound=1e-9, gap=math.inf, seconds=1e-9)
+    monkeypatch.setattr(exact, "solve_exact", lambda inst, seconds: timed_out)
+    catalog = load_catalog(resolve_topology("small", "catalogs", "--catalog"))
+    report, row = search._exact(resolve_workload("mlp"), catalog, Job(batch=64, throughput=1, samples=1e6), 1e-9)
+    assert report["feasible"] and row["feasible"]
+    assert report["gap"] is not None and math.isfinite(report["gap"]), report
