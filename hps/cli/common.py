@@ -240,7 +240,7 @@ def resolve_job(args, workload: Workload) -> Job:
     try:
         validate_job(job, source="command line")
     except ConfigError as error:
-        raise ConfigError(f"--{error.field}", error.field, error.problem) from None
+        raise ConfigError(f"--{error.field.replace('_', '-')}", error.field, error.problem) from None
     return job
 
 

@@ -68,8 +68,8 @@ FILE_FIELDS = {  # flag an instance error names -> the plan file's instance key 
     "--samples": "samples",
     "--collective": "collective",
     "--chunks": "chunks",
-    "--micro_batches": "micro_batches",
-    "--state_sharding": "state_sharding",
+    "--micro-batches": "micro_batches",
+    "--state-sharding": "state_sharding",
     "--set": "overrides",
     "--schedule": "schedule",
 }

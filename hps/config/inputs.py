@@ -14,8 +14,11 @@ import errno
 import os
 import re
 import stat
+import tomllib
 from pathlib import Path
+from typing import Any
 
+from hps.config.limits import MAX_TOML_FILE_BYTES, MAX_TOML_FILE_DEPTH
 from hps.errors import ConfigError
 
 BYTE_ORDER_MARK = "\ufeff"
@@ -113,3 +116,38 @@ def check_nesting(text: str, source: str, limit: int, syntax: str) -> None:
     if depth > limit:
         what = "tables" if syntax == "toml" else "objects"
         raise ConfigError(source, "", f"nested deeper than {limit}: its arrays and {what} nest {depth:,} deep")
+
+
+def read_toml(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Parse the TOML file at `path`: a regular file of at most MAX_TOML_FILE_BYTES, nested at
+    most MAX_TOML_FILE_DEPTH deep (a leading byte-order mark is dropped); anything else, or
+    malformed TOML, is a ConfigError naming the file (and a key given twice)."""
+    source = str(path)
+    text = read_input_text(path, source, limit_bytes=MAX_TOML_FILE_BYTES, what="TOML file")
+    check_nesting(text, source, MAX_TOML_FILE_DEPTH, "toml")
+    try:
+        return tomllib.loads(text)
+    except RecursionError:  # the scan above bounds the depth; this is a second line of defence
+        raise ConfigError(source, "", f"nested deeper than {MAX_TOML_FILE_DEPTH}") from None
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(source, "", f"not valid TOML: {_toml_problem(err, text)}") from None
+
+
+_TOML_AT = re.compile(r"\(at line (\d+), column \d+\)")
+
+
+def _toml_problem(error: tomllib.TOMLDecodeError, text: str) -> str:
+    """tomllib's message, with the key named where it says a value is given twice ("Cannot
+    overwrite a value" names neither the key nor its table)."""
+    message = str(error)
+    found = _TOML_AT.search(message)
+    if not message.startswith("Cannot overwrite a value") or not found:
+        return message
+    lines = text.splitlines()
+    number = int(found.group(1))
+    if not 1 <= number <= len(lines):
+        return message
+    key = lines[number - 1].split("=", 1)[0].strip()
+    headers = [line.split("#", 1)[0].strip() for line in lines[: number - 1] if line.lstrip().startswith("[")]
+    table = f" in {headers[-1]}" if headers else ""
+    return f"key {key!r}{table} is given twice (the second at line {number}); each key may appear once per table"

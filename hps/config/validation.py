@@ -13,13 +13,11 @@ import dataclasses
 import difflib
 import math
 import re
-import tomllib
 import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from hps.config.inputs import check_nesting, read_input_text
-from hps.config.limits import MAX_CHUNKS, MAX_TOML_FILE_BYTES, MAX_TOML_FILE_DEPTH
+from hps.config.limits import MAX_CHUNKS
 from hps.config.ranges import check_in_range
 from hps.config.types import COLLECTIVE_POLICIES, PRECISIONS, RECOMPUTE, STATE_SHARDINGS, ZERO_LEVELS, Job, JobDefaults
 from hps.errors import ConfigError
@@ -55,41 +53,6 @@ def describe(value: Any) -> str:
     if len(text) > 60:
         text = text[:57] + "..."
     return f"{text} ({toml_type(value)})"
-
-
-def read_toml(path: Any) -> dict[str, Any]:
-    """Parse the TOML file at `path`: a regular file of at most MAX_TOML_FILE_BYTES, nested at
-    most MAX_TOML_FILE_DEPTH deep (a leading byte-order mark is dropped); anything else, or
-    malformed TOML, is a ConfigError naming the file (and a key given twice)."""
-    source = str(path)
-    text = read_input_text(path, source, limit_bytes=MAX_TOML_FILE_BYTES, what="TOML file")
-    check_nesting(text, source, MAX_TOML_FILE_DEPTH, "toml")
-    try:
-        return tomllib.loads(text)
-    except RecursionError:  # the scan above bounds the depth; this is a second line of defence
-        raise ConfigError(source, "", f"nested deeper than {MAX_TOML_FILE_DEPTH}") from None
-    except tomllib.TOMLDecodeError as err:
-        raise ConfigError(source, "", f"not valid TOML: {_toml_problem(err, text)}") from None
-
-
-_TOML_AT = re.compile(r"\(at line (\d+), column \d+\)")
-
-
-def _toml_problem(error: tomllib.TOMLDecodeError, text: str) -> str:
-    """tomllib's message, with the key named where it says a value is given twice ("Cannot
-    overwrite a value" names neither the key nor its table)."""
-    message = str(error)
-    found = _TOML_AT.search(message)
-    if not message.startswith("Cannot overwrite a value") or not found:
-        return message
-    lines = text.splitlines()
-    number = int(found.group(1))
-    if not 1 <= number <= len(lines):
-        return message
-    key = lines[number - 1].split("=", 1)[0].strip()
-    headers = [line.split("#", 1)[0].strip() for line in lines[: number - 1] if line.lstrip().startswith("[")]
-    table = f" in {headers[-1]}" if headers else ""
-    return f"key {key!r}{table} is given twice (the second at line {number}); each key may appear once per table"
 
 
 def check_keys(
@@ -287,6 +250,26 @@ def check_micro_batches(value: Any, source: str, path: str) -> float:
     return float(value)
 
 
+def check_micro_batches_split(micro_batches: float, batch: float, source: str, path: str) -> None:
+    """ConfigError unless `micro_batches` micro-batches (finite) split the batch of `batch`
+    samples into whole samples: at most the batch, and dividing it (inf, no pipeline bubble, is
+    always accepted). A micro-batch of less than a sample, or of a fraction of one, is a job no
+    cluster can run, whose bubble would still shrink in the model."""
+    if math.isinf(micro_batches):
+        return
+    if micro_batches > batch:
+        raise ConfigError(
+            source, path, f"{micro_batches:g} micro-batches exceed the batch of {batch:g} samples (at most {batch:g})"
+        )
+    if math.fmod(batch, micro_batches) != 0:
+        raise ConfigError(
+            source,
+            path,
+            f"{micro_batches:g} micro-batches do not split the batch of {batch:g} samples into whole samples "
+            f"({batch:g}/{micro_batches:g} = {batch / micro_batches:g} samples each)",
+        )
+
+
 def check_state_sharding(value: Any, source: str, path: str) -> str:
     """One of STATE_SHARDINGS ("none": replicated states; "auto": sharding allowed)."""
     if value not in STATE_SHARDINGS:
@@ -310,6 +293,7 @@ def validate_job(job: Job, source: str = "job") -> None:
         raise ConfigError(source, "chunks", f"must be in 1..{MAX_CHUNKS}, got {job.chunks!r}")
     check_micro_batches(job.micro_batches, source, "micro_batches")
     check_in_range(job.micro_batches, "micro_batches", source, "micro_batches")
+    check_micro_batches_split(job.micro_batches, job.batch, source, "micro_batches")
     check_state_sharding(job.state_sharding, source, "state_sharding")
     check_parallel_job(job, source)
 

@@ -71,7 +71,7 @@ def infeasible_because(code: str, stage: dict, stages: list[dict], inst: Instanc
         if fastest is None or fastest[0] == resource.max_units:
             seconds = stage["time"] if fastest is None else fastest[1]
             reached = job.batch / (bubble * seconds) if seconds > 0 else math.inf
-            return f"{units}, its fastest provisioning, reach {samples_per_second(reached)} samples/s, {floor}"
+            return f"{units} reach {samples_per_second(reached)} samples/s, {floor}"  # the cap is the limit
         k, seconds = fastest
         reached = job.batch / (bubble * seconds) if seconds > 0 else math.inf
         return (

@@ -110,3 +110,29 @@ def test_the_parameter_comparison_never_passes_on_nan():
 def test_execute_refuses_a_micro_batch_count_it_would_not_run(asked, most, capsys):
     line = refused_at_parse([*EXECUTE, "--micro-batches", asked, "--steps", "1"], capsys)
     assert "--micro-batches" in line and f"{asked} micro-batches" in line and f"the most that do is {most}" in line
+
+
+# ------------------------------------------------------------------ jobs no cluster can run
+
+
+@pytest.mark.parametrize(
+    ("micro_batches", "words"),
+    [("1000", "1000 micro-batches exceed the batch of 8 samples"), ("3", "do not split the batch of 8 samples")],
+)
+def test_micro_batches_a_batch_cannot_hold_are_refused_at_load(micro_batches, words, capsys):
+    argv = ["evaluate", *MLP, "--schedule", "cpu,cpu,cpu,cpu", "--batch", "8", "--micro-batches", micro_batches]
+    line = refused_at_parse(argv, capsys)
+    assert "--micro-batches" in line and words in line, line
+
+
+def test_a_workload_file_whose_default_micro_batches_exceed_its_batch_is_refused(tmp_path):
+    from hps.config.loaders import load_workload, workload_to_toml
+    from hps.errors import ConfigError
+    from hps.workloads import resolve_workload
+
+    path = tmp_path / "w.toml"
+    text = workload_to_toml(resolve_workload("mlp"))
+    path.write_text(text.replace("[defaults]\n", "[defaults]\nmicro_batches = 100000\n"))
+    with pytest.raises(ConfigError) as error:
+        load_workload(path)
+    assert error.value.field == "defaults.micro_batches" and "exceed the batch" in error.value.problem
