@@ -9,6 +9,9 @@ hostile user would, each a test that failed on the code before it was fixed.
 - run folders held (tests/faults/folders.py): links to files hps owns refused, lost metrics
   reported, changed settings refused, full disks and unwritable folders as one error line, one
   lock for every command that writes a run folder, SIGTERM and SIGHUP handled as SIGINT;
+- flags (tests/faults/flags.py): every numeric flag's range, checked as arguments are parsed;
+- inputs (tests/faults/inputs.py): files that are no regular files, nested too deep or too
+  large, byte-order marks, repeated keys, plan files held to the loaders' standard;
 - sizes and hygiene (tests/faults/sizes.py): zoo sizes and memory bounded before any work,
   control characters in names, the umask, files that are executed as Python;
 - outputs (tests/faults/outputs.py): devices, FIFOs and symlinks named as outputs, figure
@@ -18,7 +21,9 @@ The parts live in their own modules to stay readable; importing them here makes 
 one suite (`pytest tests/test_faults.py`).
 """
 
+from tests.faults.flags import *  # noqa: F403
 from tests.faults.folders import *  # noqa: F403
+from tests.faults.inputs import *  # noqa: F403
 from tests.faults.numbers import *  # noqa: F403
 from tests.faults.outputs import *  # noqa: F403
 from tests.faults.runs import *  # noqa: F403

@@ -257,11 +257,10 @@ def exact_schedule_report(problem: Problem, seconds: float) -> dict:
     found = solve_exact(inst, seconds=seconds)
     plan = found.plan if found.plan is not None else closest_plan(inst)
     report = plan_report(inst, plan, found.score if found.plan is not None else None)
-    report.update(
-        bound=_finite(found.bound),
-        gap=found.gap if found.plan is not None else None,
-        search_seconds=found.seconds,
-    )
+    gap = found.gap if found.plan is not None else None
+    if found.plan is None and report["feasible"]:  # time ran out, yet the closest plan is feasible: it is
+        gap = gap_of(report["cost"], found.bound, True)  # the incumbent, so verdict and gap agree
+    report.update(bound=_finite(found.bound), gap=gap, search_seconds=found.seconds)
     return report
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 import re
 
-from hps.cli.common import figure_path, print_json, workload_arg
-from hps.config.limits import MAX_CHUNKS
+from hps.cli.common import figure_path, float_range, print_json, workload_arg
+from hps.config.limits import MAX_BATCH_PER_NPU, MAX_CHUNKS
 from hps.config.loaders import load_network
 from hps.config.paths import TOPOLOGIES, resolve_topology
 from hps.config.ranges import check_in_range
@@ -29,6 +29,8 @@ def parse_size(text: str) -> float:
         value = None
     if value is None or not value > 0:
         raise ConfigError("--size", "size", f"must be a positive size like 1GiB or 1073741824, got {text!r}")
+    if value != int(value):
+        raise ConfigError("--size", "size", f"must be a whole number of bytes, got {text!r} ({value:g} bytes)")
     return check_in_range(value, "collective_bytes", "--size", "size")
 
 
@@ -47,7 +49,12 @@ def register(subparsers) -> None:
     parser.add_argument("--iteration", metavar="WORKLOAD", help="data-parallel iteration time, baseline vs the policy")
     parser.add_argument("--catalog", default="cloud-2024", help="for --iteration: catalogue of the compute type")
     parser.add_argument("--resource", default="a100", help="for --iteration: resource type that computes")
-    parser.add_argument("--batch-per-npu", type=float, default=32.0, help="for --iteration: samples per NPU")
+    parser.add_argument(
+        "--batch-per-npu",
+        type=float_range(1, MAX_BATCH_PER_NPU, "samples per NPU per iteration"),
+        default=32.0,
+        help=f"for --iteration: samples per NPU, 1 to {MAX_BATCH_PER_NPU:g} (default: %(default)s)",
+    )
     parser.add_argument("--json", action="store_true")
     parser.set_defaults(run=run)
 
@@ -88,6 +95,10 @@ def run(args) -> int:
     size = parse_size(args.size)
     if not 1 <= args.chunks <= MAX_CHUNKS:
         raise ConfigError("--chunks", "chunks", f"must be between 1 and {MAX_CHUNKS}, got {args.chunks}")
+    if size < args.chunks and not args.iteration:
+        raise ConfigError(
+            "--size", "size", f"{size:,.0f} bytes cannot fill {args.chunks} chunks; give at least one byte per chunk"
+        )
     plot = figure_path(args.plot)
     if args.policy == "learned" and not args.checkpoint:
         raise ConfigError(

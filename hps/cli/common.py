@@ -6,9 +6,11 @@ import argparse
 import json
 import math
 import os
+import sys
 from pathlib import Path
 
 from hps.config.files import atomic_write_text, check_figure_path, check_output_path
+from hps.config.inputs import require_regular_file
 from hps.config.loaders import load_catalog
 from hps.config.paths import resolve_topology
 from hps.config.ranges import RANGES, check_workload
@@ -17,6 +19,58 @@ from hps.errors import ConfigError
 from hps.workloads import ZOO, resolve_workload
 
 DEFAULT_CATALOG = "cloud-2024"
+
+SEED_MAX = 2**32 - 1
+"""Seeds are 0 to 2^32 - 1: what numpy's and JAX's generators take without overflow."""
+
+
+def _number_text(text: str) -> float:
+    """The number `text` writes (64, 1e6, 0.5); nan where it writes none."""
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan
+
+
+def int_range(low: int | None, high: int, why: str = ""):
+    """An argparse type: a whole number (64, or 1e6) from `low` to `high`, inclusive (low None:
+    the command checks its least value itself). Past them argparse exits 2 naming the flag, before
+    any work or output; `why` says why the upper end is where it is."""
+
+    def parse(text: str) -> int:
+        value = _number_text(text)
+        if not math.isfinite(value) or value != int(value):
+            raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}")
+        if low is not None and value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low:,}, got {text}")
+        if value > high:
+            raise argparse.ArgumentTypeError(f"must be at most {high:,}{f' ({why})' if why else ''}, got {text}")
+        return int(value)
+
+    return parse
+
+
+def float_range(low: float, high: float, why: str = ""):
+    """An argparse type: a finite number from `low` to `high`, inclusive; past them argparse exits 2
+    naming the flag. `why` says why the ends are where they are."""
+
+    def parse(text: str) -> float:
+        value = _number_text(text)
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+        if not low <= value <= high:
+            reason = f" ({why})" if why else ""
+            raise argparse.ArgumentTypeError(f"must be between {low:g} and {high:g}{reason}, got {text}")
+        return value
+
+    return parse
+
+
+def add_seed_arg(parser: argparse.ArgumentParser, default: int | None = 0, help: str | None = None) -> None:
+    """--seed, a whole number from 0 to SEED_MAX."""
+    parser.add_argument(
+        "--seed", type=int_range(0, SEED_MAX), default=default, help=help or "random seed, 0 to 2^32 - 1"
+    )
 
 
 def add_instance_args(
@@ -94,8 +148,12 @@ def parse_set(items: list[str]) -> dict[str, object]:
     overrides: dict[str, object] = {}
     for item in items:
         name, sep, text = (part.strip() for part in item.partition("="))
-        if not sep or not name or not text:
+        if not sep or not name:
             raise ConfigError("--set", item, "expected NAME=VALUE, e.g. --set hidden=64,32")
+        if not text:
+            raise ConfigError(
+                "--set", name, f"the value is empty in {item!r}; give NAME=VALUE, e.g. --set hidden=64,32"
+            )
         if name in overrides:
             raise ConfigError("--set", name, "given twice")
         overrides[name] = _parse_set_value(name, text)
@@ -103,10 +161,15 @@ def parse_set(items: list[str]) -> dict[str, object]:
 
 
 def _parse_set_value(name: str, text: str) -> object:
-    """An integer, else a float, else (with commas) a tuple of integers."""
+    """An integer, else a float, else (with commas) a tuple of integers ("16," is a tuple of one;
+    an empty entry inside the list is refused)."""
     try:
         if "," in text:
-            return tuple(int(part) for part in text.split(",") if part.strip())
+            parts = [part.strip() for part in text.removesuffix(",").split(",")]  # "16,": a list of one
+            if not all(parts):
+                where = f"entry {parts.index('') + 1} of the list {text!r}"
+                raise ConfigError("--set", name, f"{where} is empty; give integers separated by commas")
+            return tuple(int(part) for part in parts)
         return int(text)
     except ValueError:
         pass
@@ -122,13 +185,30 @@ def resolve_instance(args):
     """(workload, catalog, job) from parsed args; ConfigError names the flag that is missing."""
     workload = workload_arg(args.workload, parse_set(args.overrides))
     catalog = load_catalog(resolve_topology(args.catalog, "catalogs", "--catalog"))
+    note = unused_measured_times(workload, catalog)
+    if note:
+        print(f"hps {args.command}: note: {note}", file=sys.stderr)
     return workload, catalog, resolve_job(args, workload)
+
+
+def unused_measured_times(workload: Workload, catalog) -> str | None:
+    """A sentence naming the resource types the workload has measured times for that the
+    catalogue lacks (those times take no part in any figure), or None when every one is used."""
+    unused = sorted({name for layer in workload.layers for name in layer.measured_time} - set(catalog.names))
+    if not unused:
+        return None
+    return (
+        f"workload {workload.name!r} has measured times for {', '.join(map(repr, unused))}, which catalogue "
+        f"{catalog.name!r} lacks (it has {', '.join(catalog.names)}); they are not used"
+    )
 
 
 def workload_arg(spec: str, overrides: dict[str, object] | None = None, flag: str = "--workload") -> Workload:
     """The workload a command-line `spec` names: a TOML file, else a zoo entry built with
     `overrides` (--set). ConfigError naming `flag` for a missing file or an unknown name."""
     if not Path(spec).is_file() and spec not in ZOO:
+        if os.path.lexists(spec):
+            require_regular_file(spec, flag, "workload TOML file")
         if spec.endswith(".toml") or os.sep in spec:
             raise ConfigError(flag, "", f"no such workload file {spec!r}")
         raise ConfigError(flag, "", f"unknown workload {spec!r}; give a TOML file or a zoo name: {', '.join(ZOO)}")
@@ -160,7 +240,7 @@ def resolve_job(args, workload: Workload) -> Job:
     try:
         validate_job(job, source="command line")
     except ConfigError as error:
-        raise ConfigError(f"--{error.field}", error.field, error.problem) from None
+        raise ConfigError(f"--{error.field.replace('_', '-')}", error.field, error.problem) from None
     return job
 
 

@@ -12,14 +12,13 @@ first), and the report, printed first, is written with "produced_by": the run id
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 from argparse import Namespace
-from pathlib import Path
 
 from hps.cli.common import (
     DEFAULT_CATALOG,
     add_instance_args,
+    add_seed_arg,
     output_path,
     parse_set,
     print_json,
@@ -52,7 +51,7 @@ def register(subparsers) -> None:
     )
     parser.add_argument("--checkpoint", help="trained collective policy, for --policy learned")
     parser.add_argument("--lr", type=float, default=0.05, help="SGD learning rate (default: %(default)s)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the model's initial parameters and data")
+    add_seed_arg(parser, help="seed of the model's initial parameters and data, 0 to 2^32 - 1")
     parser.add_argument("--check", action="store_true", help="also train on one device and compare parameters")
     parser.add_argument("--out", help="also write the JSON report to this file")
     parser.set_defaults(run=run)
@@ -66,45 +65,51 @@ def add_device_args(parser) -> None:
     )
 
 
-PLAN_TYPES = {  # instance key -> (accepted JSON types, what the error says)
-    "workload": (str, "a string"),
-    "catalog": (str, "a string"),
-    "batch": ((int, float), "a number"),
-    "throughput": ((int, float), "a number"),
-    "samples": ((int, float), "a number"),
-    "collective": (str, "a string"),
-    "chunks": (int, "an integer"),
-    "overrides": (list, "a list of NAME=VALUE strings"),
+FILE_FIELDS = {  # flag an instance error names -> the plan file's instance key it came from
+    "--workload": "workload",
+    "--catalog": "catalog",
+    "--batch": "batch",
+    "--throughput": "throughput",
+    "--samples": "samples",
+    "--collective": "collective",
+    "--chunks": "chunks",
+    "--micro-batches": "micro_batches",
+    "--state-sharding": "state_sharding",
+    "--set": "overrides",
+    "--schedule": "schedule",
 }
 
 
 def plan_instance(path: str, args: Namespace) -> Namespace:
-    """args with the plan file's instance and schedule filled in where the flags left them unset.
-    ConfigError naming the file and the field when the plan is not a plan `hps plan --out` writes."""
-    try:
-        plan = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as error:
-        raise ConfigError(path, "", f"not a readable plan JSON ({error})") from None
-    instance = plan.get("instance") if isinstance(plan, dict) else None
-    if not isinstance(instance, dict) or "schedule" not in plan:
-        raise ConfigError(path, "instance", "not a plan written by `hps plan --out` (needs 'instance' and 'schedule')")
-    schedule = plan["schedule"]
-    if not isinstance(schedule, list) or not schedule or not all(isinstance(name, str) for name in schedule):
-        raise ConfigError(path, "schedule", f"must be a non-empty list of resource type names, got {schedule!r}")
-    for key, (types, what) in PLAN_TYPES.items():
-        value = instance.get(key)
-        wrong = isinstance(value, bool) or not isinstance(value, types)
-        if key == "overrides" and not wrong:
-            wrong = not all(isinstance(item, str) for item in value)
-        if key in instance and wrong:
-            raise ConfigError(path, f"instance.{key}", f"must be {what}, got {value!r}")
+    """args with the plan file's instance and schedule filled in where the flags left them unset
+    (`plan_file`: the checked file, `from_file`: the instance keys it filled). ConfigError naming
+    the file and the field when the plan is not a plan `hps plan --out` writes."""
+    from hps.config.schedule_plan import read_schedule_plan
+
+    plan = read_schedule_plan(path)
     merged = vars(args).copy()
-    for key in PLAN_KEYS:
-        if key in instance and merged.get(key) in (None, []):
-            merged[key] = instance[key]
+    from_file = set()
+    for key, value in plan.instance.items():
+        dest = f"job_{key}" if key in ("micro_batches", "state_sharding") else key
+        if merged.get(dest) in (None, []):
+            merged[dest] = value
+            from_file.add(key)
     if merged.get("schedule") is None:
-        merged["schedule"] = ",".join(schedule)
-    return Namespace(**merged)
+        merged["schedule"] = ",".join(plan.schedule)
+        from_file.add("schedule")
+    return Namespace(**merged, plan_file=plan, from_file=from_file)
+
+
+def blamed_on_file(error: ConfigError, args: Namespace) -> ConfigError:
+    """`error` naming the plan file and its instance field where the value it names came from
+    the file, not from a flag the user gave."""
+    key = FILE_FIELDS.get(error.source)
+    if key is None or key not in getattr(args, "from_file", ()):
+        return error
+    if key == "schedule":  # parse_schedule names an entry layer[i]
+        return ConfigError(args.plan, error.field.replace("layer", "schedule") or key, error.problem)
+    detail = f" ({error.field})" if error.field and error.field != key else ""
+    return ConfigError(args.plan, f"instance.{key}", f"{error.problem}{detail}")
 
 
 def check_run_flags(args: Namespace) -> None:
@@ -146,11 +151,19 @@ def run(args) -> int:
     if not args.schedule:
         raise ConfigError("--schedule", "schedule", "give --schedule (or a plan file)")
     check_run_flags(args)
-    workload, catalog, job = resolve_instance(args)
-    whole_batch(job.batch)
-    model = build_model(workload.name, seed=args.seed, **parse_set(args.overrides))
-    check_model_matches(model, workload)
-    schedule = parse_schedule(args.schedule, catalog, len(workload.layers))
+    try:
+        workload, catalog, job = resolve_instance(args)
+        whole_batch(job.batch)
+        model = build_model(workload.name, seed=args.seed, **parse_set(args.overrides))
+        check_model_matches(model, workload)
+        schedule = parse_schedule(args.schedule, catalog, len(workload.layers))
+    except ConfigError as error:
+        raise blamed_on_file(error, args) from None
+    if args.plan:
+        from hps.config.schedule_plan import check_stages_match
+        from hps.report.placement import schedule_report
+
+        check_stages_match(args.plan_file, schedule_report(workload, catalog, job, schedule)["stages"], args.plan)
     learned_orders = None
     if args.checkpoint:
         from functools import partial

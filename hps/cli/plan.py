@@ -8,8 +8,17 @@ keeps the best, greedy plan included;
 
 from __future__ import annotations
 
-from hps.cli.common import add_instance_args, instance_document, output_path, print_json, resolve_instance, write_json
-from hps.errors import ConfigError
+from hps.cli.common import (
+    add_instance_args,
+    add_seed_arg,
+    instance_document,
+    int_range,
+    output_path,
+    print_json,
+    resolve_instance,
+    write_json,
+)
+from hps.config.limits import MAX_PLANS
 
 
 def register(subparsers) -> None:
@@ -17,7 +26,10 @@ def register(subparsers) -> None:
     add_instance_args(parser)
     parser.add_argument("--checkpoint", required=True, help="run folder or its checkpoints/ folder (hps train --out)")
     parser.add_argument(
-        "--plans", type=int, default=64, help="distinct plans sampled from the policy (default: %(default)s)"
+        "--plans",
+        type=int_range(1, MAX_PLANS, "their arrays grow with the count"),
+        default=64,
+        help=f"distinct plans sampled from the policy, 1 to {MAX_PLANS:,} (default: %(default)s)",
     )
     parser.add_argument(
         "--refine",
@@ -25,7 +37,7 @@ def register(subparsers) -> None:
         help="polish the best plan by stage moves (retype or split a stage, move a boundary) "
         "until none improves: a few hundred more exact evaluations, milliseconds",
     )
-    parser.add_argument("--seed", type=int, default=0)
+    add_seed_arg(parser)
     parser.add_argument("--out", help="also write the JSON plan to this file (input of hps execute)")
     parser.set_defaults(run=run)
 
@@ -36,8 +48,6 @@ def run(args) -> int:
     from hps.report.placement import format_report, schedule_report
 
     out = output_path(args.out)
-    if args.plans < 1:
-        raise ConfigError("--plans", "plans", f"must be at least 1, got {args.plans}")
     workload, catalog, job = resolve_instance(args)
     policy, params, spec = load_policy(args.checkpoint)
     result = plan(policy, params, workload, catalog, job, samples=args.plans, seed=args.seed, polish=args.refine)

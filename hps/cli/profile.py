@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from hps.cli.common import add_instance_args, output_path, parse_set, print_json, resolve_instance
+from hps.cli.common import add_instance_args, add_seed_arg, output_path, parse_set, print_json, resolve_instance
 from hps.cli.execute import add_device_args
 from hps.config.loaders import write_workload
 from hps.errors import ConfigError
@@ -27,7 +27,7 @@ def register(subparsers) -> None:
         "pool size of them (default: batch / 2)",
     )
     parser.add_argument("--repeats", type=int, default=3, help="measurements per layer; the median is kept")
-    parser.add_argument("--seed", type=int, default=0)
+    add_seed_arg(parser)
     parser.add_argument("--out", help="workload TOML to write (default: NAME-measured.toml)")
     parser.set_defaults(run=run)
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import math
 import sys
 
-from hps.cli.common import add_instance_args, print_json, resolve_instance
+from hps.cli.common import add_instance_args, add_seed_arg, int_range, print_json, resolve_instance
 from hps.cli.parallel import add_parallel_args, search_parallel
+from hps.config.limits import MAX_SEARCH_BUDGET
 from hps.errors import ConfigError, InstanceTooLarge, SearchSpaceTooLarge
 from hps.report.tables import format_table
 
@@ -33,7 +34,7 @@ def register(subparsers) -> None:
     )
     parser.add_argument(
         "--budget",
-        type=int,
+        type=int_range(None, MAX_SEARCH_BUDGET, "minutes of evaluations on a large workload"),
         help="evaluations for random/genetic/gradient (so they compare at equal evaluations); "
         "evaluation cap for greedy; space limit for exhaustive; with --parallel: the type sequences "
         "each planner may complete",
@@ -45,7 +46,7 @@ def register(subparsers) -> None:
         help="time limit of the exact solver; past it, the best plan found and its proven gap; with --parallel: "
         "of each planner (default: %(default)s)",
     )
-    parser.add_argument("--seed", type=int, default=0)
+    add_seed_arg(parser)
     parser.add_argument(
         "--parallel",
         action="store_true",

@@ -20,9 +20,9 @@ import runpy
 import sys
 from pathlib import Path
 
-from hps.cli.common import print_json
+from hps.cli.common import add_seed_arg, float_range, print_json
 from hps.config.files import check_output_dir
-from hps.config.limits import UNBOUNDED_CHUNKS
+from hps.config.limits import MAX_TRAIN_MINUTES, MIN_TRAIN_MINUTES, UNBOUNDED_CHUNKS
 from hps.errors import ConfigError
 
 FLAGS = {"num_envs": "envs", "algorithm": "algorithm", "seed": "seed", "num_chunks": "chunks"}  # config field -> flag
@@ -54,12 +54,15 @@ def register(subparsers) -> None:
     )
     parser.add_argument("--out", default="runs/placement-policy", help="run folder (default: %(default)s)")
     parser.add_argument(
-        "--minutes", type=float, help="wall-clock budget; training stops after the chunk that crosses it"
+        "--minutes",
+        type=float_range(MIN_TRAIN_MINUTES, MAX_TRAIN_MINUTES, "at least one chunk is always trained"),
+        help=f"wall-clock budget, {MIN_TRAIN_MINUTES:g} to {MAX_TRAIN_MINUTES:g}; training stops after the chunk "
+        "that crosses it, and at least one chunk is trained",
     )
     parser.add_argument("--chunks", type=int, help="chunks of updates to run in all (resumed runs count earlier ones)")
     parser.add_argument("--envs", type=int, help="environments per update")
     parser.add_argument("--algorithm", choices=("reinforce", "ppo"))
-    parser.add_argument("--seed", type=int)
+    add_seed_arg(parser, default=None, help="seed of the run (default: the experiment's), 0 to 2^32 - 1")
     parser.add_argument(
         "--eval-every", type=int, default=5, help="chunks between held-out evaluations; 0: never (default: %(default)s)"
     )
@@ -131,8 +134,6 @@ def resolve_config(args):
 def check_flags(args) -> None:
     """ConfigError naming the flag of a value no run can use, before anything starts."""
     check_output_dir(args.out, "--out")
-    if args.minutes is not None and not args.minutes > 0:
-        raise ConfigError("--minutes", "minutes", f"must be > 0, got {args.minutes}")
     if args.eval_every < 0:
         raise ConfigError("--eval-every", "eval_every", f"must be ≥ 0, got {args.eval_every}")
 

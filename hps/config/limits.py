@@ -77,6 +77,14 @@ MAX_PLAN_FILE_BYTES = 16 * 2**20
 MAX_PLAN_FILE_DEPTH = 32
 """Nesting of arrays and objects a plan file may have (a valid plan file nests 3 deep)."""
 
+MAX_TOML_FILE_BYTES = 64 * 2**20
+"""Bytes a catalogue, network or workload file may hold (64 MiB: the largest shipped file, a
+catalogue of 27 types, takes 34 KB; a workload of 4,096 layers with measured times a few MB)."""
+
+MAX_TOML_FILE_DEPTH = 32
+"""Nesting of arrays and tables a TOML input may have (valid files nest at most 3 deep; tomllib
+recurses once per level, so past Python's recursion limit a file would end in a traceback)."""
+
 POLICY_LAYERS = 32
 """Layers of the learned placement policy's smallest padded instance (the training bucket)."""
 
@@ -108,6 +116,24 @@ def policy_bucket(size: int, buckets: tuple[int, ...]) -> int:
 MAX_EXECUTE_STEPS = 100_000
 """Training steps one ``hps execute`` runs: plenty to measure a plan; more is refused before
 anything compiles (a run past it would take hours on any device pool)."""
+
+MAX_PLANS = 2**20
+"""Plans `hps plan --plans` samples at most: its beam search holds every plan's environment state
+at once, about a kilobyte each for a small workload (a GiB at this count), and the top-k over
+plans x types must stay an int32 index."""
+
+MAX_SEARCH_BUDGET = 10**7
+"""Evaluations `hps search --budget` asks at most: a random search scores about 1e7 plans of a
+small workload in seconds, the genetic search and large workloads take minutes at this count."""
+
+MIN_TRAIN_MINUTES = 0.1
+MAX_TRAIN_MINUTES = 1e6
+"""`hps train --minutes` from 6 s (less is no budget: compiling alone takes longer) to about two
+years."""
+
+MAX_BATCH_PER_NPU = 1e6
+"""`hps collective --iteration --batch-per-npu` at most: a million samples per NPU per iteration,
+far past any device's memory; the iteration's compute grows with it without bound."""
 
 UNBOUNDED_CHUNKS = 1_000_000
 """num_chunks of a training run that a wall-clock budget ends (``--minutes``), not a chunk count."""

@@ -15,6 +15,7 @@ from typing import Any
 
 from hps.config.catalog_links import RESOURCE_SITE_KEYS, parse_links, parse_site_fields
 from hps.config.files import atomic_write_text
+from hps.config.inputs import read_toml
 from hps.config.limits import MAX_CATALOG_TYPES, MAX_DIMS, MAX_WORKLOAD_LAYERS
 from hps.config.ranges import check_in_range, check_network_size, check_workload
 from hps.config.toml_text import toml_float as _toml_float
@@ -39,6 +40,7 @@ from hps.config.validation import (
     as_number,
     check_keys,
     check_micro_batches,
+    check_micro_batches_split,
     check_state_sharding,
     check_unique,
     describe,
@@ -52,7 +54,6 @@ from hps.config.validation import (
     get_string,
     get_table_array,
     printable,
-    read_toml,
     require_table,
 )
 from hps.config.workload_parallel import (
@@ -239,6 +240,7 @@ def parse_defaults(table: Any, source: str) -> JobDefaults:
     if "micro_batches" in table:
         micro = check_micro_batches(table["micro_batches"], source, "defaults.micro_batches")
         values["micro_batches"] = check_in_range(micro, "micro_batches", source, "defaults.micro_batches")
+        check_micro_batches_split(micro, values["batch"], source, "defaults.micro_batches")
     if "state_sharding" in table:
         values["state_sharding"] = check_state_sharding(table["state_sharding"], source, "defaults.state_sharding")
     values.update(parse_defaults_parallel(table, values["batch"], source))
@@ -314,6 +316,10 @@ def write_workload(workload: Workload, path: str | os.PathLike[str]) -> None:
 def parse_schedule(text: str, catalog: Catalog, n_layers: int, source: str = "--schedule") -> list[int]:
     """``NAME,NAME,...`` (one resource type name per layer) -> resource indices into `catalog`."""
     names = [part.strip() for part in text.split(",")]
+    if "" in names:
+        raise ConfigError(
+            source, f"layer[{names.index('')}]", f"entry {names.index('') + 1} of {text!r} is empty; give a type name"
+        )
     if len(names) != n_layers:
         raise ConfigError(
             source,

@@ -23,6 +23,7 @@ import os
 from typing import Any
 
 from hps.config.files import atomic_write_text
+from hps.config.inputs import check_nesting, read_input_text
 from hps.config.limits import MAX_PLAN_FILE_BYTES, MAX_PLAN_FILE_DEPTH, MAX_WORKLOAD_LAYERS
 from hps.config.ranges import check_in_range, is_power_of_two
 from hps.config.types import PLAN_FORMAT, Catalog, Job, ParallelStage, PlanFile, Workload
@@ -166,17 +167,6 @@ def parse_plan_file(data: Any, source: str) -> PlanFile:
     return PlanFile(workload=workload, catalog=catalog, job=job, stages=stages)
 
 
-def _depth(value: Any) -> int:
-    """The nesting depth of a parsed JSON value (a scalar 0, [] or {} 1), without recursion."""
-    deepest, pending = 0, [(value, 0)]
-    while pending:
-        item, depth = pending.pop()
-        if isinstance(item, (list, dict)):
-            deepest = max(deepest, depth + 1)
-            pending.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
-    return deepest
-
-
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     table: dict[str, Any] = {}
     for key, value in pairs:
@@ -191,36 +181,17 @@ def _no_constant(name: str) -> Any:
 
 
 def load_json_value(path: str | os.PathLike[str], source: str) -> Any:
-    """The JSON value of the file at `path` (at most MAX_PLAN_FILE_BYTES, nested at most
-    MAX_PLAN_FILE_DEPTH deep, no NaN/Infinity, no repeated key in an object)."""
+    """The JSON value of the regular file at `path` (at most MAX_PLAN_FILE_BYTES, nested at most
+    MAX_PLAN_FILE_DEPTH deep, a leading byte-order mark dropped, no NaN/Infinity, no repeated key
+    in an object); ConfigError naming `source` otherwise."""
+    text = read_input_text(path, source, limit_bytes=MAX_PLAN_FILE_BYTES, what="JSON plan file")
+    check_nesting(text, source, MAX_PLAN_FILE_DEPTH, "json")
     try:
-        size = os.stat(path).st_size
-        if size > MAX_PLAN_FILE_BYTES:
-            limit = f"{MAX_PLAN_FILE_BYTES:,}-byte (16 MiB) limit"
-            raise ConfigError(source, "", f"file of {size:,} bytes is over the {limit}")
-        with open(path, "rb") as handle:
-            raw = handle.read(MAX_PLAN_FILE_BYTES + 1)
-    except FileNotFoundError:
-        raise ConfigError(source, "", "file not found") from None
-    except IsADirectoryError:
-        raise ConfigError(source, "", "is a directory, not a plan file") from None
-    except OSError as err:
-        raise ConfigError(source, "", f"cannot be read: {err.strerror or err}") from None
-    if len(raw) > MAX_PLAN_FILE_BYTES:
-        raise ConfigError(source, "", f"file is over the {MAX_PLAN_FILE_BYTES:,}-byte (16 MiB) limit")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise ConfigError(source, "", f"not valid JSON: not UTF-8 text ({err.reason})") from None
-    try:
-        value = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
-    except RecursionError:
-        raise ConfigError(source, "", f"not a plan file: nested deeper than {MAX_PLAN_FILE_DEPTH}") from None
+        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+    except RecursionError:  # the scan above bounds the depth; this is a second line of defence
+        raise ConfigError(source, "", f"nested deeper than {MAX_PLAN_FILE_DEPTH}") from None
     except ValueError as err:  # json.JSONDecodeError is a ValueError
         raise ConfigError(source, "", f"not valid JSON: {err}") from None
-    if _depth(value) > MAX_PLAN_FILE_DEPTH:
-        raise ConfigError(source, "", f"not a plan file: nested deeper than {MAX_PLAN_FILE_DEPTH}")
-    return value
 
 
 def read_plan_file(path: str | os.PathLike[str]) -> PlanFile:

@@ -13,7 +13,7 @@ import dataclasses
 import difflib
 import math
 import re
-import tomllib
+import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -53,24 +53,6 @@ def describe(value: Any) -> str:
     if len(text) > 60:
         text = text[:57] + "..."
     return f"{text} ({toml_type(value)})"
-
-
-def read_toml(path: Any) -> dict[str, Any]:
-    """Parse the TOML file at `path`; a missing, unreadable or malformed file is a ConfigError."""
-    source = str(path)
-    try:
-        with open(path, "rb") as handle:
-            return tomllib.load(handle)
-    except FileNotFoundError:
-        raise ConfigError(source, "", "file not found") from None
-    except IsADirectoryError:
-        raise ConfigError(source, "", "is a directory, not a TOML file") from None
-    except OSError as err:
-        raise ConfigError(source, "", f"cannot be read: {err.strerror or err}") from None
-    except UnicodeDecodeError as err:
-        raise ConfigError(source, "", f"not valid TOML: not UTF-8 text ({err.reason})") from None
-    except tomllib.TOMLDecodeError as err:
-        raise ConfigError(source, "", f"not valid TOML: {err}") from None
 
 
 def check_keys(
@@ -125,17 +107,25 @@ def get_table_array(
     return items
 
 
-CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f]")
+CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 """The C0 control characters, DEL and the C1 control characters (U+0000-U+001F, U+007F-U+009F):
-the ones a terminal acts on (escape sequences, carriage returns, bells) instead of showing."""
+the ones a terminal acts on (escape sequences, carriage returns, bells) instead of showing; and
+the bidirectional controls (U+061C, U+200E-U+200F, U+202A-U+202E, U+2066-U+2069), which
+reorder what follows them on screen, so "gpu\u202e1-upc" shows as another name."""
 
 
 def printable(text: str) -> str:
     """`text` with every control character (CONTROL_CHARACTERS) written as its escape: "\\x1b[31m"
-    for ESC [31m, so a name shown in a table, a report or JSON cannot recolour the terminal, move
-    the cursor or forge lines. Other characters, backslashes included, stay as they are, so
-    printable(printable(t)) == printable(t): a written-out name reads back unchanged."""
-    return CONTROL_CHARACTERS.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+    for ESC [31m, "\\u202e" for RIGHT-TO-LEFT OVERRIDE, so a name shown in a table, a report or
+    JSON cannot recolour the terminal, move the cursor, reorder text or forge lines. Other
+    characters, backslashes included, stay as they are, so printable(printable(t)) ==
+    printable(t): a written-out name reads back unchanged."""
+    return CONTROL_CHARACTERS.sub(_escape, text)
+
+
+def _escape(match: re.Match) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def get_string(table: dict[str, Any], key: str, source: str, prefix: str) -> str:
@@ -221,16 +211,21 @@ def get_fraction(table: dict[str, Any], key: str, source: str, prefix: str) -> f
 
 
 def check_unique(names: Sequence[str], source: str, array_path: str, what: str) -> None:
-    """Reject a repeated name in the array of tables at `array_path`; names the second one."""
+    """Reject a repeated name in the array of tables at `array_path`, names compared after
+    Unicode NFKC normalisation (so "ﬁ" and "fi", or a composed and a decomposed "é", which look
+    alike, are one name); names the second one."""
     seen: dict[str, int] = {}
     for i, name in enumerate(names):
-        if name in seen:
+        key = unicodedata.normalize("NFKC", name) if isinstance(name, str) else name
+        if key in seen:
+            first = names[seen[key]]
+            alike = "" if first == name else f" (equal to {first!r} after Unicode normalisation)"
             raise ConfigError(
                 source,
                 field_path(field_path(array_path, i), "name"),
-                f"duplicate {what} name {name!r} (also {field_path(array_path, seen[name])})",
+                f"duplicate {what} name {name!r}{alike} (also {field_path(array_path, seen[key])})",
             )
-        seen[name] = i
+        seen[key] = i
 
 
 def check_range(
@@ -253,6 +248,26 @@ def check_micro_batches(value: Any, source: str, path: str) -> float:
     if value <= 0 or (math.isfinite(value) and value != int(value)):
         raise ConfigError(source, path, f"must be a positive integer or inf, got {value!r}")
     return float(value)
+
+
+def check_micro_batches_split(micro_batches: float, batch: float, source: str, path: str) -> None:
+    """ConfigError unless `micro_batches` micro-batches (finite) split the batch of `batch`
+    samples into whole samples: at most the batch, and dividing it (inf, no pipeline bubble, is
+    always accepted). A micro-batch of less than a sample, or of a fraction of one, is a job no
+    cluster can run, whose bubble would still shrink in the model."""
+    if math.isinf(micro_batches):
+        return
+    if micro_batches > batch:
+        raise ConfigError(
+            source, path, f"{micro_batches:g} micro-batches exceed the batch of {batch:g} samples (at most {batch:g})"
+        )
+    if math.fmod(batch, micro_batches) != 0:
+        raise ConfigError(
+            source,
+            path,
+            f"{micro_batches:g} micro-batches do not split the batch of {batch:g} samples into whole samples "
+            f"({batch:g}/{micro_batches:g} = {batch / micro_batches:g} samples each)",
+        )
 
 
 def check_state_sharding(value: Any, source: str, path: str) -> str:
@@ -278,6 +293,7 @@ def validate_job(job: Job, source: str = "job") -> None:
         raise ConfigError(source, "chunks", f"must be in 1..{MAX_CHUNKS}, got {job.chunks!r}")
     check_micro_batches(job.micro_batches, source, "micro_batches")
     check_in_range(job.micro_batches, "micro_batches", source, "micro_batches")
+    check_micro_batches_split(job.micro_batches, job.batch, source, "micro_batches")
     check_state_sharding(job.state_sharding, source, "state_sharding")
     check_parallel_job(job, source)
 

@@ -19,7 +19,7 @@ import numpy as np
 import optax
 
 from hps.config.types import Catalog, Job, Workload, stage_spans
-from hps.errors import ConfigError
+from hps.errors import ConfigError, TrainingDiverged
 from hps.executor.allreduce import planned_orders
 from hps.executor.devices import assign_stage_devices, device_pools
 from hps.executor.measure import median_stage_terms
@@ -105,6 +105,13 @@ def execute_plan(
         ks = forced_replicas(options.replicas, names, pools, networks)
     batch = int(job.batch)
     micro = micro_batch_count(batch, ks, options.micro_batches or max(2, len(spans)))
+    if options.micro_batches is not None and micro != options.micro_batches:
+        raise ConfigError(
+            "--micro-batches",
+            "micro_batches",
+            f"{options.micro_batches} micro-batches do not split the batch of {batch} samples into whole "
+            f"samples for every stage's replicas ({', '.join(map(str, ks))}); the most that do is {micro}",
+        )
     optimizer = optax.sgd(options.learning_rate)
     policy = options.policy or job.collective
 
@@ -127,10 +134,12 @@ def execute_plan(
     batches = [model.sample_batch(jax.random.key(options.seed + step), batch) for step in range(options.steps)]
     terms = median_stage_terms(pipeline, batches[0], micro, repeats=5)
     losses, step_seconds = [], []
-    for b in batches:
+    for step, b in enumerate(batches):
         start = time.perf_counter()
         losses.append(float(jax.block_until_ready(train_step(pipeline, b, micro))))
         step_seconds.append(time.perf_counter() - start)
+        if not math.isfinite(losses[-1]):
+            raise TrainingDiverged(f"diverged at step {step}: the loss is {losses[-1]}; lower --lr")
     step_time = float(np.median(step_seconds[1:] if len(step_seconds) > 1 else step_seconds))
 
     executed = [(first, last, t, k) for (first, last, t), k in zip(spans, ks)]
@@ -157,6 +166,12 @@ def execute_plan(
     if options.check:
         want, reference_losses = single_device_training(model, batches, optimizer)
         got = [state for stage in stages for state in stage.params]
+        for what, params in (("the executed plan's", got), ("the single-device reference's", want)):
+            if not all(np.all(np.isfinite(np.asarray(leaf))) for leaf in jax.tree.leaves(params)):
+                raise TrainingDiverged(f"diverged: {what} parameters hold NaN or inf after step {options.steps - 1}")
+        if not all(math.isfinite(loss) for loss in reference_losses):
+            step = next(i for i, loss in enumerate(reference_losses) if not math.isfinite(loss))
+            raise TrainingDiverged(f"the single-device reference diverged at step {step}; lower --lr")
         report["max_param_rel_diff"] = max_relative_difference(got, want)
         report["max_loss_rel_diff"] = max(abs(a - b) / abs(b) for a, b in zip(losses, reference_losses))
         report["equivalent"] = report["max_param_rel_diff"] <= 1e-5

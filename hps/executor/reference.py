@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -46,10 +48,14 @@ def single_device_training(model: LayeredModel, batches, optimizer: optax.Gradie
 
 
 def max_relative_difference(got, want) -> float:
-    """max over parameter arrays of max|got − want| / max|want| (0 for all-zero arrays)."""
+    """max over parameter arrays of max|got − want| / max|want| (0 for all-zero arrays); NaN
+    when any parameter of either is not finite, so no comparison passes on NaN (max(0, nan) is
+    0 in Python, and np.max skips nothing but compares NaN false)."""
     worst = 0.0
     for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=True):
         a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+        if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+            return math.nan
         scale = float(np.max(np.abs(b), initial=0.0))
         diff = float(np.max(np.abs(a - b), initial=0.0))
         worst = max(worst, diff / scale if scale > 0 else diff)

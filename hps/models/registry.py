@@ -117,6 +117,10 @@ def model_from_spec(spec: str, overrides: Mapping[str, object] | None = None, *,
         raise ConfigError(spec, attr, f"{module_name} has no callable {attr!r}")
     try:
         model = factory(**dict(overrides or {}))
+    except SystemExit as exit_:  # sys.exit() in the user's code would end hps silently, status and all
+        raise ConfigError(
+            spec, attr, f"calling it called sys.exit({exit_.code!r}); a factory must return a model"
+        ) from None
     except Exception as error:  # the user's code: report it as the spec's problem
         raise ConfigError(spec, attr, f"calling it failed: {type(error).__name__}: {error}") from error
     if not isinstance(model, LayeredModel):
@@ -145,5 +149,7 @@ def _import(spec: str, module_name: str) -> ModuleType:
         return importlib.import_module(module_name)
     except ConfigError:
         raise
+    except SystemExit as exit_:
+        raise ConfigError(spec, "", f"importing {module_name} called sys.exit({exit_.code!r})") from None
     except Exception as error:  # ImportError, SyntaxError, or anything the module raises
         raise ConfigError(spec, "", f"cannot import {module_name}: {type(error).__name__}: {error}") from error

@@ -6,7 +6,7 @@ import math
 
 from hps.config.types import Catalog, Job, Workload
 from hps.placement.model.plan import Plan, evaluate_plan, schedule_plan
-from hps.placement.model.provisioning import Instance, build_instance
+from hps.placement.model.provisioning import Instance, build_instance, fastest_fitting
 from hps.report.tables import format_table, require_finite
 
 
@@ -17,14 +17,14 @@ def plan_report(inst: Instance, plan: Plan, score: dict | None = None) -> dict:
     throughput, dollars_per_hour, cost (null when infeasible), stages (type, first_layer,
     last_layer, replicas, time, mode, dollars_per_hour) and schedule (type name per layer).
     score: the plan's `evaluate_plan`, when the caller has it already."""
-    workload, catalog, job = inst.workload, inst.catalog, inst.job
+    workload, catalog = inst.workload, inst.catalog
     score = evaluate_plan(inst, plan) if score is None else score
     stages = [{key: stage[key] for key in STAGE_KEYS} for stage in score["stages"]]
     reason, code = None, score["reason"] or "feasible"
     if not score["feasible"]:
         layer = score["failed_layer"]
         failed = next(stage for stage in stages if stage["first_layer"] == layer)
-        why = infeasible_because(code, failed, stages, catalog, job, inst.bubble(len(plan)))
+        why = infeasible_because(code, failed, stages, inst, inst.bubble(len(plan)))
         reason = f"{code} at the stage starting at layer {layer} ({workload.layers[layer].name}): {why}"
     report = {
         "feasible": score["feasible"],
@@ -55,17 +55,30 @@ def schedule_report(workload: Workload, catalog: Catalog, job: Job, schedule: li
     return plan_report(build_instance(workload, catalog, job), schedule_plan(schedule))
 
 
-def infeasible_because(code: str, stage: dict, stages: list[dict], catalog: Catalog, job: Job, bubble: float) -> str:
+def infeasible_because(code: str, stage: dict, stages: list[dict], inst: Instance, bubble: float) -> str:
     """Why the provisioning of `stage` (a `plan_report` stage row) failed, in figures; bubble:
-    the plan's pipeline bubble factor."""
+    the plan's pipeline bubble factor. A throughput failure names the fastest provisioning over
+    every unit count that fits memory, which need not be all the units (the All-Reduce can
+    outgrow the compute more units save)."""
+    catalog, job = inst.catalog, inst.job
     if stage["type"] not in catalog.names:
         return f"resource type {stage['type']!r} is not in catalogue {catalog.name!r}"
     resource = catalog.resources[catalog.index(stage["type"])]
     units = f"all {resource.max_units} units of {resource.name} (its max_units)"
     if code == "throughput":
-        reached = job.batch / (bubble * stage["time"]) if stage["time"] > 0 else math.inf
-        shown = samples_per_second(reached)
-        return f"{units} reach {shown} samples/s, below the floor of {job.throughput:,g} samples/s"
+        floor = f"below the floor of {job.throughput:,g} samples/s"
+        fastest = fastest_fitting(inst, stage["first_layer"], stage["last_layer"], catalog.index(stage["type"]))
+        if fastest is None or fastest[0] == resource.max_units:
+            seconds = stage["time"] if fastest is None else fastest[1]
+            reached = job.batch / (bubble * seconds) if seconds > 0 else math.inf
+            return f"{units} reach {samples_per_second(reached)} samples/s, {floor}"  # the cap is the limit
+        k, seconds = fastest
+        reached = job.batch / (bubble * seconds) if seconds > 0 else math.inf
+        return (
+            f"its fastest provisioning, {k} of the {resource.max_units} units of {resource.name}, reaches "
+            f"{samples_per_second(reached)} samples/s, {floor}; more units are slower (their All-Reduce "
+            "outgrows the compute they save)"
+        )
     if code == "memory":
         return f"it does not fit in {resource.memory / 2**30:g} GiB per unit even on {units}"
     if code == "pooled_cap":

@@ -157,12 +157,13 @@ def run_chunks(train_chunk, state, updates_per_chunk: int, num_chunks: int, *, o
     """The Python loop between jitted chunks, shared by every trainer: from chunk
     state.step / updates_per_chunk to num_chunks (so a resumed run ends where an uninterrupted
     one does). on_chunk(chunk_index, state, metrics) runs after each chunk; stop() is asked
-    before each and ends training early when true (a time budget). Returns (state, history: one
+    before each but the first run here and ends training early when true (a time budget: at
+    least one chunk is trained, so a budget shorter than the compile still trains). Returns (state, history: one
     metrics dict of floats per chunk run here). TrainingDiverged when a chunk's loss or
     parameters are not finite, before on_chunk sees (and a session saves) that state."""
     history = []
     for chunk in range(int(jax.device_get(state.step)) // updates_per_chunk, num_chunks):
-        if stop is not None and stop():
+        if stop is not None and history and stop():
             break
         first_update = int(jax.device_get(state.step))
         state, metrics = train_chunk(state)

@@ -31,6 +31,10 @@ class PolicyKind:
 
 _POLICY_KINDS: dict[str, PolicyKind] = {}
 
+SHIPPED_KINDS = ("placement", "collective")
+"""The kinds hps's agents register. A command loads only the agent it needs, so a checkpoint of
+another shipped kind is named as the wrong kind, not as an unknown one."""
+
 
 def register_policy_kind(kind: PolicyKind) -> PolicyKind:
     """Make `kind` known by its name and config type; returns it."""
@@ -41,7 +45,11 @@ def register_policy_kind(kind: PolicyKind) -> PolicyKind:
 def policy_kind_named(name: str, source: str = "checkpoint") -> PolicyKind:
     """The registered kind called `name` (ConfigError naming `source` otherwise)."""
     if name not in _POLICY_KINDS:
-        known = ", ".join(sorted(_POLICY_KINDS)) or "none loaded"
+        loaded = sorted(_POLICY_KINDS)
+        if name in SHIPPED_KINDS and loaded:  # a kind whose agent this command did not load: not the one it needs
+            problem = f"the checkpoint holds a {name} policy; this command needs a {' or '.join(loaded)} policy"
+            raise ConfigError(source, "spec.kind", f"{problem} (hps train --kind {loaded[0]} trains one)")
+        known = ", ".join(loaded) or "none loaded"
         raise ConfigError(source, "spec.kind", f"unknown policy kind {name!r}; hps knows {known}")
     return _POLICY_KINDS[name]
 

@@ -178,7 +178,7 @@ FLAGS = [  # (argv, flag, range words)
     ([*MLP, "--micro-batches", "1e300"], "--micro-batches", "between 1 and 1e+12 micro-batches, or inf"),
     (["search", "--workload", "mlp", *job_flags(batch="1e308"), "--method", "single"], "--batch", "1e+12"),
     (["collective", "--size", "1e40"], "--size", "between 1 and 1e+18 bytes"),
-    (["collective", "--iteration", "mlp", "--batch-per-npu", "1e30"], "--batch-per-npu", "between 1 and 1e+12"),
+    (["collective", "--iteration", "mlp", "--batch-per-npu", "1e30"], "--batch-per-npu", "between 1 and 1e+06"),
     (["evaluate", *WIDE_TABLE], "--set", "sparse_param_bytes: must be 0, or between 1 and 1e+18 bytes"),
 ]
 
@@ -371,8 +371,9 @@ def test_allreduce_terms_with_the_most_units_and_chunks_equal_the_reference(them
 
 COLLECTIVES = {  # name: (dimensions (size, GiB/s, ns, algorithm), bytes)
     "largest": ([(65536, 1e-9, 1e12, "ring"), (16384, 1e6, 0.0, "halving_doubling")], 1e18),
-    "smallest": ([(32, 1e6 / (1 + d / 7), 0.0, a) for d, a in enumerate(ALGORITHMS + ALGORITHMS[:2])], 1.0),
-    "mixed": ([(65536, 1e6, 1e12, "halving_doubling"), (16384, 1e-9, 0.0, "ring")], 1.0),
+    # the least bytes `hps collective` takes for 256 chunks: one per chunk
+    "smallest": ([(32, 1e6 / (1 + d / 7), 0.0, a) for d, a in enumerate(ALGORITHMS + ALGORITHMS[:2])], 256.0),
+    "mixed": ([(65536, 1e6, 1e12, "halving_doubling"), (16384, 1e-9, 0.0, "ring")], 256.0),
 }
 
 

@@ -39,7 +39,7 @@ class IterationResult:
     backward: float
     comm_end: float  # when the last collective finishes, from the start of backward
     iteration: float
-    exposed_comm: float  # iteration − (forward + backward): communication not hidden by compute
+    exposed_comm: float  # max(comm_end − backward, 0): communication not hidden by compute
     collectives: int
 
 
@@ -107,6 +107,6 @@ def iteration_time(
         backward=backward,
         comm_end=comm_end,
         iteration=iteration,
-        exposed_comm=iteration - forward - backward,
+        exposed_comm=max(comm_end - backward, 0.0),  # not iteration − forward − backward: its rounding is no 0
         collectives=len(size),
     )

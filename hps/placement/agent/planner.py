@@ -33,6 +33,7 @@ from hps.placement.agent.policy import PolicyFunctions
 from hps.placement.agent.rollout import rollout
 from hps.placement.env.env import PlacementEnv
 from hps.placement.env.generator import make_instance
+from hps.placement.memory import refuse_past_memory
 from hps.placement.model import build_params
 from hps.placement.model.cost import segment_table
 from hps.placement.model.params import dense_size_fits
@@ -137,6 +138,20 @@ def best_by_numpy(inst, schedules) -> tuple[_Best, int]:
     return _Best(np.asarray(schedules)[best], scores[best]), sum(feasible)
 
 
+BEAM_COPIES = 4
+"""Copies of each plan's environment state and policy carry the beam search holds at its peak
+(the state, its pick by parent, the next state, the carry's update), counted by `plan_bytes`."""
+
+
+def plan_bytes(policy: PolicyFunctions, params, instance) -> int:
+    """Bytes one sampled plan takes in the beam search of `instance` (a padded instance, as
+    `compiled_instance` makes): BEAM_COPIES of its environment state and policy carry, found
+    from their shapes (nothing is allocated)."""
+    state = jax.eval_shape(lambda: PlacementEnv().reset(None, instance)[1])
+    carry = jax.eval_shape(lambda: policy.initial_carry(params))
+    return BEAM_COPIES * sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves((state, carry)))
+
+
 def plan(
     policy: PolicyFunctions,
     params,
@@ -161,6 +176,7 @@ def plan(
     )
     alpha, beta = allreduce_table(catalog, job, types, units)
     instance = compiled_instance(padded, alpha, beta)
+    refuse_past_memory(f"hps plan's beam search of {samples:,} plans", samples * plan_bytes(policy, params, instance))
     key = jax.random.PRNGKey(seed)
     num_layers = len(workload.layers)
     if dense:

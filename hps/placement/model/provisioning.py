@@ -315,6 +315,27 @@ def every_stage(num_layers: int, num_types: int) -> tuple[np.ndarray, np.ndarray
     return np.repeat(first, num_types), np.repeat(last, num_types), np.tile(np.arange(num_types), len(first))
 
 
+def fastest_fitting(inst: Instance, first: int, last: int, type_index: int) -> tuple[int, float] | None:
+    """(k, seconds per iteration) of the fastest provisioning of stage first..last on type
+    `type_index` over the unit counts k = 1..max_units whose memory fits (replicated, or sharded
+    where the job allows it); None when no count fits. More units are not always faster: the
+    All-Reduce can outgrow the compute they save."""
+    cap = int(inst.max_units[type_index])
+    k = np.arange(1, cap + 1)
+    first_, last_, types = np.full(cap, first), np.full(cap, last), np.full(cap, type_index)
+    seg = _Segments(inst, first_, last_, types, range_max(inst.dense, first_, last_))
+    modes = (REPLICATED, SHARDED) if inst.job.state_sharding == "auto" else (REPLICATED,)
+    best = None
+    for mode in modes:
+        seconds = _time(inst, seg, k, mode)
+        fits = (_memory(inst, seg, k, mode) <= inst.memory[type_index]) & ((mode == REPLICATED) | (k >= 2))
+        if fits.any():
+            i = int(np.argmin(np.where(fits, seconds, np.inf)))
+            if best is None or seconds[i] < best[1]:
+                best = (int(k[i]), float(seconds[i]))
+    return best
+
+
 def provision(inst: Instance, first, last, types, stages: int) -> Stages:
     """Provision stages first..last (inclusive layer indices) on types, arrays (N,), each a
     stage of a plan of `stages` stages (which sets the bubble)."""
