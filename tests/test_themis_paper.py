@@ -1,0 +1,50 @@
+"""The Themis paper's six 1,024-NPU networks (Table 2, as its artifact runs them in ASTRA-sim 1.0)
+and the experiment kind that reproduces its All-Reduce figures on them."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from hps.config.loaders import load_network
+from hps.config.paths import TOPOLOGIES
+from hps.config.validation import GIB
+
+TABLE_2 = {  # name -> ((size, per-NPU GiB/s = links x link GB/s, algorithm), ...)
+    "themis-2d-sw-sw-16x64": ((16, 6 * 25, "halving_doubling"), (64, 1 * 100, "halving_doubling")),
+    "themis-3d-sw-sw-sw-homo-16x8x8": (
+        (16, 4 * 25, "halving_doubling"),
+        (8, 4 * 25, "halving_doubling"),
+        (8, 1 * 100, "halving_doubling"),
+    ),
+    "themis-3d-sw-sw-sw-hetero-16x8x8": (
+        (16, 8 * 25, "halving_doubling"),
+        (8, 4 * 25, "halving_doubling"),
+        (8, 1 * 50, "halving_doubling"),
+    ),
+    "themis-3d-fc-ring-sw-8x16x8": ((8, 7 * 25, "direct"), (16, 4 * 25, "ring"), (8, 1 * 50, "halving_doubling")),
+    "themis-4d-ring-sw-sw-sw-4x4x8x8": (
+        (4, 2 * 125, "ring"),
+        (4, 8 * 25, "halving_doubling"),
+        (8, 4 * 25, "halving_doubling"),
+        (8, 1 * 50, "halving_doubling"),
+    ),
+    "themis-4d-ring-fc-ring-sw-4x8x4x8": (
+        (4, 2 * 187.5, "ring"),
+        (8, 7 * 25, "direct"),
+        (4, 6 * 25, "ring"),
+        (8, 1 * 100, "halving_doubling"),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TABLE_2))
+def test_table_2_network_has_1024_npus_and_the_cited_per_npu_bandwidths(name):
+    path = TOPOLOGIES / "networks" / f"{name}.toml"
+    network = load_network(path)
+    assert network.name == name and math.prod(d.size for d in network.dimensions) == 1024
+    got = tuple((d.size, d.bandwidth / GIB, d.algorithm) for d in network.dimensions)
+    assert got == TABLE_2[name]
+    assert all(d.latency == pytest.approx(1e-9) and d.in_flight == 1 for d in network.dimensions)
+    assert "links x" in path.read_text() and "--link-bandwidth" in path.read_text()
