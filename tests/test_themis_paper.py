@@ -67,6 +67,7 @@ def test_tiny_themis_paper_run_reports_every_policy_beside_the_paper_and_draws_i
     results = ran["results"]["results"]
     assert results["columns"] == list(COLUMNS) and results["paper_mean"] == PAPER_MEAN
     assert set(results["difference_points"]) == set(PAPER_MEAN) and isinstance(results["within_3_points"], bool)
+    assert results["themis_speedup"]["max"] >= results["themis_speedup"]["mean"] > 0
     for column in COLUMNS:
         (value,) = results["mean"]["per_size"][column]
         assert 0 < value <= 1 and results["mean"]["overall"][column] == value

@@ -30,6 +30,8 @@ TABLE_2 = (
 )
 PAPER_MEAN = {"baseline+fifo": 0.5631, "themis+fifo": 0.8767, "themis+scf": 0.9514}
 """The paper's mean utilization over these networks and 100 MB–1 GB (ISCA'22 version)."""
+PAPER_SPEEDUP = {"mean": 1.72, "max": 2.70}
+"""The paper's All-Reduce speed-up of Themis over the baseline, mean and max."""
 ACCEPT_POINTS = 3.0
 COLUMNS = ("baseline+fifo", "themis+fifo", "themis+scf", "roundrobin+scf", "best-fixed+scf")
 SWEEP_COLUMNS = COLUMNS[:4]
@@ -147,6 +149,7 @@ def summarize(config: ThemisPaperConfig, results: dict[str, dict]) -> Summary:
     sizes = [size_label(s) for s in artifact["sizes_bytes"]]
     gaps = {c: 100 * (stats["overall"][c] - PAPER_MEAN[c]) for c in PAPER_MEAN if c in columns}
     accepted = all(abs(gap) <= ACCEPT_POINTS for gap in gaps.values())
+    speedup = np.asarray(artifact["utilization"]["themis+scf"]) / np.asarray(artifact["utilization"]["baseline+fifo"])
     sweep = {
         key: {"latency_ns": r["latency_ns"], "in_flight": r["in_flight"], **means(r)}
         for key, r in results.items()
@@ -162,6 +165,7 @@ def summarize(config: ThemisPaperConfig, results: dict[str, dict]) -> Summary:
         "paper_mean": PAPER_MEAN,
         "difference_points": gaps,
         "within_3_points": accepted,
+        "themis_speedup": {"mean": float(speedup.mean()), "max": float(speedup.max()), "paper": PAPER_SPEEDUP},
         "sweep": sweep,
     }
     rows = [
@@ -208,7 +212,9 @@ def summarize(config: ThemisPaperConfig, results: dict[str, dict]) -> Summary:
     headline = (
         f"Mean utilization over {len(artifact['networks'])} networks × {len(sizes)} sizes, {config.chunks} chunks: "
         + ", ".join(f"{c} {stats['overall'][c]:.2%} (paper {PAPER_MEAN[c]:.2%}, {gaps[c]:+.2f} points)" for c in gaps)
-        + f". Within {ACCEPT_POINTS:g} points of the paper: {'yes' if accepted else 'no'}."
+        + f". Within {ACCEPT_POINTS:g} points of the paper: {'yes' if accepted else 'no'}. "
+        + f"Themis + SCF over baseline + FIFO: {speedup.mean():.2f}x mean, {speedup.max():.2f}x max "
+        + f"(paper {PAPER_SPEEDUP['mean']}x, {PAPER_SPEEDUP['max']}x)."
     )
     return Summary(
         results=document,
@@ -229,8 +235,8 @@ def sweep_lines(sweep: dict) -> dict:
     lines = {}
     for k in sorted({s["in_flight"] for s in sweep.values()}):
         runs = sorted((s for s in sweep.values() if s["in_flight"] == k), key=lambda s: s["latency_ns"])
-        for c in SWEEP_COLUMNS:
-            style = "o-" if k == 1 else "s--"
+        for i, c in enumerate(SWEEP_COLUMNS):
+            style = f"C{i}" + ("o-" if k == 1 else "s--")  # one colour per policy, one style per setting
             lines[f"{c}, in_flight {k}"] = ([s["latency_ns"] for s in runs], [s["overall"][c] for s in runs], style)
     return lines
 
