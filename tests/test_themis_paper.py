@@ -78,3 +78,62 @@ def test_tiny_themis_paper_run_reports_every_policy_beside_the_paper_and_draws_i
     out = tmp_path / "out"
     for name in ("fig11-utilization-per-size.png", "utilization-per-network.png", "latency-sweep.png"):
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# ---------------------------------------------------------------- ASTRA-sim 1.0 workload files
+
+ASTRA = TOPOLOGIES.parent / "tests" / "data" / "astra-sim-1.0"
+
+
+@pytest.mark.parametrize(
+    "name, parallelism, layers",
+    [
+        ("Resnet50_DataParallel.txt", "DATA", 54),
+        ("Transformer_HybridParallel.txt", "HYBRID_TRANSFORMER", 57),
+        ("DLRM_HybridParallel.txt", "HYBRID_DLRM", 8),
+        ("MLP_HybridParallel_Data_Model.txt", "HYBRID_DATA_MODEL", 6),
+        ("MLP_ModelParallel.txt", "MODEL", 6),
+        ("microAllReduce.txt", "MICRO", 1),
+    ],
+)
+def test_the_artifacts_astra_sim_workloads_read_as_their_layers(name, parallelism, layers):
+    from hps.config.astra_workload import read_astra_workload
+
+    workload = read_astra_workload(ASTRA / name)
+    assert workload.parallelism == parallelism and len(workload.layers) == layers
+    if name == "microAllReduce.txt":
+        (layer,) = workload.layers
+        assert layer.weight_grad.collective == "ALLREDUCE" and layer.weight_grad.size_bytes == 1048576
+    if name == "Transformer_HybridParallel.txt":
+        assert workload.model_parallel_group == 4 and workload.layers[0].forward.collective == "ALLGATHER"
+    if name == "DLRM_HybridParallel.txt":
+        assert workload.dlrm_last_bottom_layer == 4 and workload.layers[0].forward.collective == "ALLTOALL"
+
+
+GOOD_LAYER = "conv1 -1 5 NONE 0 5 NONE 0 5 ALLREDUCE 1048576 5"
+
+
+@pytest.mark.parametrize(
+    "text, line, problem",
+    [
+        ("", 1, "the file is empty"),
+        ("PIPELINE\n1\n" + GOOD_LAYER, 1, "unknown parallelism 'PIPELINE'"),
+        ("HYBRID_DLRM_ENHANCED 1\n1\n" + GOOD_LAYER, 1, "HYBRID_DLRM_ENHANCED is not supported"),
+        ("HYBRID_TRANSFORMER 4\n1\n" + GOOD_LAYER, 1, "model_parallel_NPU_group"),
+        ("DATA\none\n" + GOOD_LAYER, 2, "number of layers: must be a non-negative integer, got 'one'"),
+        ("DATA\n2\n" + GOOD_LAYER, 3, "announces 2 layers, the file has 1"),
+        ("DATA\n1\nconv1 -1 5 NONE 0 5 NONE 0 5 ALLREDUCE 1048576", 3, "12 fields, got 11"),
+        ("DATA\n1\nconv1 -1 5 NONE 0 5 NONE 0 5 BROADCAST 1048576 5", 3, "weight-gradient collective: unknown kind"),
+        ("DATA\n1\nconv1 -1 5 NONE 0 -5 NONE 0 5 ALLREDUCE 1048576 5", 3, "input-gradient compute cycles"),
+        ("DATA\n2\n" + GOOD_LAYER + "\n\n" + GOOD_LAYER, 4, "an empty line"),
+    ],
+)
+def test_a_malformed_or_unsupported_astra_sim_line_is_refused_with_file_and_line(tmp_path, text, line, problem):
+    from hps.config.astra_workload import read_astra_workload
+    from hps.errors import ConfigError
+
+    path = tmp_path / "workload.txt"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as refused:
+        read_astra_workload(path)
+    assert str(refused.value).startswith(f"{path}:{line}: ") and problem in str(refused.value)
