@@ -41,7 +41,7 @@ PASSES = ("forward", "input-gradient", "weight-gradient")
 
 @dataclass(frozen=True)
 class AstraPass:
-    """One pass of a layer: its compute (cycles) and the collective it issues after it."""
+    """One pass of a layer: its compute (cycles) and the collective that follows it."""
 
     compute_cycles: int
     collective: str
