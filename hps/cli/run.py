@@ -60,6 +60,10 @@ KIND_DESCRIPTIONS = {
         "hps.experiments.themis_iteration",
         "training-iteration speed-up of Themis + SCF over the baseline order",
     ),
+    "ThemisPaperConfig": (
+        "hps.experiments.themis_paper",
+        "every collective policy on the Themis paper's six networks beside its Fig. 11 means; a latency sweep",
+    ),
 }
 """The experiment kinds `hps run` knows: config type -> (module, what it does), for --help
 without importing them (a test checks it against the registered kinds)."""

@@ -3,13 +3,18 @@ every policy over a topology suite, and a data-parallel iteration (baseline vs a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from functools import partial
+
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from hps.collective.model.iteration import iteration_time
-from hps.collective.model.network import ideal_time, network_params
-from hps.collective.model.orders import policy_orders
+from hps.collective.model.network import ideal_time, network_batch, network_params
+from hps.collective.model.orders import baseline_orders, best_fixed_orders, policy_orders, roundrobin_orders
 from hps.collective.model.simulator import simulate_allreduce, utilization
+from hps.collective.model.themis import collective_orders
 from hps.config.limits import chunks_bucket
 from hps.config.loaders import load_catalog, load_network
 from hps.config.paths import resolve_topology
@@ -68,6 +73,50 @@ def suite(paths, total_bytes: float, chunks: int) -> dict:
     columns = [f"{p}+{'scf' if s else 'fifo'}" for p, s in SUITE_POLICIES]
     mean = {c: float(np.mean([r[c] for r in rows])) for c in columns}
     return {"size": total_bytes, "chunks": chunks, "columns": columns, "networks": rows, "mean": mean}
+
+
+def utilization_grid(
+    networks: Sequence[Network], sizes_bytes: Sequence[float], chunks: int, columns: Sequence[str]
+) -> dict[str, np.ndarray]:
+    """{column: (len(networks), len(sizes_bytes)) utilization T_ideal / T} of one All-Reduce of
+    each size (bytes) in `chunks` chunks on each network, for columns "POLICY+DISCIPLINE"
+    (POLICY: baseline, themis, roundrobin, best-fixed; DISCIPLINE: fifo, scf). One jitted call,
+    vmapped over networks and sizes, per column and number of dimensions; the chunk arrays have
+    exactly `chunks` rows (1 ≤ chunks ≤ 256), so the jit cache serves every size, latency and
+    bandwidth of a shape."""
+    sizes = jnp.asarray(sizes_bytes, jnp.float32)
+    groups: dict[int, list[int]] = {}
+    for i, network in enumerate(networks):
+        groups.setdefault(len(network.dimensions), []).append(i)
+    out = {column: np.zeros((len(networks), len(sizes_bytes))) for column in columns}
+    for n_dims, where in groups.items():
+        batch = network_batch([networks[i] for i in where], max_dims=n_dims)
+        for column in columns:
+            policy, discipline = column.split("+")
+            grid = _utilization_grid(batch, sizes, jnp.asarray(discipline == "scf"), policy, int(chunks))
+            out[column][where] = np.asarray(jax.device_get(grid), np.float64)
+    return out
+
+
+@partial(jax.jit, static_argnames=("policy", "chunks"))
+def _utilization_grid(nets, sizes, scf, policy: str, chunks: int):
+    """(networks, sizes) utilization of `policy` under discipline scf (traced bool)."""
+
+    def one(net, size):
+        if policy == "baseline":
+            orders = baseline_orders(net, chunks)
+        elif policy == "themis":
+            orders = collective_orders(net.size, net.bandwidth, size, chunks, True, chunks)[0]
+        elif policy == "roundrobin":
+            orders = roundrobin_orders(net, chunks)
+        elif policy == "best-fixed":
+            orders = best_fixed_orders(net, size, chunks, scf, chunks)[0]
+        else:
+            raise ValueError(f"unknown policy {policy!r}")
+        time = simulate_allreduce(net, size, chunks, orders, scf, max_chunks=chunks).time
+        return utilization(net, size, time)
+
+    return jax.vmap(lambda net: jax.vmap(lambda size: one(net, size))(sizes))(nets)
 
 
 def compute_resource(

@@ -33,4 +33,5 @@ from hps.experiments import (  # noqa: E402,F401
     scaling,
     themis_allreduce,
     themis_iteration,
+    themis_paper,
 )

@@ -56,3 +56,54 @@ def save_loglog_panels(path, panels: list[tuple[str, str, str, dict[str, tuple[l
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
     save_figure(fig, path)
+
+
+def save_bars_beside_reference(
+    path, groups: list[str], series: dict[str, list[float]], reference: dict[str, float], *, ylabel: str, title: str
+) -> None:
+    """`save_grouped_bars` with one more group, "paper", holding a hatched bar per series that
+    has a `reference` value (in that series' colour), and the reference drawn as a dotted line
+    across the chart in the same colour."""
+    labels = [*groups, "paper"]
+    n = max(len(series), 1)
+    width = 0.8 / n
+    x = np.arange(len(labels))
+    fig, ax = plt.subplots(figsize=(max(8.0, 1.1 * len(labels) + 3), 4.8))
+    for i, (label, values) in enumerate(series.items()):
+        offset = (i - (n - 1) / 2) * width
+        bars = ax.bar(x[:-1] + offset, values, width, label=label)
+        if label in reference:
+            color = bars.patches[0].get_facecolor()
+            ax.bar(x[-1] + offset, reference[label], width, color=color, hatch="//", edgecolor="black")
+            ax.axhline(reference[label], color=color, linestyle=":", linewidth=1.0)
+    ax.set_ylim(0, 1.15 * max([*reference.values(), *(max(v, default=0.0) for v in series.values())]) or None)
+    ax.set_xticks(x)
+    ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, ncol=min(n, 4))
+    fig.tight_layout()
+    save_figure(fig, path)
+
+
+def bars_beside_reference(filename: str, groups, series, reference, **options) -> Figure:
+    """A `Summary.figures` entry: `save_bars_beside_reference` into `filename`."""
+    return filename, lambda path: save_bars_beside_reference(path, groups, series, reference, **options)
+
+
+def save_semilogx_lines(
+    path, lines: dict[str, tuple[list, list, str]], *, xlabel: str, ylabel: str, title: str
+) -> None:
+    """One line per {label: (xs, ys, matplotlib line style)} on a log x axis."""
+    fig, ax = plt.subplots(figsize=(8.0, 4.8))
+    for label, (xs, ys, style) in lines.items():
+        ax.plot(xs, ys, style, label=label)
+    ax.set_xscale("log")
+    ax.set_ylim(0, 1.05)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="both", linewidth=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    save_figure(fig, path)
