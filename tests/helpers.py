@@ -3,6 +3,7 @@ CLI JSON calls. A plain module, not a test module: fixtures live in conftest.py.
 
 from __future__ import annotations
 
+import ast
 import json
 
 import jax
@@ -53,3 +54,13 @@ def run_cli_output(argv: list[str], capsys) -> tuple[int, str, str]:
         code = exit_.code
     captured = capsys.readouterr()
     return code, captured.out, captured.err
+
+
+def called_name(node: ast.Call) -> str:
+    """`f`, `a.f` or `a.b.f` of a call (the attribute chain of its function, names only)."""
+    parts, func = [], node.func
+    while isinstance(func, ast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    parts.append(func.id if isinstance(func, ast.Name) else "?")
+    return ".".join(reversed(parts))

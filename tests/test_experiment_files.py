@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from hps.experiments import experiment_kind_of, load_config
+from tests.helpers import called_name
 
 REPO = Path(__file__).parent.parent
 EXPERIMENTS = sorted((REPO / "experiments").glob("*.py"))
@@ -39,16 +40,6 @@ DELIBERATE = {"hostile.py": {"os.open"}}
 """The hostile sweep flips a bit of a checkpoint in place on purpose, as a failing disk does."""
 
 
-def _called(node: ast.Call) -> str:
-    """`f`, `a.f` or `a.b.f` of a call (the attribute chain of its function, names only)."""
-    parts, func = [], node.func
-    while isinstance(func, ast.Attribute):
-        parts.append(func.attr)
-        func = func.value
-    parts.append(func.id if isinstance(func, ast.Name) else "?")
-    return ".".join(reversed(parts))
-
-
 @pytest.mark.parametrize(
     "path",
     [*EXPERIMENTS, *sorted((REPO / "hps" / "experiments").glob("*.py"))],
@@ -58,6 +49,6 @@ def test_experiments_write_files_only_through_the_atomic_writer(path):
     """The runner writes results.json, items, report.md (atomic_write_text) and the figures
     (save_figure); an experiment never opens a file for writing itself."""
     tree = ast.parse(path.read_text(), str(path))
-    called = [_called(node) for node in ast.walk(tree) if isinstance(node, ast.Call)]
+    called = [called_name(node) for node in ast.walk(tree) if isinstance(node, ast.Call)]
     allowed = ATOMIC | DELIBERATE.get(path.name, set())
     assert not [c for c in called if c.rpartition(".")[2] in WRITERS and c not in allowed]

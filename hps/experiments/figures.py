@@ -8,6 +8,17 @@ from hps.experiments.base import Figure
 from hps.report.figures import plt, save_figure
 
 
+def _finish_bars(path, fig, ax, labels: list[str], ylabel: str, title: str, series: int) -> None:
+    """Label a bar chart's groups, axis, title and legend, and save it."""
+    ax.set_xticks(np.arange(len(labels)))
+    ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, ncol=min(series, 4))
+    fig.tight_layout()
+    save_figure(fig, path)
+
+
 def save_grouped_bars(
     path, groups: list[str], series: dict[str, list[float]], *, ylabel: str, title: str, hline: float | None = None
 ) -> None:
@@ -22,13 +33,7 @@ def save_grouped_bars(
     if hline is not None:
         ax.axhline(hline, color="black", linestyle="--", linewidth=0.8)
     ax.set_ylim(0, 1.2 * max([hline or 0.0, *(max(v, default=0.0) for v in series.values())]) or None)
-    ax.set_xticks(x)
-    ax.set_xticklabels(groups, rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8, ncol=min(n, 4))
-    fig.tight_layout()
-    save_figure(fig, path)
+    _finish_bars(path, fig, ax, groups, ylabel, title, n)
 
 
 def grouped_bars(filename: str, groups: list[str], series: dict[str, list[float]], **options) -> Figure:
@@ -77,13 +82,7 @@ def save_bars_beside_reference(
             ax.bar(x[-1] + offset, reference[label], width, color=color, hatch="//", edgecolor="black")
             ax.axhline(reference[label], color=color, linestyle=":", linewidth=1.0)
     ax.set_ylim(0, 1.15 * max([*reference.values(), *(max(v, default=0.0) for v in series.values())]) or None)
-    ax.set_xticks(x)
-    ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8, ncol=min(n, 4))
-    fig.tight_layout()
-    save_figure(fig, path)
+    _finish_bars(path, fig, ax, labels, ylabel, title, n)
 
 
 def bars_beside_reference(filename: str, groups, series, reference, **options) -> Figure:

@@ -23,7 +23,7 @@ import pytest
 from hps.cli.main import CLOSED_STDOUT_STATUS, main
 from hps.config.files import atomic_write_text, check_output_path
 from hps.errors import ConfigError
-from tests.helpers import run_cli_output
+from tests.helpers import called_name, run_cli_output
 
 REPO = Path(__file__).resolve().parents[2]
 PODS = str(REPO / "tests" / "data" / "pods.toml")
@@ -244,17 +244,8 @@ ATOMIC = {"checkpoint.save"}
 """hps.rl.checkpoint.save: orbax writes a step to a temporary folder and renames it."""
 
 
-def _call_name(node: ast.Call) -> str:
-    parts, func = [], node.func
-    while isinstance(func, ast.Attribute):
-        parts.append(func.attr)
-        func = func.value
-    parts.append(func.id if isinstance(func, ast.Name) else "?")
-    return ".".join(reversed(parts))
-
-
 def _writes_a_file(node: ast.Call) -> bool:
-    name = _call_name(node)
+    name = called_name(node)
     tail = name.rpartition(".")[2]
     if name == "os.open":
         return bool(WRITE_FLAGS & {n.attr for n in ast.walk(node.args[1]) if isinstance(n, ast.Attribute)})
