@@ -217,6 +217,8 @@ def _train(config, paths, manager, folder, *, minutes, devices, eval_every, on_c
     """train_session's work in the held folder with its open checkpoint manager."""
     kind = policy_kind_of(config)
     state, records, changes = _resume(config, paths, manager, folder, devices=devices, on_notice=on_notice, **resume)
+    if state is not None and int(jax.device_get(state.step)) >= config.num_chunks * config.updates_per_chunk:
+        return state, records  # every chunk is trained: nothing to build or compile
     primary = is_primary()
     evaluator = kind.evaluator(config) if evaluate else None
     started = time.perf_counter()
