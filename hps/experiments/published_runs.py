@@ -10,6 +10,7 @@ are held out, and the summary reports the two groups apart.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import statistics
 from dataclasses import dataclass
@@ -17,11 +18,26 @@ from dataclasses import dataclass
 from hps.experiments.base import ExperimentConfig, Summary, register_experiment_kind
 from hps.experiments.files import json_ready
 from hps.experiments.published_table import RUNS, PublishedRun
+from hps.placement.model.parallel.kernel import KernelTimes
 
 CATALOG = "cloud-2026"
 GIB = 2.0**30
-FITTED: tuple[str, ...] = ()
-"""The runs the time model's fitted constants were fitted to (docs/published-runs.md)."""
+FITTED: tuple[str, ...] = (
+    "mcore-1.7b", "mcore-32b", "mcore-177b", "mcore-462b",
+    "titan-8b", "maxtext-v5p-l2-70b", "maxtext-v6e-l2-70b", "nemo-h100-70b",
+)  # fmt: skip
+"""The runs the kernel-level model's constants were fitted to (docs/published-runs.md); the others
+are held out."""
+KERNEL = KernelTimes(
+    efficiency={"h100": 0.68, "a100-80": 0.60, "tpu-v5p": 0.905, "tpu-v6e": 0.588},
+    fp8_efficiency=0.474,
+    half_work_flop=0.5e12,
+    tp_exposed=0.0,
+)
+"""Fitted constants (docs/published-runs.md): H100's e_max, w_half and tp_exposed together to
+mcore-1.7b, -32b, -177b and -462b (a grid, least largest |ratio − 1|); then, each alone, A100's e_max
+to titan-8b, TPU v5p's to maxtext-v5p-l2-70b, TPU v6e's to maxtext-v6e-l2-70b, and the FP8 e_max to
+nemo-h100-70b. B200 and GB200 run FP8 only and take the FP8 e_max fitted on H100."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -29,10 +45,14 @@ class PublishedRunsConfig(ExperimentConfig):
     """Every published run (or those named), scored as a plan."""
 
     name: str = "published_runs"
+    model: str = "kernel"
+    """"kernel": the kernel-level time model at the fitted constants; "roofline": the catalogue's."""
     runs: tuple[str, ...] = tuple(run.key for run in RUNS)
     """Keys of `RUNS` to score."""
 
     def check(self) -> None:
+        if self.model not in ("kernel", "roofline"):
+            raise ValueError(f"model: must be 'kernel' or 'roofline', got {self.model!r}")
         known = {run.key for run in RUNS}
         unknown = [key for key in self.runs if key not in known]
         if unknown:
@@ -86,9 +106,16 @@ def _catalog():
     return load_catalog(resolve_topology(CATALOG, "catalogs", "published runs"))
 
 
-def score_run(run: PublishedRun) -> dict:
+def kernel_times(run: PublishedRun) -> KernelTimes:
+    """The kernel-level time model at the fitted constants, with the run's matmul precision and
+    interleaved schedule."""
+    return dataclasses.replace(KERNEL, fp8=run.compute == "fp8", virtual_stages=run.virtual_stages)
+
+
+def score_run(run: PublishedRun, model: str = "kernel") -> dict:
     """The run's plan scored as `hps evaluate --plan` scores a plan file (parse, check against the
-    workload and catalogue, score, report), and predicted vs published per device."""
+    workload and catalogue, score, report) under `model` ("kernel": `kernel_times(run)`;
+    "roofline": the catalogue's roofline), and predicted vs published per device."""
     from hps.config.planfile import check_plan_against, parse_plan_file
     from hps.placement.model.parallel.problem import ParallelProblem
     from hps.placement.model.parallel.score import score_plan
@@ -102,7 +129,7 @@ def score_run(run: PublishedRun) -> dict:
     plan = parse_plan_file(document, run.key)
     catalog = _catalog()
     check_plan_against(plan, workload, catalog, run.key)
-    problem = ParallelProblem(workload, catalog, plan.job)
+    problem = ParallelProblem(workload, catalog, plan.job, time_model=kernel_times(run) if model == "kernel" else None)
     report = parallel_report(score_plan(problem, plan.stages))
     units = run.tp * run.pp * run.dp
     tokens = report["throughput"] * run.seq_len / units
@@ -139,7 +166,7 @@ def items(config: PublishedRunsConfig) -> list[tuple[str, PublishedRun]]:
 
 
 def run_item(config: PublishedRunsConfig, run: PublishedRun) -> dict:
-    return score_run(run)
+    return score_run(run, config.model)
 
 
 def group_figures(results: list[dict]) -> dict:

@@ -18,7 +18,8 @@ class PublishedRun:
     """One published run. `workload` is a zoo name and `overrides` its hyperparameters; `type` the
     cloud-2026 type of the hardware; tp, pp, dp, cp its tensor, pipeline, data and context parallel
     degrees; `precision` the job's state precision (hps PRECISIONS) and `compute` the matmul
-    precision the source states ("bf16" or "fp8"); `zero`, `recompute` as a plan job has them;
+    precision the source states ("bf16" or "fp8"); `virtual_stages` the model chunks a device of an
+    interleaved pipeline schedule (VP; 1 where none is stated); `zero`, `recompute` as a plan job has them;
     `published`/`metric` the figure; `mfu` the source's MFU where it gives one; `assumed` what the
     source does not state and the plan assumes."""
 
@@ -45,6 +46,7 @@ class PublishedRun:
     cp: int = 1
     overrides: dict = field(default_factory=dict)
     layers_per_stage: tuple[int, ...] | None = None
+    virtual_stages: int = 1
     assumed: str = ""
 
 
@@ -128,7 +130,7 @@ RUNS: tuple[PublishedRun, ...] = (
         zero=1, recompute="none", published=1621.0, metric="tokens",
         source="Megatron-Bridge performance summary, 26.02 container, LLAMA3_70B on DGX-H100 (FP8, TP 4, PP 8, "
         "VP 5)",
-        url=NEMO_URL, date="2026-02", assumed="distributed optimizer (ZeRO 1); no recomputation",
+        url=NEMO_URL, date="2026-02", virtual_stages=5, assumed="distributed optimizer (ZeRO 1); no recomputation",
     ),
     PublishedRun(
         key="nemo-b200-8b", label="Llama 3 8B, 8 B200, FP8 (NeMo)", workload="llama3-8b", type="b200",
@@ -143,7 +145,7 @@ RUNS: tuple[PublishedRun, ...] = (
         compute="fp8", zero=1, recompute="none", published=793.0, metric="tokens",
         source="Megatron-Bridge performance summary, 26.02 container, LLAMA3.1_405B on DGX-GB200 (FP8, TP 4, "
         "PP 16, VP 4)",
-        url=NEMO_URL, date="2026-02", assumed="distributed optimizer (ZeRO 1); no recomputation",
+        url=NEMO_URL, date="2026-02", virtual_stages=4, assumed="distributed optimizer (ZeRO 1); no recomputation",
     ),
 )  # fmt: skip
 """The runs. Left out: context-parallel runs (a plan has no context parallelism), runs on more
