@@ -16,7 +16,9 @@ from hps.workloads.sparse_layers import embedding
 GiB = 2.0**30
 NUMBER_FIELDS = ("flops", "mem_bytes", "io_bytes", "act_bytes", "dense_param_bytes", "sparse_param_bytes")
 SPARSE_MODELS = ("ctr-dnn", "wide-deep", "deepfm", "dlrm", "matchnet", "word2vec-nce")
-LARGE_MODELS = ("resnet152", "gpt3-175b", "llama3-70b", "llama3-405b", "transformer-1t")
+LARGE_MODELS = (
+    "resnet152", "gpt3-175b", "llama3-70b", "llama3-405b", "transformer-1t", "llama3-8b", "llama2-70b", "gpt-mcore",
+)  # fmt: skip
 """Zoo entries with more layers than the learned policy's training bucket (see tests/test_zoo_published.py)."""
 
 

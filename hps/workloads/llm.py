@@ -216,3 +216,46 @@ micro-batch 1, global batch 3072 on 384 nodes of 8 GPUs), so 6 data-parallel rep
 those 85 days. That script recomputes activations (`--recompute-method uniform`); the default here
 is no recomputation, the FlashAttention setting, and a job may ask for "full". ZeRO 1 as
 `gpt3_175b`. State sharding "auto"."""
+
+llama3_8b = ZooEntry(
+    "llama3-8b",
+    Llama3(layers=32, hidden=4096, heads=32, ffn=14336),
+    _parallel_job(batch=512.0, throughput=100.0, samples=15e12 / 8192, micro_batch=64.0),
+)
+"""Llama 3 8B (Dubey et al. 2024, Table 3): 32 layers, model dimension 4096, 32 heads, 8 KV heads,
+FFN 14336 (SwiGLU), vocabulary 128,256, 8,192-token sequences; 8.0 B parameters. 66 rows. Llama 3.1
+8B has the same shapes. Job: 15 T tokens; batch 512 sequences and micro_batch 64 are this zoo's
+choice (the published runs of `experiments/published_runs.py` set their own)."""
+
+llama2_70b = ZooEntry(
+    "llama2-70b",
+    Llama3(layers=80, hidden=8192, heads=64, ffn=28672, vocab=32_000, seq_len=4096),
+    _parallel_job(batch=1024.0, throughput=500.0, samples=2e12 / 4096, micro_batch=64.0),
+)
+"""Llama 2 70B (Touvron et al., "Llama 2: Open Foundation and Fine-Tuned Chat Models", 2023, Table 1
+and Sec. 2.2): 80 layers, model dimension 8192, 64 heads with grouped-query attention (8 KV heads),
+SwiGLU FFN 28672, rotary positions, untied head, a 32,000-token vocabulary, 4,096-token context;
+69.0 B parameters here. Same numerics as `Llama3` (bf16, FlashAttention, no dropout). Job: the
+paper's 2 T tokens at 4 M tokens (1,024 sequences) a batch; micro_batch 64 is this zoo's choice."""
+
+gpt_mcore = ZooEntry(
+    "gpt-mcore",
+    DecoderLM(
+        layers=96,
+        hidden=12288,
+        heads=96,
+        kv_heads=96,
+        ffn=4 * 12288,
+        seq_len=4096,
+        vocab=131_072,
+        tied_embedding=False,
+    ),  # fmt: skip
+    _parallel_job(batch=1152.0, throughput=30.0, samples=300e9 / 4096, micro_batch=48.0),
+)
+"""The GPT models of Megatron-LM's weak-scaling table (NVIDIA/Megatron-LM README, "Training Speed
+and Scalability", images/model_table.png, 2024-07-15, Megatron-Core r0.8.0): GELU FFN of 4 x
+hidden, multi-head attention, a vocabulary of 131,072 and 4,096-token sequences, untied input and
+output embeddings (the parameter counts of the table, 1.7 B to 462 B, come out only untied). The
+default is the table's 177 B row: 96 layers, hidden 12288, 96 heads (177.1 B parameters here);
+the other rows are `--set layers=... hidden=... heads=... kv_heads=... ffn=...`. Job: the row's
+batch of 1,152 sequences on 48 data-parallel replicas of one sequence (micro_batch 48)."""

@@ -12,7 +12,7 @@ from hps.config.types import JobDefaults, Workload
 from hps.errors import ConfigError
 from hps.workloads.bounds import check_bound
 from hps.workloads.entry import ZooEntry
-from hps.workloads.llm import gpt3_175b, llama3_70b, llama3_405b, transformer_1t
+from hps.workloads.llm import gpt3_175b, gpt_mcore, llama2_70b, llama3_8b, llama3_70b, llama3_405b, transformer_1t
 from hps.workloads.mlp import mlp_classifier
 from hps.workloads.nlp import bert_base, transformer
 from hps.workloads.recsys import ctr_dnn, deepfm, dlrm, matchnet, wide_deep, word2vec_nce
@@ -36,6 +36,9 @@ _ENTRIES = (
     llama3_70b,
     llama3_405b,
     transformer_1t,
+    llama3_8b,
+    llama2_70b,
+    gpt_mcore,
 )
 FACTORIES: dict[str, ZooEntry] = {entry.name: entry for entry in _ENTRIES}
 """Zoo entries with their own architecture and default job, at production-sized defaults. Only

@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from hps.config.types import PRECISIONS, Catalog, Job, Workload, steps_per_phase
+from hps.placement.model.parallel.kernel import KernelTimes, compute_seconds
 from hps.placement.model.provisioning import allreduce_coefficients
 
 BUCKET_BYTES = 25 * 2**20
@@ -47,6 +48,8 @@ class ParallelProblem:
     catalog: Catalog
     job: Job
     allowed: np.ndarray | None = None
+    time_model: KernelTimes | None = None
+    """The kernel-level time model (`hps.placement.model.parallel.kernel`); None: the roofline."""
 
     def __post_init__(self):
         layers = self.workload.layers
@@ -69,6 +72,8 @@ class ParallelProblem:
         self.sparse_prefix = zero(self.sparse_bytes)
         self.stash_prefix = zero(self.stash)
         self.input_prefix = zero(self.input_act)
+        starts_unit = np.concatenate([[True], self.cut_after[:-1]])
+        self.unit_input_prefix = zero(np.where(starts_unit, self.input_act, 0.0))
         self.precision_bytes = PRECISIONS[self.job.precision]
         sites = sorted({r.site for r in self.catalog.resources})
         self.sites = tuple(sites)
@@ -82,7 +87,7 @@ class ParallelProblem:
 
     def restricted(self, allowed: np.ndarray) -> ParallelProblem:
         """The same problem with only `allowed` (L, T) types per layer."""
-        return ParallelProblem(self.workload, self.catalog, self.job, allowed)
+        return ParallelProblem(self.workload, self.catalog, self.job, allowed, self.time_model)
 
     def span_allowed(self, first: np.ndarray, last: np.ndarray, types: np.ndarray) -> np.ndarray:
         """(N,) bool: every layer first..last may run on types (all True without a restriction)."""
@@ -125,6 +130,11 @@ class ParallelProblem:
         extra = 1.0 if self.job.recompute == "full" else 0.0
         efficiency = np.where(self.sparse_kind, r.efficiency_sparse, r.efficiency_dense)
         compute = m * self.flops * (1 + extra / 3) / (tp * r.peak_flops * efficiency)
+        if self.time_model is not None:
+            model = self.time_model
+            peak = model.peak_flops(r.name, r.peak_flops)
+            calls = compute_seconds(m * self.flops / tp, peak, model.e_max(r.name), model.half_work_flop)
+            compute = np.where(self.sparse_kind, compute, calls * (1 + extra / 3))
         memory = m * self.mem_bytes * (1 + extra / 3) / (tp * r.mem_bw)
         io = m * self.io_bytes / r.io_bw
         comm = np.zeros_like(compute)
@@ -135,6 +145,8 @@ class ParallelProblem:
                 2 * m * self.tp_bytes * (1 + extra / 2) * (tp - 1) / tp / dim.bandwidth
                 + self.tp_collectives * (1 + extra / 2) * 2 * steps * dim.latency
             )
+        if self.time_model is not None:
+            comm = comm * self.time_model.tp_exposed
         times = np.maximum(compute, memory) + io + comm
         for i, layer in enumerate(self.workload.layers):
             for entry in layer.measured:

@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from hps.config.types import ParallelStage
+from hps.placement.model.parallel.kernel import bubble_slots
 from hps.placement.model.parallel.problem import FLOOR_TOLERANCE, ParallelProblem
 from hps.placement.model.parallel.stages import stage_arrays
 
@@ -103,7 +104,8 @@ def score_plan(problem: ParallelProblem, stages: tuple[ParallelStage, ...], b: i
                 reason, detail = "pooled_cap", f"{catalog.resources[t].name}: {used} units of {cap}"
                 break
     slowest = max([*arrays.time.tolist(), *hops])
-    iteration = (micro_batches + num - 1) * slowest + float(arrays.tail.max())
+    virtual = 1 if problem.time_model is None else problem.time_model.virtual_stages
+    iteration = bubble_slots(num, micro_batches, virtual) * slowest + float(arrays.tail.max())
     throughput = job.batch / iteration
     if reason is None and throughput < job.throughput * (1 - FLOOR_TOLERANCE):
         reason, detail = "throughput", f"{throughput:.6g} samples/s below the floor {job.throughput:.6g}"

@@ -84,7 +84,8 @@ def stage_memory(problem: ParallelProblem, b: int, first, last, tp, dp) -> tuple
     if zero >= 3:
         static = static + np.where(dp > 1, range_max(problem.parameters, first, last) * p_bytes / tp, 0.0)
     if problem.job.recompute == "full":
-        kept = problem.input_prefix[last + 1] - problem.input_prefix[first]
+        inputs = problem.input_prefix if problem.time_model is None else problem.unit_input_prefix
+        kept = inputs[last + 1] - inputs[first]
         static = static + m * range_max(problem.stash, first, last) / tp
     else:
         kept = problem.stash_prefix[last + 1] - problem.stash_prefix[first]
