@@ -274,6 +274,13 @@ class Job:
     """Parallel plans: one of RECOMPUTE."""
 
     @property
+    def max_stage_replicas(self) -> int:
+        """The most data-parallel replicas one stage can use: each runs at least one whole sample
+        of a micro-batch, so floor(batch / micro_batches) (floor(batch) with no micro-batches)."""
+        per_micro_batch = self.batch if math.isinf(self.micro_batches) else self.batch / self.micro_batches
+        return max(int(per_micro_batch), 1)
+
+    @property
     def schedule_model(self) -> bool:
         """Whether the job is the schedule (HeterPS) model's: no bubble, replicated states."""
         return math.isinf(self.micro_batches) and self.state_sharding == "none"

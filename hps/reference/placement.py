@@ -93,15 +93,16 @@ def provision(layers, resource, first, last, job, stages=1):
     any_fits = False
     factor = bubble(job, stages)
     modes = ["replicated", "sharded"] if job.state_sharding == "auto" else ["replicated"]
-    for k in range(1, resource.max_units + 1):
+    cap = min(resource.max_units, job.max_stage_replicas)  # each replica runs a whole sample at least
+    for k in range(1, cap + 1):
         for mode in modes if k > 1 else ["replicated"]:
             time, memory = stage_at(layers, resource, first, last, k, job, mode)
             if memory <= resource.memory:
                 any_fits = True
                 if job.batch / (factor * time) >= job.throughput:
                     return k, time, "feasible", mode
-    time, _ = stage_at(layers, resource, first, last, resource.max_units, job)
-    return resource.max_units, time, "throughput" if any_fits else "memory", "replicated"
+    time, _ = stage_at(layers, resource, first, last, cap, job)
+    return cap, time, "throughput" if any_fits else "memory", "replicated"
 
 
 def evaluate(workload, catalog, job, schedule):

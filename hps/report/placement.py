@@ -6,7 +6,7 @@ import math
 
 from hps.config.types import Catalog, Job, Workload
 from hps.placement.model.plan import Plan, evaluate_plan, schedule_plan
-from hps.placement.model.provisioning import Instance, build_instance, fastest_fitting
+from hps.placement.model.provisioning import Instance, build_instance, fastest_fitting, stage_cap
 from hps.report.tables import format_table, require_finite
 
 
@@ -64,18 +64,23 @@ def infeasible_because(code: str, stage: dict, stages: list[dict], inst: Instanc
     if stage["type"] not in catalog.names:
         return f"resource type {stage['type']!r} is not in catalogue {catalog.name!r}"
     resource = catalog.resources[catalog.index(stage["type"])]
-    units = f"all {resource.max_units} units of {resource.name} (its max_units)"
+    cap = int(stage_cap(inst, catalog.index(stage["type"])))
+    if cap < resource.max_units:  # the micro-batch's samples bound the replicas, not the type's units
+        plural = "s" if cap > 1 else ""
+        units = f"{cap} unit{plural} of {resource.name} (a replica runs whole samples: {cap} a micro-batch)"
+    else:
+        units = f"all {resource.max_units} units of {resource.name} (its max_units)"
     if code == "throughput":
         floor = f"below the floor of {job.throughput:,g} samples/s"
         fastest = fastest_fitting(inst, stage["first_layer"], stage["last_layer"], catalog.index(stage["type"]))
-        if fastest is None or fastest[0] == resource.max_units:
+        if fastest is None or fastest[0] == cap:
             seconds = stage["time"] if fastest is None else fastest[1]
             reached = job.batch / (bubble * seconds) if seconds > 0 else math.inf
             return f"{units} reach {samples_per_second(reached)} samples/s, {floor}"  # the cap is the limit
         k, seconds = fastest
         reached = job.batch / (bubble * seconds) if seconds > 0 else math.inf
         return (
-            f"its fastest provisioning, {k} of the {resource.max_units} units of {resource.name}, reaches "
+            f"its fastest provisioning, {k} of the {cap} units of {resource.name} it may use, reaches "
             f"{samples_per_second(reached)} samples/s, {floor}; more units are slower (their All-Reduce "
             "outgrows the compute they save)"
         )

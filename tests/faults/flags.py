@@ -136,3 +136,37 @@ def test_a_workload_file_whose_default_micro_batches_exceed_its_batch_is_refused
     with pytest.raises(ConfigError) as error:
         load_workload(path)
     assert error.value.field == "defaults.micro_batches" and "exceed the batch" in error.value.problem
+
+
+@pytest.mark.parametrize(("batch", "micro_batches"), [("1", None), ("3", None), ("8", "4")])
+def test_no_stage_gets_more_replicas_than_a_micro_batch_has_samples(batch, micro_batches, capsys):
+    """ResNet-50 at a batch of one sample once got 4 T4 replicas for its stem (a quarter sample
+    each), proven optimal; each replica now runs whole samples, in every model alike."""
+    from hps.config.types import Job
+    from hps.placement.model.provisioning import build_instance, provision
+    from hps.reference.placement import provision as reference_provision
+    from hps.workloads import resolve_workload
+
+    argv = ["search", "--workload", "resnet50", "--catalog", "cloud-2024", "--batch", batch, "--throughput", "2000"]
+    argv += ["--samples", "1e6", "--method", "exact", "--json"] + (
+        ["--micro-batches", micro_batches] if micro_batches else []
+    )
+    code, out, _ = run_cli_output(argv, capsys)
+    report = json.loads(out)
+    most = int(float(batch) / float(micro_batches or 1))
+    assert code == 0 and report["feasible"] and all(s["replicas"] <= most for s in report["stages"])
+    job = Job(float(batch), 2000.0, 1e6, micro_batches=float(micro_batches or "inf"))
+    workload, inst = resolve_workload("resnet50"), build_instance(resolve_workload("resnet50"), report_catalog(), job)
+    for s in report["stages"]:
+        t = inst.catalog.index(s["type"])
+        got = provision(inst, [s["first_layer"]], [s["last_layer"]], [t], len(report["stages"]))
+        want = reference_provision(workload.layers, inst.catalog.resources[t], s["first_layer"], s["last_layer"], job,
+                                   len(report["stages"]))  # fmt: skip
+        assert int(got.replicas[0]) == want[0] == s["replicas"] and float(got.time[0]) == pytest.approx(want[1])
+
+
+def report_catalog():
+    from hps.config.loaders import load_catalog
+    from hps.config.paths import resolve_topology
+
+    return load_catalog(resolve_topology("cloud-2024", "catalogs", "--catalog"))

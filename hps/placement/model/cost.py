@@ -96,9 +96,10 @@ def provision(params, time_sum, boundary, dense, sparse, act_sum, alpha, beta, t
 def provision_modes(
     params, time_sum, boundary, dense, sparse, act_sum, alpha, beta, types=slice(None), dense_max=None, bubble=1.0
 ):
-    """Provisioning, vectorised over k = 1..K: k = the smallest k ≤ max_units at which an
-    allowed state mode fits memory and meets B/(bubble·time(k)) ≥ R (replicated where both do);
-    otherwise k = max_units and a reason code.
+    """Provisioning, vectorised over k = 1..K: k = the smallest k ≤ cap at which an allowed
+    state mode fits memory and meets B/(bubble·time(k)) ≥ R (replicated where both do);
+    otherwise k = cap and a reason code. cap = min(max_units, floor(B/M)): each replica runs at
+    least one whole sample of a micro-batch (B with M = inf).
 
     Stage inputs broadcast to one shape S: time_sum (s/sample), boundary (a_in + a_out bytes),
     dense / sparse / act_sum (bytes), bubble (the plan's 1 + (S−1)/M). types: each stage's
@@ -108,7 +109,9 @@ def provision_modes(
     sharded mode where params.shard. Returns (replicas, time s, reason, sharded), each S.
     """
     nic_bw, memory_cap = params.nic_bw[types], params.memory[types]
-    max_units, type_ok = params.max_units[types], params.type_mask[types]
+    type_ok = params.type_mask[types]
+    micro_batch = params.batch / jnp.where(jnp.isinf(params.micro_batches), 1.0, params.micro_batches)
+    max_units = jnp.minimum(params.max_units[types], jnp.maximum(jnp.floor(micro_batch), 1.0).astype(jnp.int32))
     alpha, beta = alpha[types], beta[types]
     expand = lambda x: jnp.asarray(x)[..., None]  # noqa: E731
     k = params.unit_grid

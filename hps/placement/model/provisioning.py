@@ -242,10 +242,16 @@ def _memory_bound(inst: Instance, seg: _Segments, mode: int):
         return np.where(room > 0, shrinking / room, np.where((room == 0) & (shrinking == 0), 1.0, np.inf))
 
 
+def stage_cap(inst: Instance, types):
+    """The most replicas a stage of each of `types` can have: its type's max_units, and no more
+    than the samples of a micro-batch (`Job.max_stage_replicas`: each replica runs a whole one)."""
+    return np.minimum(inst.max_units[types], inst.job.max_stage_replicas)
+
+
 def _least_fitting(inst: Instance, seg: _Segments, mode: int, start: int):
     """The least k ≥ start whose memory fits (memory falls as k grows); inf where none can."""
     k = np.maximum(start, np.ceil(_memory_bound(inst, seg, mode) * (1 - 1e-12)))
-    finite = np.isfinite(k) & (k <= inst.max_units[seg.types])
+    finite = np.isfinite(k) & (k <= stage_cap(inst, seg.types))
     k = np.where(finite, k, 1).astype(np.int64)
     short = finite & (_memory(inst, seg, k, mode) > inst.memory[seg.types])  # rounding at the bound
     return np.where(finite, k + short, np.inf)
@@ -259,7 +265,7 @@ def _smallest_k(inst: Instance, seg: _Segments, mode: int, bubble: float, start:
     fails (the All-Reduce time at k is above its suffix minimum), k moves to the least k of
     its coefficient region that could meet the floor, or past the region. A pass touches only
     the stages still open."""
-    cap = inst.max_units[seg.types]
+    cap = stage_cap(inst, seg.types)
     lowest = _least_fitting(inst, seg, mode, start)
     fits_memory = lowest <= cap
     k = np.where(fits_memory, lowest, cap + 1).astype(np.int64)
@@ -320,7 +326,7 @@ def fastest_fitting(inst: Instance, first: int, last: int, type_index: int) -> t
     `type_index` over the unit counts k = 1..max_units whose memory fits (replicated, or sharded
     where the job allows it); None when no count fits. More units are not always faster: the
     All-Reduce can outgrow the compute they save."""
-    cap = int(inst.max_units[type_index])
+    cap = int(stage_cap(inst, type_index))
     k = np.arange(1, cap + 1)
     first_, last_, types = np.full(cap, first), np.full(cap, last), np.full(cap, type_index)
     seg = _Segments(inst, first_, last_, types, range_max(inst.dense, first_, last_))
@@ -347,7 +353,7 @@ def provision(inst: Instance, first, last, types, stages: int) -> Stages:
         k_sh, fits_sh = _smallest_k(inst, seg, SHARDED, bubble, 2)
     else:
         k_sh, fits_sh = np.full_like(k_rep, np.iinfo(np.int64).max), np.zeros_like(fits_rep)
-    cap = inst.max_units[types]
+    cap = stage_cap(inst, types)
     feasible = np.minimum(k_rep, k_sh) <= cap
     mode = np.where(feasible & (k_sh < k_rep), SHARDED, REPLICATED)
     replicas = np.where(feasible, np.minimum(k_rep, k_sh), cap)
