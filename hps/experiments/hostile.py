@@ -268,17 +268,14 @@ def _fixture(kind: str, cwd: Path, config: HostileSweepConfig) -> dict | None:
         if run["rc"] != 0:
             return run
         FIXTURES[kind] = folder / "run"
-    shutil.copytree(FIXTURES[kind], cwd / "ck", symlinks=True)
+    hostile_setup.copy_run_folder(FIXTURES[kind], cwd / "ck")
     return None
 
 
 def _prepare(case: dict, cwd: Path, outside: Path, config: HostileSweepConfig) -> tuple[list[int], dict | None]:
     """The case's files, fixture and special files in `cwd`: (FIFO readers, a failed fixture's run)."""
     for name, content in case["files"].items():
-        if isinstance(content, bytes):
-            (cwd / name).write_bytes(content)
-        else:
-            atomic_write_text(cwd / name, content)
+        hostile_setup.write_case_file(cwd / name, content)
     failed = _fixture(case["fixture"], cwd, config) if case.get("fixture") else None
     readers = [hostile_setup.make_special(cwd, outside, name, kind) for name, kind in case.get("special", {}).items()]
     return [reader for reader in readers if reader is not None], failed

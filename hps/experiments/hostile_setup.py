@@ -19,12 +19,15 @@ import hashlib
 import json
 import os
 import resource
+import shutil
 import socket
 import stat
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from hps.config.files import atomic_write_text
 
 MEMORY_LIMIT_BYTES = 8 * 2**30
 """Address space of one hps process under the sweep: a case that would take more (a plan of
@@ -59,10 +62,13 @@ def hps_command(argv: list[str]) -> list[str]:
     return [sys.executable, "-m", "hps.cli.main", *argv]
 
 
-def start_hps(argv: list[str], cwd: Path, **streams) -> subprocess.Popen:
-    """`hps argv` started in `cwd`, standard input from /dev/null, under `limit_child`."""
-    streams.setdefault("stdout", subprocess.PIPE)
-    streams.setdefault("stderr", subprocess.PIPE)
+def start_hps(argv: list[str], cwd: Path, log: str | None = None) -> subprocess.Popen:
+    """`hps argv` started in `cwd`, standard input from /dev/null, under `limit_child`; its
+    output in pipes, or in files `log`.out and `log`.err of `cwd` (a pipe nobody reads would
+    stop it once full)."""
+    streams = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    if log is not None:
+        streams = {"stdout": (cwd / f"{log}.out").open("wb"), "stderr": (cwd / f"{log}.err").open("wb")}
     return subprocess.Popen(
         hps_command(argv), cwd=cwd, stdin=subprocess.DEVNULL, preexec_fn=limit_child, **streams
     )  # fmt: skip
@@ -89,6 +95,19 @@ def run_hps(argv: list[str], cwd: Path, timeout: float, pipe: int | None = None)
     return {"rc": None if hung else process.returncode, **text, "seconds": time.perf_counter() - started, "hung": hung}
 
 
+def write_case_file(path: Path, content: str | bytes) -> None:
+    """A case's input file: text through the atomic writer, bytes (another encoding) as they are."""
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        atomic_write_text(path, content)
+
+
+def copy_run_folder(folder: Path, to: Path) -> None:
+    """A trained run folder copied for one case, links kept as links."""
+    shutil.copytree(folder, to, symlinks=True)
+
+
 def make_special(cwd: Path, outside: Path, name: str, kind: str) -> int | None:
     """Make `name` in `cwd` as `kind` (SPECIAL_KINDS); returns a FIFO reader's descriptor."""
     path = cwd / name
@@ -111,13 +130,13 @@ def make_special(cwd: Path, outside: Path, name: str, kind: str) -> int | None:
         path.mkdir()
     elif kind in ("link-out", "link-out-w"):
         target = outside / f"{name.replace('/', '_')}.target"
-        target.write_text(OUTSIDE_TEXT)
+        atomic_write_text(target, OUTSIDE_TEXT)
         os.symlink(target, path)
     else:
         target = {"link-in": "inside.target", "link-dangling": "missing.target", "loop": name + ".2",
                   "link-dir": "adir", "link-chardev": "device", "link-fifo": "pipe"}[kind]  # fmt: skip
         if kind == "link-in":
-            (cwd / target).write_text(OUTSIDE_TEXT)
+            atomic_write_text(cwd / target, OUTSIDE_TEXT)
         elif kind == "loop":
             os.symlink(name, cwd / target)
         elif kind == "link-dir":

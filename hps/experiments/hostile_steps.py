@@ -27,9 +27,7 @@ MINI_ITEMS = len(pipe_cases())
 
 
 def _started(argv: list[str], cwd: Path, log: str) -> subprocess.Popen:
-    """`hps argv` with its output in files `log`.out and `log`.err (a pipe nobody reads would
-    stop it once full)."""
-    return start_hps(argv, cwd, stdout=(cwd / f"{log}.out").open("wb"), stderr=(cwd / f"{log}.err").open("wb"))
+    return start_hps(argv, cwd, log=log)
 
 
 def _ended(process: subprocess.Popen, cwd: Path, log: str, timeout: float) -> dict:
