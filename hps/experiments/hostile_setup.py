@@ -198,6 +198,8 @@ def unmarked_outputs(cwd: Path) -> str | None:
     """An output beside the outputs of another run that the folder's manifest.json does not
     attribute to a run it lists, or None. Folders without a manifest, or with one run, pass."""
     for manifest in cwd.rglob("manifest.json"):
+        if manifest.is_symlink() or not manifest.is_file():
+            continue  # a case's own link where a manifest belongs: the special-file check's
         try:
             document = json.loads(manifest.read_text())
         except (OSError, ValueError):
