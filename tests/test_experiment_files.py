@@ -36,8 +36,10 @@ WRITERS = {"open", "write_text", "write_bytes", "savefig", "dump", "save", "save
 """Calls that write a file directly (json.dump, np.save, fig.savefig, Path.write_text, ...)."""
 ATOMIC = {"checkpoint.save"}
 """hps.rl.checkpoint.save: orbax writes a step to a temporary folder and renames it."""
-DELIBERATE = {"hostile.py": {"os.open"}}
-"""The hostile sweep flips a bit of a checkpoint in place on purpose, as a failing disk does."""
+DELIBERATE = {"hostile.py": {"os.open"}, "hostile_setup.py": {"path.write_bytes", "?.open", "os.open"}}
+"""The hostile sweep flips a bit of a checkpoint in place on purpose, as a failing disk does; its
+setup writes inputs in other encodings as bytes, logs a command's output to files, and holds a
+FIFO open as its reader."""
 
 
 @pytest.mark.parametrize(

@@ -234,9 +234,15 @@ DIRECT_WRITERS |= {"copy2", "copytree", "rename", "symlink_to", "hardlink_to", "
 OS_WRITERS = {"os.replace", "os.rename", "os.symlink", "os.link", "shutil.copy", "shutil.move", "os.mkfifo"}
 WRITE_MODES = set("wax+")
 WRITE_FLAGS = {"O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC", "O_APPEND"}
-WRITER_HOMES = {"hps/config/files.py", "hps/report/figures.py", "hps/experiments/hostile.py"}
+WRITER_HOMES = {
+    "hps/config/files.py",
+    "hps/report/figures.py",
+    "hps/experiments/hostile.py",
+    "hps/experiments/hostile_setup.py",
+}
 """The one writer; save_figure, whose savefig writes the writer's temporary file; and the hostile
-sweep (which flips checkpoint bytes in place on purpose)."""
+sweep (which flips checkpoint bytes in place on purpose, and makes the devices, FIFOs and links
+its cases write to)."""
 RUN_FOLDER_INTERNALS = ("hps/rl/", "hps/runfolder/")
 """Files a run folder owns (lock, manifest, free-space probe, metrics, orbax checkpoints), opened
 by their own rules (never following a symlink)."""
