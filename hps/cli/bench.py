@@ -8,8 +8,8 @@ import dataclasses
 import math
 import os
 
-from hps.cli.common import print_json
-from hps.config.limits import MAX_CATALOG_TYPES, MAX_WORKLOAD_LAYERS
+from hps.cli.common import float_range, print_json
+from hps.config.limits import MAX_BENCH_SECONDS, MAX_CATALOG_TYPES, MAX_WORKLOAD_LAYERS
 from hps.errors import ConfigError
 from hps.report.tables import format_table
 
@@ -18,7 +18,12 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser("bench", help="benchmark a model against its Python reference")
     parser.add_argument("target", choices=("placement", "collective", "rl", "parallel"))
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--seconds", type=float, default=2.0, help="minimum timing per side")
+    parser.add_argument(
+        "--seconds",
+        type=float_range(0.01, MAX_BENCH_SECONDS, "a benchmark times each side for this long"),
+        default=2.0,
+        help="minimum timing per side (default: %(default)s)",
+    )
     parser.add_argument(
         "--exact-layers",
         default="64,256,1024,4096",
@@ -39,7 +44,10 @@ def register(subparsers) -> None:
         help="parallel: layer counts (16 types, cuts every 8 layers, t in 1-8, b 16) (default: %(default)s)",
     )
     parser.add_argument(
-        "--limit", type=float, default=60.0, help="parallel: the solver's limit per point, s (default: %(default)s)"
+        "--limit",
+        type=float_range(0.01, MAX_BENCH_SECONDS, "the solver runs this long per point"),
+        default=60.0,
+        help="parallel: the solver's limit per point, s (default: %(default)s)",
     )
     parser.set_defaults(run=run)
 
@@ -121,8 +129,12 @@ def run(args) -> int:
 
 def _grid(text: str, flag: str, most: int) -> tuple[int, ...]:
     """The integers of a comma-separated flag value, each 1..most; ConfigError naming the flag."""
+    parts = text.split(",")
+    empty = [i for i, part in enumerate(parts) if not part.strip()]
+    if empty:
+        raise ConfigError(flag, "", f"entry {empty[0] + 1} of {text!r} is empty; give integers from 1 to {most:,}")
     try:
-        values = tuple(int(v) for v in text.split(",") if v.strip())
+        values = tuple(int(v) for v in parts)
     except ValueError:
         values = ()
     if not values or min(values) < 1 or max(values) > most:

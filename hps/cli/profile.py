@@ -7,8 +7,17 @@ from __future__ import annotations
 
 import sys
 
-from hps.cli.common import add_instance_args, add_seed_arg, output_path, parse_set, print_json, resolve_instance
+from hps.cli.common import (
+    add_instance_args,
+    add_seed_arg,
+    int_range,
+    output_path,
+    parse_set,
+    print_json,
+    resolve_instance,
+)
 from hps.cli.execute import add_device_args
+from hps.config.limits import MAX_PROFILE_REPEATS
 from hps.config.loaders import write_workload
 from hps.errors import ConfigError
 
@@ -26,7 +35,12 @@ def register(subparsers) -> None:
         help="samples per measured micro-batch over a type's whole pool, each device running micro-batch / "
         "pool size of them (default: batch / 2)",
     )
-    parser.add_argument("--repeats", type=int, default=3, help="measurements per layer; the median is kept")
+    parser.add_argument(
+        "--repeats",
+        type=int_range(1, MAX_PROFILE_REPEATS),
+        default=3,
+        help="measurements per layer; the median is kept (default: %(default)s)",
+    )
     add_seed_arg(parser)
     parser.add_argument("--out", help="workload TOML to write (default: NAME-measured.toml)")
     parser.set_defaults(run=run)
@@ -70,13 +84,11 @@ def run(args) -> int:
                 "micro_batch",
                 f"{micro_batch} samples do not split over the {len(pool)} devices of {name!r}",
             )
-    bar = tqdm(
-        total=len(types) * len(workload.layers), desc="profile", unit="layer", file=sys.stderr, disable=args.json
-    )
-    profiles = profile_passes(
-        model, pools, micro_batch, repeats=args.repeats, seed=args.seed, progress=lambda *_: bar.update()
-    )
-    bar.close()
+    total = len(types) * len(workload.layers)
+    with tqdm(total=total, desc="profile", unit="layer", file=sys.stderr, disable=args.json) as bar:
+        profiles = profile_passes(
+            model, pools, micro_batch, repeats=args.repeats, seed=args.seed, progress=lambda *_: bar.update()
+        )
     write_workload(with_profiles(workload, profiles), out)
     times = {name: p.per_sample for name, p in profiles.items()}
     measured = {

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import sys
 
-from hps.cli.common import print_json
+from hps.cli.common import int_range, print_json
+from hps.config.limits import MAX_ENVS, UNBOUNDED_CHUNKS
 from hps.report.tables import format_table
 
 
@@ -14,8 +15,18 @@ def register(subparsers) -> None:
         "quickstart", help="the whole product in a few minutes: train, compare, plan, execute"
     )
     parser.add_argument("--out", default="runs/quickstart", help="run folder (default: %(default)s)")
-    parser.add_argument("--chunks", type=int, default=14, help="training chunks of 10 updates (default: %(default)s)")
-    parser.add_argument("--envs", type=int, default=4096, help="environments per update (default: %(default)s)")
+    parser.add_argument(
+        "--chunks",
+        type=int_range(1, UNBOUNDED_CHUNKS),
+        default=14,
+        help="training chunks of 10 updates (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--envs",
+        type=int_range(1, MAX_ENVS, "environments are batched in memory"),
+        default=4096,
+        help="environments per update (default: %(default)s)",
+    )
     parser.add_argument(
         "--workloads",
         default="ctr-dnn,wide-deep,dlrm,matchnet",

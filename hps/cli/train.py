@@ -20,9 +20,9 @@ import runpy
 import sys
 from pathlib import Path
 
-from hps.cli.common import add_seed_arg, float_range, print_json
+from hps.cli.common import add_seed_arg, float_range, int_range, print_json
 from hps.config.files import check_output_dir
-from hps.config.limits import MAX_TRAIN_MINUTES, MIN_TRAIN_MINUTES, UNBOUNDED_CHUNKS
+from hps.config.limits import MAX_ENVS, MAX_PROCESSES, MAX_TRAIN_MINUTES, MIN_TRAIN_MINUTES, UNBOUNDED_CHUNKS
 from hps.errors import ConfigError
 
 FLAGS = {"num_envs": "envs", "algorithm": "algorithm", "seed": "seed", "num_chunks": "chunks"}  # config field -> flag
@@ -59,16 +59,29 @@ def register(subparsers) -> None:
         help=f"wall-clock budget, {MIN_TRAIN_MINUTES:g} to {MAX_TRAIN_MINUTES:g}; training stops after the chunk "
         "that crosses it, and at least one chunk is trained",
     )
-    parser.add_argument("--chunks", type=int, help="chunks of updates to run in all (resumed runs count earlier ones)")
-    parser.add_argument("--envs", type=int, help="environments per update")
+    parser.add_argument(
+        "--chunks",
+        type=int_range(1, UNBOUNDED_CHUNKS, "use --minutes for a run that time ends"),
+        help="chunks of updates to run in all (resumed runs count earlier ones)",
+    )
+    parser.add_argument(
+        "--envs", type=int_range(1, MAX_ENVS, "environments are batched in memory"), help="environments per update"
+    )
     parser.add_argument("--algorithm", choices=("reinforce", "ppo"))
     add_seed_arg(parser, default=None, help="seed of the run (default: the experiment's), 0 to 2^32 - 1")
     parser.add_argument(
         "--eval-every", type=int, default=5, help="chunks between held-out evaluations; 0: never (default: %(default)s)"
     )
     parser.add_argument("--coordinator", help="HOST:PORT of process 0, for multi-process training")
-    parser.add_argument("--num-processes", type=int, default=1, help="processes in a multi-process run")
-    parser.add_argument("--process-id", type=int, default=0, help="this process's index in a multi-process run")
+    parser.add_argument(
+        "--num-processes", type=int_range(1, MAX_PROCESSES), default=1, help="processes in a multi-process run"
+    )
+    parser.add_argument(
+        "--process-id",
+        type=int_range(0, MAX_PROCESSES - 1),
+        default=0,
+        help="this process's index in a multi-process run, below --num-processes",
+    )
     parser.add_argument(
         "--allow-changes",
         action="store_true",
@@ -136,6 +149,12 @@ def check_flags(args) -> None:
     check_output_dir(args.out, "--out")
     if args.eval_every < 0:
         raise ConfigError("--eval-every", "eval_every", f"must be ≥ 0, got {args.eval_every}")
+    if args.process_id >= args.num_processes:
+        raise ConfigError(
+            "--process-id", "process_id", f"must be below --num-processes {args.num_processes}, got {args.process_id}"
+        )
+    if args.process_id > 0 and args.coordinator is None:
+        raise ConfigError("--process-id", "process_id", "a process other than 0 needs --coordinator HOST:PORT")
 
 
 def run(args) -> int:

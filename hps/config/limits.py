@@ -135,6 +135,18 @@ MAX_BATCH_PER_NPU = 1e6
 """`hps collective --iteration --batch-per-npu` at most: a million samples per NPU per iteration,
 far past any device's memory; the iteration's compute grows with it without bound."""
 
+MAX_ENVS = 2**20
+"""Environments per training update: their batched state is held in memory at once."""
+
+MAX_PROCESSES = 4096
+"""Processes of a multi-process training run."""
+
+MAX_PROFILE_REPEATS = 1000
+"""Measurements per layer of `hps profile` (the median is kept)."""
+
+MAX_BENCH_SECONDS = 3600.0
+"""Seconds a benchmark times one side (or the solver runs one point)."""
+
 UNBOUNDED_CHUNKS = 1_000_000
 """num_chunks of a training run that a wall-clock budget ends (``--minutes``), not a chunk count."""
 

@@ -29,7 +29,7 @@ from hps.executor.pipeline import compile_pipeline, train_step
 from hps.executor.predict import predict_stages
 from hps.executor.reference import max_relative_difference, single_device_training
 from hps.executor.stages import build_stage
-from hps.models.base import LayeredModel, parameter_bytes
+from hps.models.base import LayeredModel, check_sample_batch, parameter_bytes
 from hps.report.placement import schedule_report
 
 
@@ -131,6 +131,7 @@ def execute_plan(
         synced.append(w)
     pipeline = compile_pipeline(stages, optimizer)
 
+    check_sample_batch(model, batch, "executing the plan", copies=options.steps)
     batches = [model.sample_batch(jax.random.key(options.seed + step), batch) for step in range(options.steps)]
     terms = median_stage_terms(pipeline, batches[0], micro, repeats=5)
     losses, step_seconds = [], []

@@ -38,7 +38,7 @@ from jax.sharding import Mesh
 from hps.config.types import MeasuredTime, Workload
 from hps.executor.pipeline import compile_pipeline
 from hps.executor.stages import build_stage, split_float
-from hps.models.base import LayeredModel
+from hps.models.base import LayeredModel, check_sample_batch
 
 
 def layer_inputs(model: LayeredModel, batch: dict) -> list:
@@ -75,6 +75,7 @@ def profile_passes(
     progress: optional callable(type name, layer index), called before each measurement.
     """
     optimizer = optax.sgd(0.0)
+    check_sample_batch(model, batch, "profiling")
     inputs = layer_inputs(model, model.sample_batch(jax.random.key(seed), batch))
     profiles: dict[str, LayerProfile] = {}
     for name, devices in pools.items():

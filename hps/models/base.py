@@ -58,3 +58,23 @@ def parameter_bytes(module: nnx.Module) -> tuple[float, float]:
 
     sparse = float(sum(nbytes(m) for _, m in nnx.iter_modules(module) if isinstance(m, nnx.Embed)))
     return nbytes(module) - sparse, sparse
+
+
+MAX_SAMPLE_BATCH = 2**31 - 1
+"""Samples in one generated batch: array dimensions stay within int32."""
+
+
+def check_sample_batch(model: LayeredModel, batch: int, what: str, copies: int = 1) -> None:
+    """InstanceTooLarge, before anything is allocated, when `copies` generated batches of `batch`
+    samples, and the activations the model's layers make of them, would pass the memory this
+    process may use. The estimate is the input's bytes (from its shapes, `jax.eval_shape`)
+    times (copies + the number of layers): each layer's output is taken to be about its input's
+    size."""
+    from hps.errors import InstanceTooLarge
+    from hps.placement.memory import refuse_past_memory
+
+    if batch > MAX_SAMPLE_BATCH:
+        raise InstanceTooLarge(f"{what}: a batch of {batch:,} samples is past the {MAX_SAMPLE_BATCH:,} one array holds")
+    shapes = jax.eval_shape(lambda key: model.sample_batch(key, batch), jax.random.key(0))
+    one = sum(leaf.size * leaf.dtype.itemsize for leaf in jax.tree.leaves(shapes))
+    refuse_past_memory(f"{what} at {batch:,} samples", one * (copies + len(model.layers)))

@@ -41,7 +41,7 @@ from flax import nnx
 
 from hps.config.types import Layer, Workload
 from hps.config.validation import printable
-from hps.models.base import Activation, LayeredModel, parameter_bytes
+from hps.models.base import Activation, LayeredModel, check_sample_batch, parameter_bytes
 
 
 def derive_workload(
@@ -51,6 +51,7 @@ def derive_workload(
     `model.sample_batch(jax.random.key(seed), batch)` (see the module docstring for how they differ
     from analytic ones). The workload has no job defaults; its names have their
     control characters escaped (`hps.config.validation.printable`)."""
+    check_sample_batch(model, batch, "deriving the layer table")
     x = model.sample_batch(jax.random.key(seed), batch)
     io_bytes = activation_bytes(x) / batch
     rows = []

@@ -170,3 +170,30 @@ def report_catalog():
     from hps.config.paths import resolve_topology
 
     return load_catalog(resolve_topology("cloud-2024", "catalogs", "--catalog"))
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["train", "--process-id", "-1", "--out", "{tmp}/r"], "--process-id: must be at least 0"),
+        (["train", "--process-id", "5", "--out", "{tmp}/r"], "must be below --num-processes 1"),
+        (["train", "--chunks", "1000000000000", "--out", "{tmp}/r"], "--chunks: must be at most 1,000,000"),
+        (["train", "--envs", "1000000000000", "--out", "{tmp}/r"], "--envs: must be at most 1,048,576"),
+        (["quickstart", "--envs", "1000000000000", "--out", "{tmp}/q"], "--envs: must be at most"),
+        (["quickstart", "--chunks", "1000000000000", "--out", "{tmp}/q"], "--chunks: must be at most"),
+        (["profile", *MLP, "--repeats", "1000000000"], "--repeats: must be at most 1,000"),
+        (["bench", "placement", "--seconds", "1e308"], "--seconds: must be between 0.01 and 3600"),
+        (["bench", "placement", "--exact-types", "4,,8"], "entry 2 of '4,,8' is empty"),
+        ([*EXECUTE, "--batch", "1e12"], "a batch of 1,000,000,000,000 samples is past"),
+        ([*EXECUTE, "--batch", "1e9"], "executing the plan at 1,000,000,000 samples needs about"),
+        (["profile", *MLP, "--micro-batch", "100000000"], "profiling at 100,000,000 samples needs about"),
+        (["workload", "derive", "ctr-dnn-small", "--batch", "1000000000000"], "deriving the layer table"),
+    ],
+)
+def test_counts_no_run_could_hold_are_refused_before_any_work(argv, words, tmp_path, capsys):
+    """A run of 10^12 chunks or environments, 10^9 repeats, an hour-long benchmark side, or a
+    batch whose generated samples alone pass memory: each once hung, aborted or ran out of memory."""
+    argv = [arg.replace("{tmp}", str(tmp_path)) for arg in argv]
+    line = refused_at_parse(argv, capsys)
+    assert words in line, line
+    assert not (tmp_path / "r").exists() and not (tmp_path / "q").exists()
