@@ -378,10 +378,12 @@ def test_the_python_api_trains_and_plans_as_hps_train_and_hps_plan_do(uninterrup
 
     policy = hps.load_policy(out)
     assert policy.step == TINY.num_chunks * TINY.updates_per_chunk
-    problem = hps.Problem("ctr-dnn", "small", hps.Job(batch=1024.0, throughput=1000.0, samples=1e8))
-    result = policy.plan(problem, plans=16)
-    assert main(["plan", "--checkpoint", str(out), *SMALL, "--plans", "16", "--json"]) == 0
-    document = json.loads(capsys.readouterr().out)
-    assert list(result.schedule) == document["schedule"] and result.cost == document["cost"]
-    for key in ("throughput", "plans", "feasible_plans", "stages", "checkpoint_step"):
-        assert result.report[key] == document[key], key
+    for workload in ("ctr-dnn", "dlrm"):  # SMALL's job on two workloads
+        problem = hps.Problem(workload, "small", hps.Job(batch=1024.0, throughput=1000.0, samples=1e8))
+        result = policy.plan(problem, plans=16)
+        flags = [workload if arg == "ctr-dnn" else arg for arg in SMALL]
+        assert main(["plan", "--checkpoint", str(out), *flags, "--plans", "16", "--json"]) == 0
+        document = json.loads(capsys.readouterr().out)
+        assert list(result.schedule) == document["schedule"] and result.cost == document["cost"]
+        for key in ("throughput", "plans", "feasible_plans", "stages", "checkpoint_step"):
+            assert result.report[key] == document[key], key
