@@ -190,9 +190,9 @@ MATRIX = [
         ["train", "IN/catalog-not-toml.toml", "--out", "OUT/run"],
         ["catalog-not-toml.toml", "Python module (.py)", "was not run"],
     ),
-    (["train", "--envs", "0", "--out", "OUT/run"], ["--envs", "num_envs", ">= 1"]),
+    (["train", "--envs", "0", "--out", "OUT/run"], ["--envs", "must be at least 1"]),
     (["train", "--envs", "24", "--out", "OUT/run"], ["--envs", "multiple of samples_per_instance (16)"]),
-    (["train", "--chunks", "-1", "--out", "OUT/run"], ["--chunks", "num_chunks", ">= 1"]),
+    (["train", "--chunks", "-1", "--out", "OUT/run"], ["--chunks", "must be at least 1"]),
     (["train", "--minutes", "0", "--out", "OUT/run"], ["--minutes", "between 0.1 and"]),
     (["train", "--eval-every", "-1", "--out", "OUT/run"], ["--eval-every"]),
     (["train", "--num-processes", "2", "--out", "OUT/run"], ["--num-processes", "--coordinator"]),
@@ -287,8 +287,8 @@ MATRIX = [
     (["workload", "inspect"], ["invalid choice: 'inspect'"]),
     (["workload", "list", "extra"], ["unrecognized arguments"]),
     # bench
-    (["bench", "placement", "--seconds", "0"], ["--seconds", "positive"]),
-    (["bench", "collective", "--seconds", "nan"], ["--seconds", "positive"]),
+    (["bench", "placement", "--seconds", "0"], ["--seconds", "must be between 0.01 and 3600"]),
+    (["bench", "collective", "--seconds", "nan"], ["--seconds", "must be a finite number"]),
     (["bench", "gpu"], ["invalid choice: 'gpu'"]),
 ]
 

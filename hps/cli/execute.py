@@ -123,9 +123,11 @@ def check_run_flags(args: Namespace) -> None:
     if not (math.isfinite(args.lr) and args.lr > 0):
         raise ConfigError("--lr", "lr", f"must be a positive number, got {args.lr}")
     if args.policy == "learned" and args.checkpoint:
+        from hps.collective.agent.checkpoint import load_policy
         from hps.rl.checkpoint import checkpoint_folder
 
         checkpoint_folder(args.checkpoint)  # a missing folder fails now, not when a stage first syncs
+        load_policy(args.checkpoint)  # and a placement policy's folder is named as such
 
 
 def whole_batch(batch: float) -> int:

@@ -77,9 +77,10 @@ MAX_PLAN_FILE_BYTES = 16 * 2**20
 MAX_PLAN_FILE_DEPTH = 32
 """Nesting of arrays and objects a plan file may have (a valid plan file nests 3 deep)."""
 
-MAX_TOML_FILE_BYTES = 64 * 2**20
-"""Bytes a catalogue, network or workload file may hold (64 MiB: the largest shipped file, a
-catalogue of 27 types, takes 34 KB; a workload of 4,096 layers with measured times a few MB)."""
+MAX_TOML_FILE_BYTES = 16 * 2**20
+"""Bytes a catalogue, network or workload file may hold (16 MiB, as a plan file: the largest
+shipped file, a catalogue of 27 types, takes 34 KB; a workload of 4,096 layers with measured
+times a few MB)."""
 
 MAX_TOML_FILE_DEPTH = 32
 """Nesting of arrays and tables a TOML input may have (valid files nest at most 3 deep; tomllib

@@ -107,11 +107,12 @@ def get_table_array(
     return items
 
 
-CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
 """The C0 control characters, DEL and the C1 control characters (U+0000-U+001F, U+007F-U+009F):
 the ones a terminal acts on (escape sequences, carriage returns, bells) instead of showing; and
 the bidirectional controls (U+061C, U+200E-U+200F, U+202A-U+202E, U+2066-U+2069), which
-reorder what follows them on screen, so "gpu\u202e1-upc" shows as another name."""
+reorder what follows them on screen, so "gpu\u202e1-upc" shows as another name; and the line and
+paragraph separators (U+2028, U+2029), which break a line where none was printed."""
 
 
 def printable(text: str) -> str:

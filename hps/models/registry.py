@@ -136,7 +136,9 @@ def _import(spec: str, module_name: str) -> ModuleType:
     try:
         if module_name.endswith(".py") or path.is_file():
             if not path.is_file():
-                raise ConfigError(spec, "", f"no such file {module_name}")
+                from hps.config.inputs import require_regular_file
+
+                require_regular_file(path, spec, "Python module (.py)")  # names what it is instead
             loader_spec = importlib.util.spec_from_file_location(f"hps_user_model_{path.stem}", path)
             module = importlib.util.module_from_spec(loader_spec)
             sys.modules[loader_spec.name] = module  # dataclasses and pickling look classes up here

@@ -70,9 +70,9 @@ def test_brackets_inside_strings_and_comments_do_not_count_as_nesting(tmp_path, 
 def test_a_toml_input_over_the_size_limit_is_refused_naming_the_limit(tmp_path, capsys):
     path = tmp_path / "big.toml"
     with open(path, "wb") as handle:
-        handle.truncate(64 * 2**20 + 1)
+        handle.truncate(16 * 2**20 + 1)
     line = refused([EVALUATE[0], "--catalog", str(path), *EVALUATE[1:]], capsys)
-    assert "64 MiB" in line, line
+    assert "16 MiB" in line, line
 
 
 # ------------------------------------------------------------------ what a path is
