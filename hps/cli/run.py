@@ -52,6 +52,10 @@ KIND_DESCRIPTIONS = {
         "hps.experiments.scaling",
         "env steps/s and All-Reduces/s vs environments, layers and chunks (log-log)",
     ),
+    "PublishedRunsConfig": (
+        "hps.experiments.published_runs",
+        "published training runs scored as plan files: predicted against published throughput per device",
+    ),
     "ThemisAllReduceConfig": (
         "hps.experiments.themis_allreduce",
         "All-Reduce utilization of every collective policy over the topology suite",

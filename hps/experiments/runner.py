@@ -31,6 +31,7 @@ from hps.experiments.files import json_text, read_json
 from hps.experiments.report import report_markdown
 from hps.runfolder import stop
 from hps.runfolder.folder import RunFolder, run_folder
+from hps.runfolder.owned import refuse_links
 
 
 def config_document(config) -> dict:
@@ -70,6 +71,9 @@ def _run_item(kind, config, key, params, path: Path, folder: RunFolder) -> dict:
 def _prepare(out: Path, config_doc: dict, fresh: bool, folder: RunFolder) -> Path:
     """items/ ready to resume from: emptied when fresh or when it holds another config's items."""
     items_dir = out / "items"
+    refuse_links(out, ("items", "config.json", "results.json"))
+    if items_dir.exists() and not items_dir.is_dir():
+        raise ConfigError(str(items_dir), "", "is not a folder; hps keeps a run's finished items there")
     if fresh or (read_json(out / "config.json") not in (None, config_doc)):
         with stop.deferred():
             gone = list(items_dir.glob("*.json")) if items_dir.is_dir() else []
@@ -77,6 +81,7 @@ def _prepare(out: Path, config_doc: dict, fresh: bool, folder: RunFolder) -> Pat
             if folder.manifest is not None:
                 folder.manifest.forget(*gone)
     items_dir.mkdir(parents=True, exist_ok=True)
+    folder.wrote(items_dir)  # the folder of every run's items, this run's now (a resume adds to it)
     _write(folder, out / "config.json", json_text(config_doc))
     return items_dir
 
