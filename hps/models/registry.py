@@ -136,6 +136,8 @@ def _import(spec: str, module_name: str) -> ModuleType:
     try:
         if module_name.endswith(".py") or path.is_file():
             if not path.is_file():
+                if not (path.exists() or path.is_symlink()):
+                    raise ConfigError(spec, "", f"no such file {module_name}")
                 from hps.config.inputs import require_regular_file
 
                 require_regular_file(path, spec, "Python module (.py)")  # names what it is instead
