@@ -23,9 +23,10 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 
 def test_the_help_table_names_every_registered_kind_and_its_module(capsys):
-    assert {cls.__name__: cls.__module__ for cls in REGISTERED} == {
-        name: module for name, (module, _) in KIND_DESCRIPTIONS.items()
-    }
+    # Other tests register kinds of their own (from test modules or experiment files run in this
+    # process); the help table is about the kinds hps ships.
+    shipped = {cls.__name__: cls.__module__ for cls in REGISTERED if cls.__module__.startswith("hps.")}
+    assert shipped == {name: module for name, (module, _) in KIND_DESCRIPTIONS.items()}
     with pytest.raises(SystemExit):
         main(["run", "--help"])
     text = capsys.readouterr().out
