@@ -51,7 +51,7 @@ def execute(
     steps: int = 5,
     check: bool = False,
     *,
-    learning_rate: float = 0.05,
+    learning_rate: float | None = None,
     seed: int = 0,
     micro_batches: int | None = None,
 ) -> Execution:
@@ -68,7 +68,8 @@ def execute(
         raise ConfigError("plan", "", f"must be a PlanOutcome (hps.plan), got {type(plan).__name__}")
     steps = check_count(steps, "steps", 1, MAX_EXECUTE_STEPS)
     seed = check_seed(seed)
-    learning_rate = check_positive(learning_rate, "learning_rate")
+    if learning_rate is not None:
+        learning_rate = check_positive(learning_rate, "learning_rate")
     if micro_batches is not None:
         micro_batches = check_count(micro_batches, "micro_batches")
     if devices is not None and not isinstance(devices, str):

@@ -50,7 +50,9 @@ def register(subparsers) -> None:
         help="collective policy of the gradient All-Reduce (default: --collective)",
     )
     parser.add_argument("--checkpoint", help="trained collective policy, for --policy learned")
-    parser.add_argument("--lr", type=float, default=0.05, help="SGD learning rate (default: %(default)s)")
+    parser.add_argument(
+        "--lr", type=float, help="SGD learning rate (default: the model's own; 0.05, transformer 0.002)"
+    )
     add_seed_arg(parser, help="seed of the model's initial parameters and data, 0 to 2^32 - 1")
     parser.add_argument("--check", action="store_true", help="also train on one device and compare parameters")
     parser.add_argument("--out", help="also write the JSON report to this file")
@@ -120,7 +122,7 @@ def check_run_flags(args: Namespace) -> None:
         raise ConfigError("--steps", "steps", f"must be at most {MAX_EXECUTE_STEPS:,}, got {args.steps}")
     if args.micro_batches is not None and args.micro_batches < 1:
         raise ConfigError("--micro-batches", "micro_batches", f"must be at least 1, got {args.micro_batches}")
-    if not (math.isfinite(args.lr) and args.lr > 0):
+    if args.lr is not None and not (math.isfinite(args.lr) and args.lr > 0):
         raise ConfigError("--lr", "lr", f"must be a positive number, got {args.lr}")
     if args.policy == "learned" and args.checkpoint:
         from hps.collective.agent.checkpoint import load_policy
