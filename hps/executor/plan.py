@@ -190,6 +190,7 @@ def execute_plan(
         "batch": batch,
         "micro_batches": micro,
         "collective_policy": policy,
+        "learning_rate": options.learning_rate or model.learning_rate,
         "stages": [
             _stage_row(stage, span, plan_row, measured, prediction, w)
             for stage, span, plan_row, measured, prediction, w in zip(
