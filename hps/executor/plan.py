@@ -141,9 +141,8 @@ def execute_plan(
         for s, n, net, t in zip(planned["stages"], names, networks, tensor)
     ]
     if options.replicas is not None:
-        ks = forced_replicas(
-            options.replicas, names, {n: pools[n][: len(pools[n]) // t] for n, t in zip(names, tensor)}, networks
-        )
+        groups = {n: pools[n][: len(pools[n]) // t] for n, t in zip(names, tensor)}  # d counts groups of t
+        ks = forced_replicas(options.replicas, names, groups, networks)
     batch = int(job.batch)
     micro = micro_batch_count(batch, ks, options.micro_batches or max(2, len(spans)))
     if options.micro_batches is not None and micro != options.micro_batches:
@@ -156,21 +155,8 @@ def execute_plan(
     optimizer = optax.sgd(options.learning_rate or model.learning_rate)
     policy = options.policy or job.collective
 
-    stages, synced = [], []
     devices = assign_stage_devices(names, [k * t for k, t in zip(ks, tensor)], pools)
-    for index, ((first, last, t), group, net) in enumerate(zip(spans, devices, networks)):
-        mesh = make_stage_mesh(group, net, tensor=tensor[index])
-        stage = layout_stage(index, names[index], first, last, model, mesh.mesh, mesh.axis_names, np.zeros((1, 1)))
-        need = stage_need(stage.params, stage.specs(), stage.mesh, optimizer)
-        check_fits(
-            f"stage {index} ({names[index]}, layers {first}-{last})", names[index], need, catalog.resources[t].memory
-        )
-        w = synced_bytes(stage)
-        stage.orders = planned_orders(
-            policy, net, ks[index], max(w, 1.0), job.chunks, learned_orders=options.learned_orders
-        )
-        stages.append(stage)
-        synced.append(w)
+    stages, synced = laid_out_stages(model, catalog, spans, devices, ks, tensor, optimizer, policy, job, options)
     stages = [place_stage(stage, optimizer) for stage in stages]
     pipeline = compile_pipeline(stages, optimizer)
 
@@ -209,6 +195,26 @@ def execute_plan(
         with jax.default_matmul_precision(CHECK_PRECISION):
             report.update(check_against_reference(model, stages, batches, optimizer, losses))
     return report
+
+
+def laid_out_stages(model, catalog, spans, devices, ks, tensor, optimizer, policy, job, options):
+    """(stages laid out on their meshes, not yet placed; W synced bytes per stage): each stage's
+    mesh of d·t devices, its memory checked against its type's (StageDoesNotFit before any
+    stage is placed), its All-Reduce orders planned for W over its d replicas."""
+    stages, synced = [], []
+    for index, ((first, last, t), group) in enumerate(zip(spans, devices)):
+        name, net = catalog.names[t], catalog.resources[t].network
+        mesh = make_stage_mesh(group, net, tensor=tensor[index])
+        stage = layout_stage(index, name, first, last, model, mesh.mesh, mesh.axis_names, np.zeros((1, 1)))
+        need = stage_need(stage.params, stage.specs(), stage.mesh, optimizer)
+        check_fits(f"stage {index} ({name}, layers {first}-{last})", name, need, catalog.resources[t].memory)
+        w = synced_bytes(stage)
+        stage.orders = planned_orders(
+            policy, net, ks[index], max(w, 1.0), job.chunks, learned_orders=options.learned_orders
+        )
+        stages.append(stage)
+        synced.append(w)
+    return stages, synced
 
 
 def train_steps(pipeline, batches, micro: int) -> tuple[list[float], list[float]]:
