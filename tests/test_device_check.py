@@ -39,3 +39,18 @@ def test_each_run_is_checked_and_timed_in_one_table():
     summary = summarize(config, results)
     assert summary.rows[0][:5] == ["mlp-s2-t2", "mlp", 2, 2, True]
     assert "1 of 1 runs equal" in summary.markdown
+
+
+def test_a_run_that_ends_in_an_error_is_a_row_not_the_end(monkeypatch):
+    from hps.errors import TrainingDiverged
+    from hps.experiments import device_check
+
+    def diverge(*args):
+        raise TrainingDiverged("diverged at step 1: the loss is nan; lower --lr")
+
+    monkeypatch.setattr(device_check, "_execute", diverge)
+    config = DeviceCheckConfig(workloads=("mlp",), quickstart=False)
+    results = {"mlp-s1-t1": run_item(config, ("execute", "mlp", 1, 1))}
+    summary = summarize(config, results)
+    assert summary.rows[0][4] == "error" and "diverged at step 1" in summary.rows[0][7]
+    assert "0 of 1 runs equal" in summary.markdown

@@ -2,7 +2,8 @@
 `hps execute --check` on every model workload with one stage and with two, at tensor-parallel
 degree 1 and 2 where the stage's device pool has 2 devices, each a few steps at a small batch.
 
-One item per run. Each execution records whether its parameters equal single-device training
+One item per run; a run that ends in an hps error (diverged, refused) is recorded as such and
+the check goes on. Each execution records whether its parameters equal single-device training
 (at matmul precision "highest", the reference on the first stage's device), the largest
 relative and absolute differences and the parameter, and the measured step time (median of the
 steps after the first, at that precision). Stages run on GPU-kind types of the catalogue (t4,
@@ -17,7 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from hps.errors import ConfigError
+from hps.errors import ConfigError, HpsError
 from hps.experiments.base import ExperimentConfig, Summary, register_experiment_kind
 
 QUICKSTART = "quickstart"
@@ -104,7 +105,10 @@ def run_item(config: DeviceCheckConfig, params) -> dict:
             "device": str(jax.devices()[0]),
         }
     _, name, stages, t = params
-    report = _execute(config, name, stages, t)
+    try:
+        report = _execute(config, name, stages, t)
+    except HpsError as error:  # a diverged or refused run is a finding of the check, not its end
+        return {"kind": "execute", "workload": name, "stages": stages, "tensor": t, "error": str(error)}
     return {
         "kind": "execute",
         "workload": name,
@@ -142,6 +146,9 @@ def summarize(config: DeviceCheckConfig, results: dict[str, dict]) -> Summary:
     headers += ["step ms", "s", "device"]
     rows = []
     for key, r in results.items():
+        if "error" in r:
+            rows.append([key, r["workload"], r["stages"], r["tensor"], "error", "-", "-", r["error"], "-", "-", "-"])
+            continue
         v = r["result"]
         rows.append(
             [
@@ -158,7 +165,7 @@ def summarize(config: DeviceCheckConfig, results: dict[str, dict]) -> Summary:
                 r["device"],
             ]
         )
-    passed = sum(bool(r["result"]["equivalent"]) for r in results.values())
+    passed = sum(bool(r.get("result", {}).get("equivalent")) for r in results.values())
     text = (
         f"{passed} of {len(results)} runs equal to single-device training (max relative difference per "
         f"parameter <= 1e-5, matmul precision highest); batch {config.batch}, {config.steps} steps, stages on "
