@@ -172,3 +172,34 @@ def test_a_plan_that_does_not_fit_is_refused_before_running(monkeypatch):
     need = 2 * (table / 4 + dense) / 2**20
     with pytest.raises(StageDoesNotFit, match=rf"needs {need:.3f} MiB per device .* but a cpu has 0\.050 MiB"):
         execute("ctr-dnn-small", "cpu," * 5 + "cpu", (4,), (1,), catalog=small_memory(0.05))
+
+
+def test_hps_execute_runs_a_parallel_plan_file_with_its_tp_and_dp(tmp_path, capsys):
+    import json
+
+    from hps.cli.main import main
+
+    plan = {
+        "format": "hps-plan/2",
+        "workload": "mlp",
+        "catalog": str(Path(__file__).parent / "data" / "pods.toml"),
+        "job": {"batch": 16, "micro_batch": 4, "throughput": 100, "samples": 1e6}
+        | {"precision": "fp32-sgd", "zero": 0, "recompute": "none"},
+        "stages": [
+            {"first": 0, "last": 0, "type": "cpu", "tp": 1, "dp": 2},
+            {"first": 1, "last": 2, "type": "gpu", "tp": 2, "dp": 2},
+            {"first": 3, "last": 3, "type": "cpu", "tp": 1, "dp": 2},
+        ],
+    }
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan))
+    argv = ["execute", "--plan", str(path), "--devices", SHARED, "--steps", "2", "--check", "--json"]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [(s["type"], s["replicas"], s["tensor"]) for s in out["stages"]] == [
+        ("cpu", 2, 1),
+        ("gpu", 2, 2),
+        ("cpu", 2, 1),
+    ]
+    assert out["micro_batches"] == 4  # batch / micro_batch
+    assert out["equivalent"] is True
