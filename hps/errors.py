@@ -66,3 +66,8 @@ class Stopped(KeyboardInterrupt):
     def __init__(self, signum: int):
         self.signum = signum
         super().__init__(signum)
+
+
+class StageDoesNotFit(HpsError):
+    """A plan's stage needs more memory per device than its resource type has (checked before
+    anything runs); the message names the stage, the need and the limit."""

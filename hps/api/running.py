@@ -29,20 +29,18 @@ class Execution:
     report: dict
 
 
-def _schedule_of(plan: PlanOutcome) -> tuple[list[str], tuple[int, ...] | None]:
-    """(type per layer, replicas per stage or None: the executor provisions them) of a plan the
-    executor can run: a schedule-model plan, or a parallel plan with no tensor parallelism whose
-    adjacent stages differ in type."""
+def _schedule_of(plan: PlanOutcome) -> tuple[list[str], tuple[int, ...] | None, tuple[int, ...] | None]:
+    """(type per layer, replicas per stage or None: the executor provisions them, tensor degree
+    per stage or None: 1 each) of a plan the executor can run: a schedule-model plan, or a
+    parallel plan whose adjacent stages differ in type."""
     if plan.schedule is not None:
-        return list(plan.schedule), None
+        return list(plan.schedule), None, None
     if not plan.stages:
         raise ConfigError("plan", "", "no plan was found, so there is nothing to execute")
-    if any(stage.tp > 1 for stage in plan.stages):
-        raise ConfigError("plan", "stages", "the executor runs data- and pipeline-parallel plans; this one has tp > 1")
     if any(a.type == b.type for a, b in zip(plan.stages, plan.stages[1:])):
         raise ConfigError("plan", "stages", "adjacent stages of one type run as one stage here; merge them first")
     schedule = [stage.type for stage in plan.stages for _ in range(stage.first, stage.last + 1)]
-    return schedule, tuple(stage.dp for stage in plan.stages)
+    return schedule, tuple(stage.dp for stage in plan.stages), tuple(stage.tp for stage in plan.stages)
 
 
 def execute(
@@ -51,7 +49,7 @@ def execute(
     steps: int = 5,
     check: bool = False,
     *,
-    learning_rate: float = 0.05,
+    learning_rate: float | None = None,
     seed: int = 0,
     micro_batches: int | None = None,
 ) -> Execution:
@@ -68,7 +66,8 @@ def execute(
         raise ConfigError("plan", "", f"must be a PlanOutcome (hps.plan), got {type(plan).__name__}")
     steps = check_count(steps, "steps", 1, MAX_EXECUTE_STEPS)
     seed = check_seed(seed)
-    learning_rate = check_positive(learning_rate, "learning_rate")
+    if learning_rate is not None:
+        learning_rate = check_positive(learning_rate, "learning_rate")
     if micro_batches is not None:
         micro_batches = check_count(micro_batches, "micro_batches")
     if devices is not None and not isinstance(devices, str):
@@ -77,7 +76,7 @@ def execute(
     workload, catalog, job = problem.workload, problem.catalog, problem.job
     if job.batch != int(job.batch) or not math.isfinite(job.batch):
         raise ConfigError("plan", "job.batch", f"executing needs a whole number of samples, got {job.batch:g}")
-    names, replicas = _schedule_of(plan)
+    names, replicas, tensor = _schedule_of(plan)
     with renamed(RENAMED):
         model = build_model(workload.name, seed=seed, source="plan", **problem.overrides)
         schedule = parse_schedule(",".join(names), catalog, len(workload.layers), source="plan")
@@ -89,6 +88,7 @@ def execute(
             seed=seed,
             check=bool(check),
             replicas=replicas,
+            tensor=tensor,
         )
         report = execute_plan(model, workload, catalog, job, schedule, options)
     return Execution(

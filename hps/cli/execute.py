@@ -1,9 +1,11 @@
 """`hps execute [PLAN.json]`: run a plan as real sharded JAX training (docs/executor.md).
 
 The plan is a schedule (`--schedule`, or the "schedule" of `hps plan --out PLAN.json`, whose
-"instance" also names the workload, catalogue and job). Stages run on device pools per resource
-type (`--devices cpu=0-3,v100=4-7`, or by device kind). Prints measured vs predicted time per
-stage and throughput; `--check` also trains the same model on one device and compares.
+"instance" also names the workload, catalogue and job), or a parallel plan file (`--plan FILE`,
+hps-plan/2: stages with tensor- and data-parallel degrees, `--tensor` and `--replicas`). Stages
+run on device pools per resource type (`--devices cpu=0-3,v100=4-7`, or by device kind).
+Prints measured vs predicted time per stage and throughput; `--check` also trains the same
+model on one device and compares.
 With `--out FILE` the folder of FILE is checked for a write and free space before anything
 runs, FILE.lock is held while the plan runs (a second run writing FILE is refused, naming the
 first), and the report, printed first, is written with "produced_by": the run id and command.
@@ -12,6 +14,7 @@ first), and the report, printed first, is written with "produced_by": the run id
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 from argparse import Namespace
 
@@ -41,7 +44,15 @@ def register(subparsers) -> None:
     parser.set_defaults(**dict.fromkeys(FLAG_DEFAULTS))  # unset, so a plan file can fill them
     parser.add_argument("--schedule", help="comma-separated resource type per layer")
     add_device_args(parser)
+    parser.add_argument(
+        "--plan",
+        dest="parallel_plan",
+        help="a parallel plan file (hps-plan/2): its stages' types, tp and dp, its job's batch and micro-batch",
+    )
     parser.add_argument("--replicas", help="comma-separated replicas per stage to run instead of the plan's (e.g. 2,4)")
+    parser.add_argument(
+        "--tensor", help="comma-separated tensor-parallel degree per stage (e.g. 2,4; default 1 each): d·t devices"
+    )
     parser.add_argument("--steps", type=int, default=5, help="training steps (default: %(default)s)")
     parser.add_argument("--micro-batches", type=int, help="micro-batches per step (default: one per stage, at least 2)")
     parser.add_argument(
@@ -50,7 +61,9 @@ def register(subparsers) -> None:
         help="collective policy of the gradient All-Reduce (default: --collective)",
     )
     parser.add_argument("--checkpoint", help="trained collective policy, for --policy learned")
-    parser.add_argument("--lr", type=float, default=0.05, help="SGD learning rate (default: %(default)s)")
+    parser.add_argument(
+        "--lr", type=float, help="SGD learning rate (default: the model's own; 0.05, transformer 0.002)"
+    )
     add_seed_arg(parser, help="seed of the model's initial parameters and data, 0 to 2^32 - 1")
     parser.add_argument("--check", action="store_true", help="also train on one device and compare parameters")
     parser.add_argument("--out", help="also write the JSON report to this file")
@@ -120,7 +133,7 @@ def check_run_flags(args: Namespace) -> None:
         raise ConfigError("--steps", "steps", f"must be at most {MAX_EXECUTE_STEPS:,}, got {args.steps}")
     if args.micro_batches is not None and args.micro_batches < 1:
         raise ConfigError("--micro-batches", "micro_batches", f"must be at least 1, got {args.micro_batches}")
-    if not (math.isfinite(args.lr) and args.lr > 0):
+    if args.lr is not None and not (math.isfinite(args.lr) and args.lr > 0):
         raise ConfigError("--lr", "lr", f"must be a positive number, got {args.lr}")
     if args.policy == "learned" and args.checkpoint:
         from hps.collective.agent.checkpoint import load_policy
@@ -143,6 +156,11 @@ def run(args) -> int:
     from hps.report.execution import format_execution
 
     out = output_path(args.out)
+    if args.plan and args.parallel_plan:
+        raise ConfigError("--plan", "plan", "give a schedule plan (PLAN.json) or a parallel plan (--plan), not both")
+    parallel = None
+    if args.parallel_plan:
+        args, parallel = parallel_plan_instance(args.parallel_plan, args)
     if args.plan:
         args = plan_instance(args.plan, args)
     for key, default in FLAG_DEFAULTS.items():
@@ -155,6 +173,11 @@ def run(args) -> int:
     check_run_flags(args)
     try:
         workload, catalog, job = resolve_instance(args)
+        if parallel is not None:
+            from hps.config.planfile import check_plan_against
+
+            check_plan_against(parallel, workload, catalog, args.parallel_plan)
+            job = dataclasses.replace(parallel.job, collective=job.collective, chunks=job.chunks)
         whole_batch(job.batch)
         model = build_model(workload.name, seed=args.seed, **parse_set(args.overrides))
         check_model_matches(model, workload)
@@ -173,9 +196,12 @@ def run(args) -> int:
         from hps.collective.agent.checkpoint import checkpoint_orders
 
         learned_orders = partial(checkpoint_orders, args.checkpoint)
+    micro_batches = args.micro_batches
+    if parallel is not None and micro_batches is None:
+        micro_batches = int(job.batch) // int(job.micro_batch)
     options = ExecuteOptions(
         steps=args.steps,
-        micro_batches=args.micro_batches,
+        micro_batches=micro_batches,
         policy=args.policy,
         learned_orders=learned_orders,
         devices=args.devices,
@@ -183,6 +209,7 @@ def run(args) -> int:
         seed=args.seed,
         check=args.check,
         replicas=parse_replicas(args.replicas),
+        tensor=parse_replicas(args.tensor, "--tensor"),
     )
     with output_file(out, args.argv) if out else contextlib.nullcontext() as produced:
         report = execute_plan(model, workload, catalog, job, schedule, options)
@@ -199,13 +226,37 @@ def run(args) -> int:
     return 0
 
 
-def parse_replicas(text: str | None) -> tuple[int, ...] | None:
+def parse_replicas(text: str | None, flag: str = "--replicas") -> tuple[int, ...] | None:
     if text is None:
         return None
     try:
         return tuple(int(part) for part in text.split(","))
     except ValueError:
-        raise ConfigError("--replicas", "replicas", f"expected comma-separated integers, got {text!r}") from None
+        raise ConfigError(flag, flag[2:], f"expected comma-separated integers, got {text!r}") from None
+
+
+def parallel_plan_instance(path: str, args: Namespace):
+    """(args with the parallel plan file's workload, catalogue, schedule, dp as --replicas and
+    tp as --tensor filled in where the flags left them unset, the PlanFile). ConfigError naming
+    the file when two adjacent stages share a type (the executor runs them as one stage)."""
+    from hps.config.planfile import read_plan_file
+
+    plan = read_plan_file(path)
+    stages = plan.stages
+    if any(a.type == b.type for a, b in zip(stages, stages[1:])):
+        raise ConfigError(path, "stages", "adjacent stages of one type run as one stage here; merge them first")
+    filled = {
+        "workload": plan.workload,
+        "catalog": plan.catalog,
+        "schedule": ",".join(s.type for s in stages for _ in range(s.first, s.last + 1)),
+        "replicas": ",".join(str(s.dp) for s in stages),
+        "tensor": ",".join(str(s.tp) for s in stages),
+    }
+    merged = vars(args).copy()
+    for key, value in filled.items():
+        if merged.get(key) is None:
+            merged[key] = value
+    return Namespace(**merged), plan
 
 
 def check_model_matches(model, workload) -> None:

@@ -16,6 +16,10 @@ KIND_DESCRIPTIONS = {
         "hps.experiments.collective_policy",
         "train a collective policy, compare it with Themis on held-out networks and the suite",
     ),
+    "DeviceCheckConfig": (
+        "hps.experiments.device_check",
+        "the quickstart and the executor's check on every model workload, with step times, on this machine",
+    ),
     "ExecutorCalibrationConfig": (
         "hps.experiments.executor_calibration",
         "cost model error on executed plans, roofline vs profiled layer times",

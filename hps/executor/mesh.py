@@ -19,6 +19,7 @@ from jax.sharding import Mesh
 
 from hps.config.types import Network
 from hps.errors import ConfigError
+from hps.executor.tensor import TENSOR_AXIS
 from hps.placement.model.allreduce import used_sizes
 
 
@@ -64,16 +65,25 @@ def used_network(network: Network, replicas: int) -> Network:
     return Network(f"{network.name}[k={replicas}]", kept)
 
 
-def stage_mesh(devices: Sequence, network: Network, axis_prefix: str = "d") -> StageMesh:
-    """The mesh of a stage's devices (k = len(devices) units of one type on `network`).
+def stage_mesh(devices: Sequence, network: Network, axis_prefix: str = "d", tensor: int = 1) -> StageMesh:
+    """The mesh of a stage's devices: k = len(devices) / tensor data-parallel units of one type
+    on `network`, each a tensor-parallel group of `tensor` adjacent devices.
 
-    One axis per used dimension d, named f"{axis_prefix}{d}", in dimension order; device
-    devices[i_0 + P'_0·i_1 + P'_0·P'_1·i_2 + …] sits at mesh index (i_0, i_1, …), so neighbours
-    in the innermost dimension are adjacent in `devices`.
+    One data axis per used dimension d, named f"{axis_prefix}{d}", in dimension order, then for
+    tensor > 1 the axis "t" (``hps.executor.tensor.TENSOR_AXIS``) of size tensor; device
+    devices[i_t + tensor·(i_0 + P'_0·i_1 + P'_0·P'_1·i_2 + …)] sits at mesh index
+    (i_0, i_1, …, i_t), so tensor ranks, then neighbours in the innermost dimension, are adjacent
+    in `devices`. `axis_names` and `dims` name the data axes only.
     """
-    dims, sizes = used_dimensions(network, len(devices))
+    if len(devices) % tensor:
+        raise ConfigError("--tensor", "tensor", f"{len(devices)} devices do not split into groups of {tensor}")
+    dims, sizes = used_dimensions(network, len(devices) // tensor)
     grid = np.empty(len(devices), dtype=object)
     grid[:] = list(devices)
-    grid = grid.reshape(sizes[::-1]).transpose(tuple(range(len(sizes)))[::-1])
+    shape = (tensor, *sizes) if tensor > 1 else sizes
+    grid = grid.reshape(shape[::-1]).transpose(tuple(range(len(shape)))[::-1])
     names = tuple(f"{axis_prefix}{d}" for d in dims)
+    if tensor > 1:
+        grid = np.moveaxis(grid, 0, -1)
+        return StageMesh(Mesh(grid, (*names, TENSOR_AXIS)), names, dims)
     return StageMesh(Mesh(grid, names), names, dims)

@@ -22,22 +22,31 @@ from hps.config.types import Catalog, Job, Workload, stage_spans
 from hps.errors import ConfigError, TrainingDiverged
 from hps.executor.allreduce import planned_orders
 from hps.executor.devices import assign_stage_devices, device_pools
+from hps.executor.fit import check_fits, stage_need
 from hps.executor.measure import median_stage_terms
 from hps.executor.mesh import stage_mesh as make_stage_mesh
 from hps.executor.mesh import used_dimensions
 from hps.executor.pipeline import compile_pipeline, train_step
 from hps.executor.predict import predict_stages
-from hps.executor.reference import max_relative_difference, single_device_training
-from hps.executor.stages import build_stage
-from hps.models.base import LayeredModel, check_sample_batch, parameter_bytes
+from hps.executor.reference import CHECK_PRECISION, parameter_differences, single_device_training
+from hps.executor.stages import layout_stage, place_stage
+from hps.executor.tensor import is_table
+from hps.models.base import LayeredModel, check_sample_batch
 from hps.report.placement import schedule_report
+
+EQUIVALENT_REL_DIFF = 1e-5
+"""Largest relative difference per parameter array (max|got − want| / max|want|) `--check`
+calls equal."""
 
 
 @dataclass(frozen=True)
 class ExecuteOptions:
     """steps: training steps; micro_batches: per step (default: one per stage, at least 2);
-    policy: collective policy (default: the job's); learning_rate: of plain SGD; seed: of data;
-    replicas: per-stage replica counts to run instead of the plan's (each within its pool).
+    policy: collective policy (default: the job's); learning_rate: of plain SGD (default: the
+    model's own, `LayeredModel.learning_rate`); seed: of data;
+    replicas: per-stage data-parallel replica counts d to run instead of the plan's (each
+    within its pool); tensor: per-stage tensor-parallel degrees t (default 1 each): a stage
+    runs on d·t devices.
     learned_orders: (network, bytes, chunks) -> orders of a trained collective policy, for
     policy "learned" (see `planned_orders`)."""
 
@@ -46,10 +55,11 @@ class ExecuteOptions:
     policy: str | None = None
     learned_orders: Callable | None = None
     devices: str | None = None
-    learning_rate: float = 0.05
+    learning_rate: float | None = None
     seed: int = 0
     check: bool = False
     replicas: tuple[int, ...] | None = None
+    tensor: tuple[int, ...] | None = None
 
 
 def runnable_replicas(planned: int, pool: int, network) -> int:
@@ -76,6 +86,31 @@ def forced_replicas(replicas, names: list[str], pools: dict, networks: list) -> 
     return list(replicas)
 
 
+def stage_tensor(tensor, names: list[str], pools: dict) -> list[int]:
+    """Per-stage tensor-parallel degrees (default 1 each), checked against the stages and pools."""
+    if tensor is None:
+        return [1] * len(names)
+    if len(tensor) != len(names):
+        raise ConfigError("--tensor", "tensor", f"the plan has {len(names)} stages, got {len(tensor)} degrees")
+    for t, name in zip(tensor, names):
+        if not 1 <= t <= len(pools[name]):
+            raise ConfigError("--tensor", name, f"needs 1 <= t <= {len(pools[name])} (its pool), got {t}")
+    return list(tensor)
+
+
+def synced_bytes(stage) -> float:
+    """W: bytes of one device's share of the stage's gradients its All-Reduce sums (every dense
+    parameter; not a row-sharded table, whose gradient stays on its device)."""
+    total = 0.0
+    for role, state, specs in zip(stage.roles, stage.params, stage.specs()):
+        tables = is_table(role, state)
+        for leaf, table, spec in zip(jax.tree.leaves(state), jax.tree.leaves(tables), jax.tree.leaves(specs)):
+            if not table:
+                split = stage.tensor if any(spec) else 1
+                total += leaf.size * leaf.dtype.itemsize / split
+    return total
+
+
 def micro_batch_count(batch: int, replicas: list[int], wanted: int) -> int:
     """The largest M ≤ wanted with batch / M a whole multiple of every stage's replica count."""
     step = math.lcm(*replicas)
@@ -100,9 +135,14 @@ def execute_plan(
     names = [catalog.names[t] for _, _, t in spans]
     pools = device_pools(catalog, names, options.devices)
     networks = [catalog.resources[t].network for _, _, t in spans]
-    ks = [runnable_replicas(s["replicas"], len(pools[n]), net) for s, n, net in zip(planned["stages"], names, networks)]
+    tensor = stage_tensor(options.tensor, names, pools)
+    ks = [
+        runnable_replicas(max(1, s["replicas"] // t), len(pools[n]) // t, net)
+        for s, n, net, t in zip(planned["stages"], names, networks, tensor)
+    ]
     if options.replicas is not None:
-        ks = forced_replicas(options.replicas, names, pools, networks)
+        groups = {n: pools[n][: len(pools[n]) // t] for n, t in zip(names, tensor)}  # d counts groups of t
+        ks = forced_replicas(options.replicas, names, groups, networks)
     batch = int(job.batch)
     micro = micro_batch_count(batch, ks, options.micro_batches or max(2, len(spans)))
     if options.micro_batches is not None and micro != options.micro_batches:
@@ -112,38 +152,23 @@ def execute_plan(
             f"{options.micro_batches} micro-batches do not split the batch of {batch} samples into whole "
             f"samples for every stage's replicas ({', '.join(map(str, ks))}); the most that do is {micro}",
         )
-    optimizer = optax.sgd(options.learning_rate)
+    optimizer = optax.sgd(options.learning_rate or model.learning_rate)
     policy = options.policy or job.collective
 
-    stages, synced = [], []
-    for index, ((first, last, _), devices, net) in enumerate(
-        zip(spans, assign_stage_devices(names, ks, pools), networks)
-    ):
-        mesh = make_stage_mesh(devices, net)
-        layers = list(model.layers)[first : last + 1]
-        w = sum(sum(parameter_bytes(layer)) for layer in layers)  # dense + embedding: all are synced
-        orders = planned_orders(
-            policy, net, len(devices), max(w, 1.0), job.chunks, learned_orders=options.learned_orders
-        )
-        stages.append(
-            build_stage(index, names[index], first, last, model, mesh.mesh, mesh.axis_names, orders, optimizer)
-        )
-        synced.append(w)
+    devices = assign_stage_devices(names, [k * t for k, t in zip(ks, tensor)], pools)
+    stages, synced = laid_out_stages(model, catalog, spans, devices, ks, tensor, optimizer, policy, job, options)
+    stages = [place_stage(stage, optimizer) for stage in stages]
     pipeline = compile_pipeline(stages, optimizer)
 
     check_sample_batch(model, batch, "executing the plan", copies=options.steps)
     batches = [model.sample_batch(jax.random.key(options.seed + step), batch) for step in range(options.steps)]
-    terms = median_stage_terms(pipeline, batches[0], micro, repeats=5)
-    losses, step_seconds = [], []
-    for step, b in enumerate(batches):
-        start = time.perf_counter()
-        losses.append(float(jax.block_until_ready(train_step(pipeline, b, micro))))
-        step_seconds.append(time.perf_counter() - start)
-        if not math.isfinite(losses[-1]):
-            raise TrainingDiverged(f"diverged at step {step}: the loss is {losses[-1]}; lower --lr")
+    precision = CHECK_PRECISION if options.check else None
+    with jax.default_matmul_precision(precision):
+        terms = median_stage_terms(pipeline, batches[0], micro, repeats=5)
+        losses, step_seconds = train_steps(pipeline, batches, micro)
     step_time = float(np.median(step_seconds[1:] if len(step_seconds) > 1 else step_seconds))
 
-    executed = [(first, last, t, k) for (first, last, t), k in zip(spans, ks)]
+    executed = [(first, last, t, k, tp) for (first, last, t), k, tp in zip(spans, ks, tensor)]
     predicted = predict_stages(workload, catalog, job, executed, synced)
     report = {
         "workload": workload.name,
@@ -151,6 +176,7 @@ def execute_plan(
         "batch": batch,
         "micro_batches": micro,
         "collective_policy": policy,
+        "learning_rate": options.learning_rate or model.learning_rate,
         "stages": [
             _stage_row(stage, span, plan_row, measured, prediction, w)
             for stage, span, plan_row, measured, prediction, w in zip(
@@ -161,22 +187,72 @@ def execute_plan(
         "measured_throughput": batch / step_time,
         "predicted_throughput": min(batch / p.time for p in predicted),
         "losses": losses,
+        "matmul_precision": precision or "default",
         "equivalent": None,
         "max_param_rel_diff": None,
     }
     if options.check:
-        want, reference_losses = single_device_training(model, batches, optimizer)
-        got = [state for stage in stages for state in stage.params]
-        for what, params in (("the executed plan's", got), ("the single-device reference's", want)):
-            if not all(np.all(np.isfinite(np.asarray(leaf))) for leaf in jax.tree.leaves(params)):
-                raise TrainingDiverged(f"diverged: {what} parameters hold NaN or inf after step {options.steps - 1}")
-        if not all(math.isfinite(loss) for loss in reference_losses):
-            step = next(i for i, loss in enumerate(reference_losses) if not math.isfinite(loss))
-            raise TrainingDiverged(f"the single-device reference diverged at step {step}; lower --lr")
-        report["max_param_rel_diff"] = max_relative_difference(got, want)
-        report["max_loss_rel_diff"] = max(abs(a - b) / abs(b) for a, b in zip(losses, reference_losses))
-        report["equivalent"] = report["max_param_rel_diff"] <= 1e-5
+        with jax.default_matmul_precision(CHECK_PRECISION):
+            report.update(check_against_reference(model, stages, batches, optimizer, losses))
     return report
+
+
+def laid_out_stages(model, catalog, spans, devices, ks, tensor, optimizer, policy, job, options):
+    """(stages laid out on their meshes, not yet placed; W synced bytes per stage): each stage's
+    mesh of d·t devices, its memory checked against its type's (StageDoesNotFit before any
+    stage is placed), its All-Reduce orders planned for W over its d replicas."""
+    stages, synced = [], []
+    for index, ((first, last, t), group) in enumerate(zip(spans, devices)):
+        name, net = catalog.names[t], catalog.resources[t].network
+        mesh = make_stage_mesh(group, net, tensor=tensor[index])
+        stage = layout_stage(index, name, first, last, model, mesh.mesh, mesh.axis_names, np.zeros((1, 1)))
+        need = stage_need(stage.params, stage.specs(), stage.mesh, optimizer)
+        check_fits(f"stage {index} ({name}, layers {first}-{last})", name, need, catalog.resources[t].memory)
+        w = synced_bytes(stage)
+        stage.orders = planned_orders(
+            policy, net, ks[index], max(w, 1.0), job.chunks, learned_orders=options.learned_orders
+        )
+        stages.append(stage)
+        synced.append(w)
+    return stages, synced
+
+
+def train_steps(pipeline, batches, micro: int) -> tuple[list[float], list[float]]:
+    """(mean loss, wall seconds) of each training step, one per batch; TrainingDiverged at the
+    first non-finite loss."""
+    losses, seconds = [], []
+    for step, b in enumerate(batches):
+        start = time.perf_counter()
+        losses.append(float(jax.block_until_ready(train_step(pipeline, b, micro))))
+        seconds.append(time.perf_counter() - start)
+        if not math.isfinite(losses[-1]):
+            raise TrainingDiverged(f"diverged at step {step}: the loss is {losses[-1]}; lower --lr")
+    return losses, seconds
+
+
+def check_against_reference(model: LayeredModel, stages, batches, optimizer, losses: list[float]) -> dict:
+    """The check's report entries: the same model trained on the first stage's first device
+    (same backend as the plan) with the same optimizer and batches, compared parameter by
+    parameter. Non-finite parameters or losses on either side raise TrainingDiverged (never
+    "equal")."""
+    device = stages[0].mesh.devices.flat[0]
+    want, reference_losses = single_device_training(model, batches, optimizer, device=device)
+    got = [state for stage in stages for state in stage.host_params()]
+    for what, params in (("the executed plan's", got), ("the single-device reference's", want)):
+        if not all(np.all(np.isfinite(np.asarray(leaf))) for leaf in jax.tree.leaves(params)):
+            raise TrainingDiverged(f"diverged: {what} parameters hold NaN or inf after step {len(batches) - 1}")
+    if not all(math.isfinite(loss) for loss in reference_losses):
+        step = next(i for i, loss in enumerate(reference_losses) if not math.isfinite(loss))
+        raise TrainingDiverged(f"the single-device reference diverged at step {step}; lower --lr")
+    differences = parameter_differences(got, want, model.layer_names)
+    return {
+        "max_param_rel_diff": differences["max_rel_diff"],
+        "max_param_abs_diff": differences["max_abs_diff"],
+        "worst_parameter": differences["worst_parameter"],
+        "max_loss_rel_diff": max(abs(a - b) / abs(b) for a, b in zip(losses, reference_losses)),
+        "equivalent": differences["max_rel_diff"] <= EQUIVALENT_REL_DIFF,
+        "reference_device": str(device),
+    }
 
 
 def _stage_row(stage, span, plan_row, measured, prediction, synced_bytes) -> dict:
@@ -185,8 +261,9 @@ def _stage_row(stage, span, plan_row, measured, prediction, synced_bytes) -> dic
         "first_layer": span[0],
         "last_layer": span[1],
         "replicas": stage.replicas,
+        "tensor": stage.tensor,
         "planned_replicas": plan_row["replicas"],
-        "mesh": {name: int(size) for name, size in zip(stage.axes, stage.mesh.devices.shape)},
+        "mesh": {name: int(size) for name, size in stage.mesh.shape.items()},
         "synced_bytes": synced_bytes,
         "measured_time": measured.time,
         "predicted_time": prediction.time,

@@ -36,18 +36,21 @@ class StagePrediction:
 def predict_stages(
     workload: Workload, catalog: Catalog, job: Job, stages: list[tuple[int, int, int, int]], synced_bytes: list[float]
 ) -> list[StagePrediction]:
-    """stages: (first layer, last layer, type index, replicas k) each; synced_bytes: W per stage
-    (bytes of gradients the stage All-Reduces each iteration)."""
+    """stages: (first layer, last layer, type index, replicas k[, tensor degree t]) each;
+    synced_bytes: W per stage (bytes of gradients one device All-Reduces each iteration). With
+    t > 1 the compute term is divided by t (an even split of every layer; the tensor-parallel
+    All-Reduces inside the layers have no term here)."""
     params = build_params(workload, catalog, job)
     per_sample = np.asarray(layer_time(params))  # (L, T) s/sample
     act = [layer.act_bytes for layer in workload.layers]
     last_layer = len(workload.layers) - 1
     out = []
-    for (first, last, t, k), w in zip(stages, synced_bytes):
+    for (first, last, t, k, *tensor), w in zip(stages, synced_bytes):
         per_replica = job.batch / k
+        split = tensor[0] if tensor else 1
         a_in = act[first - 1] if first > 0 else 0.0
         a_out = act[last] if last < last_layer else 0.0
-        compute = per_replica * float(per_sample[first : last + 1, t].sum())
+        compute = per_replica * float(per_sample[first : last + 1, t].sum()) / split
         boundary = per_replica * 2.0 * (a_in + a_out) / float(params.nic_bw[t])
         sync = 0.0
         if k > 1 and w > 0:

@@ -22,6 +22,7 @@ __all__ = [
 # The kinds: importing each module registers it.
 from hps.experiments import (  # noqa: E402,F401
     collective_policy,
+    device_check,
     executor_calibration,
     generalization,
     heterps_zoo,

@@ -29,6 +29,9 @@ class LayeredModel(nnx.Module):
 
     layers: nnx.List
     layer_names: tuple[str, ...]
+    learning_rate: float = 0.05
+    """Plain SGD's step size `hps execute` trains it with unless told another (per unit of the
+    mean loss's gradient); a model whose training at 0.05 leaves the stable range sets its own."""
 
     def sample_batch(self, key: jax.Array, n: int) -> Activation:
         """n synthetic samples: the first layer's input dict, including "label"."""

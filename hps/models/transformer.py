@@ -54,7 +54,10 @@ class SelfAttention(nnx.Module):
         def split(y):  # (n, S, H) -> (n, heads, S, H / heads)
             return y.reshape(n, s, self.heads, d // self.heads).transpose(0, 2, 1, 3)
 
-        q, k, v = split(self.query(h)), split(self.key(h)), split(self.value(h))
+        # The key bias adds one value per query row to every logit of that row, which the softmax
+        # cancels: its gradient is zero mathematically, so only rounding noise would move it.
+        key = h @ self.key.kernel[...] + jax.lax.stop_gradient(self.key.bias[...])
+        q, k, v = split(self.query(h)), split(key), split(self.value(h))
         logits = jnp.einsum("nhqd,nhkd->nhqk", q, k) / jnp.sqrt(d // self.heads).astype(h.dtype)
         logits = jnp.where(x["mask"][:, None, None, :] > 0, logits, MASKED_LOGIT)
         context = jnp.einsum("nhqk,nhkd->nhqd", jax.nn.softmax(logits, axis=-1), v)
@@ -89,7 +92,10 @@ class ClassificationHead(nnx.Module):
 
 class Transformer(LayeredModel):
     """Encoder classifier with the zoo "transformer"'s hyperparameters (`layers` encoder layers of
-    width `hidden`, `heads` heads, FFN width `ffn`, `seq_len` tokens of a `vocab` vocabulary)."""
+    width `hidden`, `heads` heads, FFN width `ffn`, `seq_len` tokens of a `vocab` vocabulary).
+    Trained at SGD step 0.002: at the default 0.05 its 5-step loss climbs (0.70 -> 3.20)."""
+
+    learning_rate = 0.002
 
     def __init__(
         self,

@@ -51,8 +51,10 @@ def format_execution(report: dict) -> str:
     if report["equivalent"] is not None:
         verdict = "equal" if report["equivalent"] else "NOT equal"
         lines.append(
-            f"single-device training: parameters {verdict} (max relative difference "
-            f"{report['max_param_rel_diff']:.2e}, losses {report['max_loss_rel_diff']:.2e})"
+            f"single-device training on {report['reference_device']} (matmul precision "
+            f"{report['matmul_precision']}): parameters {verdict} (max relative difference "
+            f"{report['max_param_rel_diff']:.2e} and max absolute difference {report['max_param_abs_diff']:.2e}, "
+            f"in {report['worst_parameter']}; losses {report['max_loss_rel_diff']:.2e})"
         )
     return "\n".join(lines)
 

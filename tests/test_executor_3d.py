@@ -1,0 +1,205 @@
+"""3D-parallel execution (docs/executor.md): stages on (d, t) meshes with Megatron tensor
+parallelism, embedding tables sharded by rows, 1F1B micro-batch order and the per-device memory
+check, each compared with plain single-device training of the same model."""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import partial
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.sharding import Mesh
+from jax.sharding import PartitionSpec as P
+
+from hps.config.loaders import load_catalog
+from hps.config.types import Job
+from hps.errors import StageDoesNotFit
+from hps.executor.pipeline import one_f_one_b, stage_order
+from hps.executor.plan import ExecuteOptions, execute_plan
+from hps.executor.tensor import copy_to_tensor, layer_roles, reduce_from_tensor
+from hps.models.registry import build_model_and_workload
+
+PODS = load_catalog(Path(__file__).parent / "data" / "pods.toml")
+SHARED = "cpu=0-7,gpu=0-7"  # both pools span all 8 devices: stages of different types may share them
+
+
+def execute(name, schedule, replicas, tensor, *, catalog=PODS, overrides=None, batch=16, steps=5):
+    model, workload = build_model_and_workload(name, overrides, seed=0)
+    options = ExecuteOptions(steps=steps, devices=SHARED, check=True, replicas=replicas, tensor=tensor)
+    job = Job(batch=batch, throughput=100.0, samples=1e6, collective="themis", chunks=4)
+    types = [catalog.index(t) for t in schedule.split(",")]
+    return execute_plan(model, workload, catalog, job, types, options)
+
+
+TRANSFORMER = ("transformer-small", {"heads": 4})  # 4 heads of width 8: t up to 4
+PLANS_3D = [  # (schedule, d per stage, t per stage): t4·d2 / t2 + t2·d2 / t1·d2 + t4 + t1·d2
+    ({"mlp": "cpu,cpu,cpu,cpu", "transformer-small": "cpu," * 6 + "cpu"}, (2,), (4,)),
+    ({"mlp": "cpu,cpu,gpu,gpu", "transformer-small": "cpu,cpu,cpu,gpu,gpu,gpu,gpu"}, (1, 2), (2, 2)),
+    ({"mlp": "cpu,gpu,gpu,cpu", "transformer-small": "cpu,gpu,gpu,gpu,gpu,cpu,cpu"}, (2, 1, 2), (1, 4, 1)),
+]
+
+
+SLOW = pytest.mark.slow  # 13-18 s each on 2 cores
+CASES = [
+    pytest.param(model, *plan, id=f"{model}-{name}", marks=[SLOW] if model != "mlp" and name != "t1d2+t4+t1d2" else [])
+    for model in ("mlp", "transformer-small")
+    for plan, name in zip(PLANS_3D, ["t4d2", "t2+t2d2", "t1d2+t4+t1d2"])
+]
+
+
+@pytest.mark.parametrize("model, schedules, replicas, tensor", CASES)
+def test_3d_plans_train_like_one_device(model, schedules, replicas, tensor):
+    overrides = TRANSFORMER[1] if model == "transformer-small" else None
+    report = execute(model, schedules[model], replicas, tensor, overrides=overrides)
+    assert [(s["replicas"], s["tensor"]) for s in report["stages"]] == list(zip(replicas, tensor))
+    assert [s["mesh"].get("t", 1) for s in report["stages"]] == list(tensor)
+    assert report["max_param_rel_diff"] <= 1e-5, report["worst_parameter"]
+    assert report["equivalent"] is True and report["matmul_precision"] == "highest"
+
+
+def test_tensor_parallel_layers_hold_their_block_of_each_projection():
+    model, _ = build_model_and_workload(*TRANSFORMER, seed=0)
+    assert layer_roles(list(model.layers), 4, 4) == [
+        "plain",
+        *["attention", "ffn"] * 2,
+        "plain",
+        "plain",
+    ]  # embedding (dense tables here), head and loss run whole on every rank
+    assert layer_roles(list(model.layers), 1, 1) == ["plain"] * 7
+    mlp, _ = build_model_and_workload("mlp", seed=0)
+    assert layer_roles(list(mlp.layers), 2, 4) == ["column", "row", "plain", "plain"]
+
+    from hps.executor.mesh import stage_mesh
+    from hps.executor.stages import build_stage
+
+    net = PODS.resources[PODS.index("cpu")].network
+    mesh = stage_mesh(jax.devices()[:8], net, tensor=4)
+    assert dict(mesh.mesh.shape) == {"d0": 2, "t": 4}
+    assert mesh.mesh.devices[1, 2] == jax.devices()[6]  # tensor ranks adjacent: device t + 4·d
+    import optax
+
+    stage = build_stage(0, "cpu", 1, 1, model, mesh.mesh, mesh.axis_names, np.zeros((1, 1), np.int32), optax.sgd(0))
+    query = stage.params[0]["query"]["kernel"][...]
+    out = stage.params[0]["out"]["kernel"][...]
+    assert query.shape == (32, 32) and {s.data.shape for s in query.addressable_shards} == {(32, 8)}
+    assert {s.data.shape for s in out.addressable_shards} == {(8, 32)}
+    whole = np.asarray(model.layers[1].query.kernel[...])
+    shard = next(s for s in query.addressable_shards if s.device == jax.devices()[6])
+    np.testing.assert_array_equal(np.asarray(shard.data), whole[:, 16:24])  # rank 2 holds heads 2 (of 4)
+
+
+def test_megatron_f_and_g_give_the_gradients_of_the_unsplit_block():
+    """y = tanh(x·W1)·W2 with W1 split by columns and W2 by rows over t = 4, f before W1 and g
+    after W2: per rank, the gradients of x and of its blocks of W1 and W2 equal the unsplit
+    block's (x's whole, the weights' the rank's block)."""
+    mesh = Mesh(np.array(jax.devices()[:4]), ("t",))
+    keys = jax.random.split(jax.random.key(0), 3)
+    x, w1, w2 = (jax.random.normal(k, s) for k, s in zip(keys, [(3, 5), (5, 8), (8, 2)]))
+
+    def loss(x, w1, w2, split):
+        if split:
+            return jnp.sum(reduce_from_tensor(jnp.tanh(copy_to_tensor(x, "t") @ w1) @ w2, "t") ** 2)
+        return jnp.sum((jnp.tanh(x @ w1) @ w2) ** 2)
+
+    tp = jax.shard_map(
+        jax.grad(partial(loss, split=True), argnums=(0, 1, 2)),
+        mesh=mesh,
+        in_specs=(P(), P(None, "t"), P("t", None)),
+        out_specs=(P(), P(None, "t"), P("t", None)),
+        check_vma=False,
+    )
+    got = tp(x, w1, w2)
+    want = jax.grad(partial(loss, split=False), argnums=(0, 1, 2))(x, w1, w2)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-6)
+
+
+def test_one_f_one_b_keeps_each_stages_order_and_every_dependency():
+    assert stage_order(0, 3, 4) == [("F", 0), ("F", 1), ("F", 2), ("B", 0), ("F", 3), ("B", 1), ("B", 2), ("B", 3)]
+    assert stage_order(2, 3, 4) == [("F", 0), ("B", 0), ("F", 1), ("B", 1), ("F", 2), ("B", 2), ("F", 3), ("B", 3)]
+    assert stage_order(0, 4, 2) == [("F", 0), ("F", 1), ("B", 0), ("B", 1)]  # warm-up capped at M
+    order = one_f_one_b(3, 4)
+    assert sorted(order) == sorted((k, s, m) for k in "FB" for s in range(3) for m in range(4))
+    position = {op: i for i, op in enumerate(order)}
+    for kind, s, m in order:
+        if kind == "F" and s > 0:
+            assert position["F", s - 1, m] < position[kind, s, m]
+        if kind == "B":
+            assert position["F", s, m] < position[kind, s, m]
+            if s < 2:
+                assert position["B", s + 1, m] < position[kind, s, m]
+    for s in range(3):
+        assert [(k, m) for k, st, m in order if st == s] == stage_order(s, 3, 4)
+
+
+def small_memory(megabytes: float):
+    """PODS with the cpu type's memory set to `megabytes` MiB."""
+    index = PODS.index("cpu")
+    shrunk = dataclasses.replace(PODS.resources[index], memory=megabytes * 2**20)
+    return dataclasses.replace(PODS, resources=(*PODS.resources[:index], shrunk, *PODS.resources[index + 1 :]))
+
+
+def ctr_bytes() -> tuple[int, int]:
+    """(table bytes, dense bytes) of ctr-dnn-small, counted from its layers."""
+    model, _ = build_model_and_workload("ctr-dnn-small", seed=0)
+    dense = sum(x.size * 4 for i, layer in enumerate(model.layers) if i > 0 for x in jax.tree.leaves(layer))
+    return 10_000 * 8 * 4, dense
+
+
+def test_a_table_too_big_for_one_device_runs_sharded_over_the_stage():
+    """ctr-dnn-small's 10,000 x 8 table (0.305 MiB; 0.610 MiB with its gradient) does not fit a
+    0.4 MiB cpu, but a quarter of it does: on 4 devices it trains like one device, its gradient
+    never All-Reduced (the stage syncs its dense bytes only)."""
+    catalog = small_memory(0.4)
+    table, dense = ctr_bytes()
+    need = 2 * (table + dense) / 2**20  # parameters and gradients, plain SGD keeps no state
+    with pytest.raises(StageDoesNotFit, match=rf"stage 0 \(cpu, layers 0-5\) needs {need:.3f} MiB per device"):
+        execute("ctr-dnn-small", "cpu," * 5 + "cpu", (1,), (1,), catalog=catalog)
+    report = execute("ctr-dnn-small", "cpu," * 5 + "cpu", (4,), (1,), catalog=catalog)
+    assert report["equivalent"] is True and report["max_param_rel_diff"] <= 1e-5
+    assert report["stages"][0]["synced_bytes"] == dense < table
+
+
+def test_a_plan_that_does_not_fit_is_refused_before_running(monkeypatch):
+    from hps.executor import plan
+
+    monkeypatch.setattr(plan, "place_stage", lambda *a: pytest.fail("placed a stage of a plan that does not fit"))
+    table, dense = ctr_bytes()
+    need = 2 * (table / 4 + dense) / 2**20
+    with pytest.raises(StageDoesNotFit, match=rf"needs {need:.3f} MiB per device .* but a cpu has 0\.050 MiB"):
+        execute("ctr-dnn-small", "cpu," * 5 + "cpu", (4,), (1,), catalog=small_memory(0.05))
+
+
+def test_hps_execute_runs_a_parallel_plan_file_with_its_tp_and_dp(tmp_path, capsys):
+    import json
+
+    from hps.cli.main import main
+
+    plan = {
+        "format": "hps-plan/2",
+        "workload": "mlp",
+        "catalog": str(Path(__file__).parent / "data" / "pods.toml"),
+        "job": {"batch": 16, "micro_batch": 4, "throughput": 100, "samples": 1e6}
+        | {"precision": "fp32-sgd", "zero": 0, "recompute": "none"},
+        "stages": [
+            {"first": 0, "last": 0, "type": "cpu", "tp": 1, "dp": 2},
+            {"first": 1, "last": 2, "type": "gpu", "tp": 2, "dp": 2},
+            {"first": 3, "last": 3, "type": "cpu", "tp": 1, "dp": 2},
+        ],
+    }
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan))
+    argv = ["execute", "--plan", str(path), "--devices", SHARED, "--steps", "2", "--check", "--json"]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [(s["type"], s["replicas"], s["tensor"]) for s in out["stages"]] == [
+        ("cpu", 2, 1),
+        ("gpu", 2, 2),
+        ("cpu", 2, 1),
+    ]
+    assert out["micro_batches"] == 4  # batch / micro_batch
+    assert out["equivalent"] is True
