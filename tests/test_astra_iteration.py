@@ -3,6 +3,7 @@ the simulator equal the plain-Python reference; the iteration's timeline (blocki
 input-gradient collectives, weight-gradient collectives overlapping back-propagation) equals the
 same timeline run on the reference; the workloads' parallelism maps to the dimensions."""
 
+import dataclasses
 import random
 
 import jax.numpy as jnp
@@ -52,3 +53,81 @@ def test_collective_kinds_over_dimension_groups_equal_the_reference(seed):
         scf,
     )
     np.testing.assert_allclose(np.asarray(got), expected, rtol=2e-5)
+
+
+def test_a_model_parallel_group_takes_the_leading_npus_splitting_the_dimension_it_ends_in():
+    from hps.collective.model.astra_iteration import groups, split_for_group
+    from hps.config.loaders import load_network
+    from hps.config.paths import TOPOLOGIES
+
+    network = load_network(TOPOLOGIES / "networks" / "themis-2d-sw-sw-16x64.toml")
+    split, m = split_for_group(network, 4)
+    assert [d.size for d in split.dimensions] == [4, 4, 64] and m == 1
+    assert split.dimensions[0].bandwidth == split.dimensions[1].bandwidth == network.dimensions[0].bandwidth
+    assert split_for_group(network, 16) == (network, 1) and split_for_group(network, 1024)[1] == 2
+    with pytest.raises(Exception, match="a group of 24 NPUs does not fit 16x64"):
+        split_for_group(network, 24)
+    workload = read("MLP_HybridParallel_Data_Model")
+    _, model, data = groups(workload, network)
+    assert model == (True, False) and data == (False, True)  # model-parallel within a package
+
+
+def read(name):
+    from hps.config.astra_workload import read_astra_workload
+
+    return read_astra_workload(f"tests/data/astra-sim-1.0/{name}.txt")
+
+
+def reference_simulation(simulation, networks):
+    """simulate(issued, release) for run_timeline on the plain-Python reference, with the same
+    orders, kinds and groups as the jnp BatchedSimulation."""
+    orders = np.asarray(simulation.orders)
+    groups = np.asarray(simulation.group)
+    kinds = {v: k for k, v in KIND_CODES.items()}
+    kind = [kinds[int(k)] for k in np.asarray(simulation.kind)]
+    chunk_bytes = np.asarray(simulation.chunk_bytes, np.float64)
+    scf = np.asarray(simulation.scf)
+
+    def simulate(issued, release):
+        out = np.zeros((len(networks), simulation.count))
+        rows = [c for c in range(len(kind)) if issued[c // simulation.chunks]]
+        for i, network in enumerate(networks):
+            n = len(network.dimensions)
+            result = reference.simulate(
+                list(network.dimensions),
+                [float(chunk_bytes[c]) for c in rows],
+                [float(np.float32(release[i, c // simulation.chunks])) for c in rows],
+                [[int(d) for d in orders[i, c] if d < n] for c in rows],
+                bool(scf[i]),
+                [kind[c] for c in rows],
+                [{d for d in range(n) if groups[i, c, d]} for c in rows],
+            )
+            for c, end in zip(rows, result["chunk_end"]):
+                out[i, c // simulation.chunks] = max(out[i, c // simulation.chunks], end)
+        return out
+
+    return simulate
+
+
+@pytest.mark.parametrize("name", ["DLRM_HybridParallel", "MLP_HybridParallel_Data_Model", "Transformer_HybridParallel"])
+def test_the_iteration_timeline_on_the_simulator_equals_it_on_the_reference(name):
+    """Both policies on two small networks (the Transformer's group of 4 splits the 8-NPU
+    dimension of 2x8x2), blocking collectives included, to float32 rounding."""
+    from hps.collective.model.astra_iteration import BatchedSimulation, run_timeline, schedule
+    from hps.config.loaders import load_network
+    from hps.config.paths import TOPOLOGIES
+
+    workload = read(name)
+    if name.startswith("Transformer"):  # its first 12 layers keep the reference quick
+        workload = dataclasses.replace(workload, layers=workload.layers[:12])
+    files = ("3d-astra-2x8x2", "themis-2d-sw-sw-16x64")
+    pairs = [(load_network(TOPOLOGIES / "networks" / f"{f}.toml"), p) for f in files for p in ("baseline", "themis")]
+    scheduled = [schedule(workload, n, 10.0, 0.26) for n, _ in pairs]
+    steps, count = scheduled[0][1], len(scheduled[0][2])
+    networks = [s[0] for s in scheduled]
+    simulation = BatchedSimulation(networks, [p for _, p in pairs], [s[2] for s in scheduled], 2)
+    got = run_timeline(steps, count, len(pairs), simulation)
+    expected = run_timeline(steps, count, len(pairs), reference_simulation(simulation, networks))
+    for a, b in zip(got, expected):
+        np.testing.assert_allclose(a, b, rtol=1e-4)
+    assert (got[0] >= got[1]).all() and (got[0] >= got[2]).all()  # the iteration ends after both
