@@ -131,3 +131,41 @@ def test_the_iteration_timeline_on_the_simulator_equals_it_on_the_reference(name
     for a, b in zip(got, expected):
         np.testing.assert_allclose(a, b, rtol=1e-4)
     assert (got[0] >= got[1]).all() and (got[0] >= got[2]).all()  # the iteration ends after both
+
+
+def test_tiny_end_to_end_run_reports_each_speedup_as_the_iteration_model_gives_it(tmp_path):
+    """The experiment's speed-up per network is baseline / Themis iteration time of
+    iteration_times on the same workload, network and scales; the figure is drawn."""
+    from hps.collective.model.astra_iteration import iteration_times
+    from hps.config.loaders import load_network
+    from hps.config.paths import TOPOLOGIES
+    from hps.experiments import run_experiment
+    from hps.experiments.themis_end_to_end import PAPER_SPEEDUP, ThemisEndToEndConfig
+
+    config = ThemisEndToEndConfig(
+        name="tiny", workloads=("DLRM_HybridParallel",), networks=("3d-astra-2x8x2",), comm_scales=(10.0,), chunks=2
+    )
+    ran = run_experiment(config, tmp_path / "out", progress=False)
+    assert ran["computed"] == ["DLRM_HybridParallel-x10"]
+    (result,) = ran["results"]["results"]["iterations"].values()
+    network = load_network(TOPOLOGIES / "networks" / "3d-astra-2x8x2.toml")
+    times = iteration_times(read("DLRM_HybridParallel"), [network], comm_scale=10.0, compute_scale=0.26, chunks=2)
+    assert result["speedup"] == pytest.approx([times["iteration"][0, 0] / times["iteration"][0, 1]], rel=1e-9)
+    assert result["compute_s"] == pytest.approx(51678 * 0.26e-9)  # the file's compute cycles at 1 ns, scaled
+    assert ran["results"]["results"]["paper_speedup"] == PAPER_SPEEDUP
+    assert (tmp_path / "out" / "speedup.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_collective_waits_nothing_when_the_network_is_idle():
+    """microAllReduce: one weight-gradient All-Reduce after 15 cycles of compute; the iteration is
+    that compute plus the All-Reduce alone (single_allreduce of the same size and chunks)."""
+    from hps.collective import studies
+    from hps.collective.model.astra_iteration import iteration_times
+    from hps.config.loaders import load_network
+    from hps.config.paths import TOPOLOGIES
+
+    network = load_network(TOPOLOGIES / "networks" / "3d-astra-2x8x2.toml")
+    times = iteration_times(read("microAllReduce"), [network], comm_scale=1.0, compute_scale=1.0, chunks=4)
+    for j, (policy, scf) in enumerate((("baseline", False), ("themis", True))):
+        alone, _ = studies.single_allreduce(network, 1048576.0, 4, policy, scf)
+        assert times["iteration"][0, j] == pytest.approx(15e-9 + alone["time"], rel=1e-5)
