@@ -87,7 +87,7 @@ def run_item(config: ThemisEndToEndConfig, params) -> dict:
         "themis_s": iteration[:, 1].tolist(),
         "speedup": (iteration[:, 0] / iteration[:, 1]).tolist(),
         "compute_s": float(times["compute"][0, 0]),
-        "critical_path_s": times["critical_path"].tolist(),
+        "critical_path_s": times["critical_path"].tolist(),  # (networks, policies)
         "communication_s": times["communication"].tolist(),
     }
 
