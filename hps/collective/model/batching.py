@@ -37,15 +37,17 @@ def cpu_cores() -> int:
 
 
 def batch_parts(count: int, accelerator: bool | None = None, part: int = CPU_PART) -> list[tuple[int, int]]:
-    """[(lo, hi)] contiguous row ranges covering 0..count: one range on an accelerator, ranges of
-    at most `part` rows (as equal as possible) on CPU. `accelerator` None: ask the backend."""
+    """[(lo, hi)] row ranges of one length covering 0..count: one range on an accelerator,
+    ranges of at most `part` rows on CPU. All ranges have the length of the first, so one
+    compile serves them: the last may run past count (prepared_call pads the batch to it).
+    `accelerator` None: ask the backend."""
     if count <= 0:
         return []
     if accelerator is None:
         accelerator = on_accelerator()
     pieces = 1 if accelerator else -(-count // part)
-    bounds = np.linspace(0, count, pieces + 1).astype(int)
-    return list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
+    size = -(-count // pieces)
+    return [(i * size, (i + 1) * size) for i in range(pieces)]
 
 
 def rows(tree, lo: int, hi: int):
@@ -57,20 +59,32 @@ def prepared_call(fn: Callable, args: tuple, pool: ThreadPoolExecutor | None = N
     """A no-argument function running fn(*args) over the batch (leading axis of every leaf of
     args) the backend's way, results joined along axis 0 as numpy arrays (a pytree of them).
 
-    fn: a jitted, vmapped function of batched args. On CPU the parts run on `pool` (one thread
-    per core when None: a pool made here, kept for the returned function's life)."""
+    fn: a jitted, vmapped function of batched args, whose rows are independent. On CPU the
+    parts run on `pool` (one thread per core when None: a pool made here, kept for the
+    returned function's life); the batch is padded with copies of its last row to whole parts
+    and the padding's results are dropped."""
     count = jax.tree.leaves(args)[0].shape[0]
-    pieces = [rows(args, lo, hi) for lo, hi in batch_parts(count, accelerator)]
-    if len(pieces) == 1:
-        return lambda: jax.tree.map(np.asarray, jax.block_until_ready(fn(*pieces[0])))
+    ranges = batch_parts(count, accelerator)
+    if len(ranges) == 1:
+        return lambda: jax.tree.map(np.asarray, jax.block_until_ready(fn(*args)))
+    padded = jax.tree.map(lambda x: _pad_rows(x, ranges[-1][1]), args)
+    pieces = [rows(padded, lo, hi) for lo, hi in ranges]
     workers = pool or ThreadPoolExecutor(cpu_cores())
 
     def run_parts():
         futures = [workers.submit(lambda p: jax.block_until_ready(fn(*p)), p) for p in pieces]
         results = [jax.tree.map(np.asarray, f.result()) for f in futures]
-        return jax.tree.map(lambda *leaves: np.concatenate(leaves, axis=0), *results)
+        return jax.tree.map(lambda *leaves: np.concatenate(leaves, axis=0)[:count], *results)
 
     return run_parts
+
+
+def _pad_rows(x, total: int):
+    """x with its last row repeated up to `total` rows."""
+    extra = total - x.shape[0]
+    if extra <= 0:
+        return x
+    return np.concatenate([np.asarray(x), np.repeat(np.asarray(x)[-1:], extra, axis=0)])
 
 
 def run_batched(fn: Callable, *args, accelerator: bool | None = None):
