@@ -148,3 +148,15 @@ def test_a_grid_as_one_batch_per_column_equals_each_network_simulated_alone():
             policy, discipline = column.split("+")
             alone, _ = studies.single_allreduce(network, 2.0**26, 8, policy, discipline == "scf")
             assert abs(grid[column][i, 0] - alone["utilization"]) <= 1e-5 * alone["utilization"], (network.name, column)
+
+
+def test_the_device_bench_experiment_reports_each_batch_size_with_its_device(tmp_path):
+    from hps.experiments import run_experiment
+    from hps.experiments.collective_bench import CollectiveBenchConfig
+
+    config = CollectiveBenchConfig(name="tiny", networks=(6,), chunks=4, seconds=0.05)
+    ran = run_experiment(config, tmp_path / "out", progress=False)
+    runs = ran["results"]["results"]["runs"]
+    assert [r["networks"] for r in runs.values()] == [6] and "| 6 |" in (tmp_path / "out" / "report.md").read_text()
+    for r in runs.values():
+        assert r["max_rel_diff"] < 1e-4 and r["jax_per_s"] > 0 and r["device"] and r["chunks"] == 4
