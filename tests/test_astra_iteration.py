@@ -169,3 +169,17 @@ def test_a_collective_waits_nothing_when_the_network_is_idle():
     for j, (policy, scf) in enumerate((("baseline", False), ("themis", True))):
         alone, _ = studies.single_allreduce(network, 1048576.0, 4, policy, scf)
         assert times["iteration"][0, j] == pytest.approx(15e-9 + alone["time"], rel=1e-5)
+
+
+def test_a_workload_with_a_parallelism_per_layer_is_refused_end_to_end(tmp_path):
+    from hps.collective.model.astra_iteration import schedule
+    from hps.config.astra_workload import read_astra_workload
+    from hps.config.loaders import load_network
+    from hps.config.paths import TOPOLOGIES
+    from hps.errors import ConfigError
+
+    path = tmp_path / "custom.txt"
+    path.write_text("HYBRID_CUSTOMIZED\n1\nfc -1 5 NONE 0 5 NONE 0 5 ALLREDUCE 1024 5 DATA\n")
+    network = load_network(TOPOLOGIES / "networks" / "3d-astra-2x8x2.toml")
+    with pytest.raises(ConfigError, match="custom.txt:1.*HYBRID_CUSTOMIZED workloads are not supported"):
+        schedule(read_astra_workload(path), network, 1.0, 1.0)

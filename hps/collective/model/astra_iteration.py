@@ -105,7 +105,11 @@ def groups(workload: AstraWorkload, network: Network, parallelism: str | None = 
 
 def schedule(workload: AstraWorkload, network: Network, comm_scale: float, compute_scale: float):
     """(network the groups refer to, steps, collectives): steps is the timeline as a list of
-    ("compute", seconds), ("issue", collective index) and ("wait", collective index)."""
+    ("compute", seconds), ("issue", collective index) and ("wait", collective index).
+    HYBRID_CUSTOMIZED (a parallelism per layer) is refused: no artifact workload uses it and
+    this model gives every layer the workload's groups."""
+    if workload.parallelism == "HYBRID_CUSTOMIZED":
+        raise ConfigError(f"{workload.source}:1", "", "HYBRID_CUSTOMIZED workloads are not supported end to end")
     network, model, data = groups(workload, network)
     dlrm = workload.parallelism == "HYBRID_DLRM"
     steps, collectives, deferred = [], [], []
