@@ -12,16 +12,6 @@ def test_bench_placement_reports_both_sides_and_their_ratio():
     assert 0 < result["exhaustive_4pow10_s"] < 30
 
 
-def test_bench_collective_times_both_sides_on_the_same_networks():
-    from hps.bench import collective
-
-    result = collective.run(networks=24, chunks=8, min_seconds=0.05)
-    assert {"jax_per_s", "reference_per_s", "speedup", "compile_s"} <= result.keys()
-    assert result["speedup"] == result["jax_per_s"] / result["reference_per_s"]
-    assert result["networks"] == 24 and result["jax_per_s"] > 0 and result["reference_per_s"] > 0
-    assert result["max_rel_diff"] < 1e-4  # both sides simulated the same collectives
-
-
 def test_bench_exact_times_the_solver_and_proves_each_point():
     from hps.bench import exact
 
@@ -88,3 +78,85 @@ def test_bench_parallel_proves_small_points_and_agrees_with_the_solver(capsys):
     assert again["cost"] == point["cost"] and again["stages"] == point["stages"]
     coarse = parallel_point(16, 16, block=16, seconds=20)  # fewer cuts: never cheaper
     assert coarse["cost"] >= point["cost"] * (1 - 1e-12)
+
+
+def test_a_batch_is_one_call_on_an_accelerator_and_parts_of_at_most_128_on_cpu():
+    from hps.collective.model.batching import CPU_PART, batch_parts
+
+    assert batch_parts(16_384, accelerator=True) == [(0, 16_384)]
+    parts = batch_parts(1_000, accelerator=False)
+    assert parts[0][0] == 0 and parts[-1][1] >= 1_000 and len(parts) == 8
+    assert all(lo == hi_before for (_, hi_before), (lo, _) in zip(parts, parts[1:]))  # contiguous, in order
+    assert {hi - lo for lo, hi in parts} == {125}  # one length: one compile
+    assert batch_parts(300, accelerator=False) == [(0, 100), (100, 200), (200, 300)]
+    assert batch_parts(257, accelerator=False)[-1] == (172, 258) and CPU_PART == 128  # the last part is padded
+    assert batch_parts(0, accelerator=False) == []
+
+
+def test_batched_simulation_equals_one_vmapped_call_whichever_way_it_is_cut():
+    """The parts joined in order give the completion times of the whole batch in one call."""
+    import jax
+    import numpy as np
+
+    from hps.bench.collective import random_networks
+    from hps.collective.model.batching import prepared_call
+    from hps.collective.model.network import network_batch
+    from hps.collective.model.orders import baseline_orders
+    from hps.collective.model.simulator import simulate_allreduce
+
+    batch = network_batch(random_networks(301, seed=3, dims=2), max_dims=2)  # 3 parts of 101, the last padded
+    orders = jax.vmap(lambda n: baseline_orders(n, 8))(batch)
+    simulate = jax.jit(jax.vmap(lambda n, o: simulate_allreduce(n, 2.0**26, 8, o, True, max_chunks=8).time))
+    whole = np.asarray(simulate(batch, orders))
+    on_cpu = prepared_call(simulate, (batch, orders), accelerator=False)()
+    as_one = prepared_call(simulate, (batch, orders), accelerator=True)()
+    assert on_cpu.shape == (301,) and np.array_equal(on_cpu, whole) and np.array_equal(as_one, whole)
+
+
+def test_hps_bench_collective_times_both_sides_on_the_same_networks(capsys, monkeypatch):
+    """--networks reaches the bench (here at 8 chunks instead of 64, to compile faster), which
+    names the device and the load and checks both sides' completion times agree."""
+    import functools
+    import json
+
+    from hps.bench import collective
+    from tests.helpers import run_cli_output
+
+    monkeypatch.setattr(collective, "run", functools.partial(collective.run, chunks=8))
+    code, text, _ = run_cli_output(["bench", "collective", "--networks", "12", "--seconds", "0.05", "--json"], capsys)
+    assert code == 0
+    result = json.loads(text)
+    assert result["networks"] == 12 and result["chunks"] == 8
+    assert result["speedup"] == result["jax_per_s"] / result["reference_per_s"]
+    assert result["jax_per_s"] > 0 and result["reference_per_s"] > 0 and result["compile_s"] > 0
+    assert result["max_rel_diff"] < 1e-4  # both sides simulated the same collectives
+    assert result["device"] and result["backend"] == "cpu" and result["one_call_per_group"] is False
+    assert result["load_average"] >= 0
+
+
+def test_a_grid_as_one_batch_per_column_equals_each_network_simulated_alone():
+    """studies.utilization_grid (the suite's and the Themis paper's path) against single_allreduce."""
+    from hps.collective import studies
+    from hps.config.loaders import load_network
+    from hps.config.paths import TOPOLOGIES
+
+    networks = [load_network(path) for path in sorted(TOPOLOGIES.glob("networks/3d-*.toml"))[:3]]
+    columns = ("baseline+fifo", "themis+scf")
+    grid = studies.utilization_grid(networks, [2.0**26], 8, columns)
+    for i, network in enumerate(networks):
+        for column in columns:
+            policy, discipline = column.split("+")
+            alone, _ = studies.single_allreduce(network, 2.0**26, 8, policy, discipline == "scf")
+            assert abs(grid[column][i, 0] - alone["utilization"]) <= 1e-5 * alone["utilization"], (network.name, column)
+
+
+def test_the_device_bench_experiment_reports_each_batch_size_with_its_device(tmp_path):
+    from hps.experiments import run_experiment
+    from hps.experiments.collective_bench import CollectiveBenchConfig
+
+    config = CollectiveBenchConfig(name="tiny", networks=(6,), chunks=4, seconds=0.05)
+    ran = run_experiment(config, tmp_path / "out", progress=False)
+    runs = ran["results"]["results"]["runs"]
+    assert [r["networks"] for r in runs.values()] == [6] and "| 6 |" in (tmp_path / "out" / "report.md").read_text()
+    for r in runs.values():
+        assert r["max_rel_diff"] < 1e-4 and r["jax_per_s"] > 0 and r["device"] and r["chunks"] == 4

@@ -137,3 +137,17 @@ def test_a_malformed_or_unsupported_astra_sim_line_is_refused_with_file_and_line
     with pytest.raises(ConfigError) as refused:
         read_astra_workload(path)
     assert str(refused.value).startswith(f"{path}:{line}: ") and problem in str(refused.value)
+
+
+def test_the_learned_table_gives_each_network_and_size_beside_themis_with_its_loss():
+    from hps.experiments.themis_paper import LEARNED, learned_table
+
+    artifact = {
+        "networks": ["a", "b"],
+        "sizes_bytes": [100 * 2**20, 2**30],
+        "utilization": {LEARNED: [[0.9, 0.95], [0.5, 0.6]], "themis+scf": [[0.95, 0.95], [0.5, 0.7]]},
+    }
+    text = learned_table(artifact)
+    assert "Learned (zero-shot, trained on random networks) 73.75%, Themis + SCF 77.50%." in text
+    assert "| a | 90.0% / 95.0% (-5.0) | 95.0% / 95.0% (+0.0) |" in text
+    assert "| b | 50.0% / 50.0% (+0.0) | 60.0% / 70.0% (-10.0) |" in text

@@ -2,12 +2,13 @@
 vs the plain-Python reference, on the same 1,024 random networks × 64 chunks, in one run.
 
 Themis orders and SCF on both sides; orders are computed once, outside the timed region, and
-given to both. The jnp side batches networks by their number of dimensions (one vmapped call
+given to both. The jnp side batches networks by their number of dimensions (one vmapped batch
 per group, each padded only to its own D): the decision loop runs C·2·D steps, so padding a
-1-D network to 4 dimensions would quadruple its work. Each group is split into one part per CPU
-core and the parts run on a thread pool (XLA releases the GIL and runs one computation per
-thread; a single computation uses one core), so the jnp side uses the machine's cores while the
-reference, plain Python, uses one. Compile time is reported separately and excluded.
+1-D network to 4 dimensions would quadruple its work. How each group runs is
+hps.collective.model.batching's choice: one device call on an accelerator, parts of at most
+128 networks on one thread per core on CPU (the reference, plain Python, uses one core).
+Compile time is reported separately and excluded; the device and the load average (the
+machine's runnable processes, 1-minute mean) are reported beside the rates.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import jax
 import numpy as np
 
 from hps.bench.timing import compile_seconds, side_by_side, timed_calls
+from hps.collective.model.batching import cpu_cores, on_accelerator, prepared_call
 from hps.collective.model.network import NetworkParams, network_batch
 from hps.collective.model.simulator import simulate_allreduce
 from hps.collective.model.themis import collective_orders
@@ -58,40 +60,29 @@ def batches_by_dims(nets: list[Network]) -> dict[int, tuple[list[int], NetworkPa
     return out
 
 
-def cpu_cores() -> int:
-    """CPU cores this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
-def split_parts(batch: NetworkParams, orders, parts: int) -> list:
-    """[(NetworkParams, orders)] the group cut into ≤ parts contiguous slices, in order."""
-    n = orders.shape[0]
-    bounds = np.linspace(0, n, min(parts, n) + 1).astype(int)
-    return [(_rows(batch, lo, hi), orders[lo:hi]) for lo, hi in zip(bounds[:-1], bounds[1:])]
-
-
-def _rows(tree, lo: int, hi: int):
-    """Rows lo:hi of every leaf of `tree`."""
-    return jax.tree.map(lambda x: x[lo:hi], tree)
-
-
-def batched_simulation(nets: list[Network], chunks: int, total_bytes: float, pool: ThreadPoolExecutor, threads: int):
+def batched_simulation(nets: list[Network], chunks: int, total_bytes: float, pool: ThreadPoolExecutor):
     """(by_dims, groups [(NetworkParams, orders)], simulate_all) of the jnp side: Themis orders
-    and SCF, one vmapped call per group of equal D, each group cut into `threads` parts run on
-    `pool`; simulate_all() -> completion times per group, (group size,) s each."""
+    and SCF, one vmapped batch per group of equal D, run as batching.prepared_call decides
+    (CPU parts on `pool`); simulate_all() -> completion times per group, (group size,) s each."""
     orders_of = jax.jit(jax.vmap(lambda n: collective_orders(n.size, n.bandwidth, total_bytes, chunks, True)[0]))
     simulate = jax.jit(
         jax.vmap(lambda n, o: simulate_allreduce(n, total_bytes, chunks, o, True, max_chunks=chunks).time)
     )
     by_dims = list(batches_by_dims(nets).values())
     groups = [(batch, orders_of(batch)[:, :chunks]) for _, batch in by_dims]
-    parts = [split_parts(batch, orders, threads) for batch, orders in groups]
+    calls = [prepared_call(simulate, group, pool) for group in groups]
 
     def simulate_all() -> list:
-        futures = [[pool.submit(lambda p: jax.block_until_ready(simulate(*p)), p) for p in g] for g in parts]
-        return [np.concatenate([np.asarray(f.result()) for f in g]) for g in futures]
+        return [call() for call in calls]
 
     return by_dims, groups, simulate_all
+
+
+def machine() -> dict:
+    """{"device", "backend", "load_average"}: where the jnp side ran and how loaded the machine
+    was (1-minute load average; 0 where the platform has none)."""
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    return {"device": str(jax.devices()[0]), "backend": jax.default_backend(), "load_average": load}
 
 
 def simulator_rate(
@@ -105,9 +96,7 @@ def simulator_rate(
     networks (of `dims` dimensions when given: one group, one compile)."""
     threads = cpu_cores()
     with ThreadPoolExecutor(threads) as pool:
-        _, _, simulate_all = batched_simulation(
-            random_networks(networks, dims=dims), chunks, total_bytes, pool, threads
-        )
+        _, _, simulate_all = batched_simulation(random_networks(networks, dims=dims), chunks, total_bytes, pool)
         compile_s, seconds = timed_calls(simulate_all, min_seconds=min_seconds)
     return {
         "collectives_per_s": networks / seconds,
@@ -124,7 +113,7 @@ def run(networks: int = 1024, chunks: int = 64, total_bytes: float = float(GIB),
     nets = random_networks(networks)
     threads = cpu_cores()
     pool = ThreadPoolExecutor(threads)
-    by_dims, groups, simulate_all = batched_simulation(nets, chunks, total_bytes, pool, threads)
+    by_dims, groups, simulate_all = batched_simulation(nets, chunks, total_bytes, pool)
     compile_s = compile_seconds(simulate_all)
     jax_times = np.zeros(networks)
     for (indices, _), times in zip(by_dims, simulate_all()):
@@ -158,5 +147,6 @@ def run(networks: int = 1024, chunks: int = 64, total_bytes: float = float(GIB),
         "networks": networks,
         "chunks": chunks,
         "threads": threads,
-        "device": str(jax.devices()[0]),
+        "one_call_per_group": on_accelerator(),
+        **machine(),
     }

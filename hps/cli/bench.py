@@ -8,8 +8,8 @@ import dataclasses
 import math
 import os
 
-from hps.cli.common import float_range, print_json
-from hps.config.limits import MAX_BENCH_SECONDS, MAX_CATALOG_TYPES, MAX_WORKLOAD_LAYERS
+from hps.cli.common import float_range, int_range, print_json
+from hps.config.limits import MAX_BENCH_NETWORKS, MAX_BENCH_SECONDS, MAX_CATALOG_TYPES, MAX_WORKLOAD_LAYERS
 from hps.errors import ConfigError
 from hps.report.tables import format_table
 
@@ -23,6 +23,12 @@ def register(subparsers) -> None:
         type=float_range(0.01, MAX_BENCH_SECONDS, "a benchmark times each side for this long"),
         default=2.0,
         help="minimum timing per side (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--networks",
+        type=int_range(1, MAX_BENCH_NETWORKS, "collective: random networks simulated per batch"),
+        default=1024,
+        help="collective: random networks in the batch (default: %(default)s)",
     )
     parser.add_argument(
         "--exact-layers",
@@ -95,7 +101,10 @@ def run(args) -> int:
     from hps.bench import collective, placement
 
     grids = _exact_grids(args) if args.target == "placement" else None  # checked before any work
-    result = (placement if args.target == "placement" else collective).run(min_seconds=args.seconds)
+    if args.target == "placement":
+        result = placement.run(min_seconds=args.seconds)
+    else:
+        result = collective.run(networks=args.networks, min_seconds=args.seconds)
     if args.target == "placement":
         result["exact"] = _exact_times(args, *grids)
     if args.json:
@@ -120,8 +129,13 @@ def run(args) -> int:
     else:
         print(
             f"collective simulator, {result['networks']:,} random networks x {result['chunks']} chunks "
-            f"(themis orders, SCF), on {result['device']}; jax on {result['threads']} threads, "
-            "the reference on one"
+            f"(themis orders, SCF), on {result['device']}, load average {result['load_average']:.2f}; "
+            + (
+                "jax as one call per dimension count"
+                if result["one_call_per_group"]
+                else f"jax in parts of at most 128 networks on {result['threads']} threads"
+            )
+            + ", the reference on one core"
         )
         print(_sides(result, "jax (jit, vmap)", "collectives"))
     return 0

@@ -12,6 +12,10 @@ from hps.config.files import check_output_dir
 from hps.report.tables import format_table
 
 KIND_DESCRIPTIONS = {
+    "CollectiveBenchConfig": (
+        "hps.experiments.collective_bench",
+        "collective simulator All-Reduces/s vs the Python reference at several batch sizes, with the device",
+    ),
     "CollectivePolicyConfig": (
         "hps.experiments.collective_policy",
         "train a collective policy, compare it with Themis on held-out networks and the suite",
@@ -63,6 +67,10 @@ KIND_DESCRIPTIONS = {
     "ThemisAllReduceConfig": (
         "hps.experiments.themis_allreduce",
         "All-Reduce utilization of every collective policy over the topology suite",
+    ),
+    "ThemisEndToEndConfig": (
+        "hps.experiments.themis_end_to_end",
+        "ASTRA-sim 1.0 workloads on the Themis paper's networks: iteration speed-up of Themis beside the paper's",
     ),
     "ThemisIterationConfig": (
         "hps.experiments.themis_iteration",

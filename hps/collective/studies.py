@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from hps.collective.model.batching import run_batched
 from hps.collective.model.iteration import iteration_time
 from hps.collective.model.network import ideal_time, network_batch, network_params
 from hps.collective.model.orders import baseline_orders, best_fixed_orders, policy_orders, roundrobin_orders
@@ -61,16 +62,14 @@ def single_allreduce(network: Network, total_bytes: float, chunks: int, policy: 
 
 
 def suite(paths, total_bytes: float, chunks: int) -> dict:
-    """Utilization of every (policy, discipline) of SUITE_POLICIES on each network file."""
-    rows = []
-    for path in paths:
-        network = load_network(path)
-        row = {"network": network.name}
-        for policy, scf in SUITE_POLICIES:
-            payload, _ = single_allreduce(network, total_bytes, chunks, policy, scf)
-            row[f"{policy}+{'scf' if scf else 'fifo'}"] = payload["utilization"]
-        rows.append(row)
+    """Utilization of every (policy, discipline) of SUITE_POLICIES on each network file, all
+    networks of a dimension count as one batch per column (utilization_grid)."""
+    networks = [load_network(path) for path in paths]
     columns = [f"{p}+{'scf' if s else 'fifo'}" for p, s in SUITE_POLICIES]
+    grid = utilization_grid(networks, [total_bytes], chunks, columns)
+    rows = [
+        {"network": network.name, **{c: float(grid[c][i, 0]) for c in columns}} for i, network in enumerate(networks)
+    ]
     mean = {c: float(np.mean([r[c] for r in rows])) for c in columns}
     return {"size": total_bytes, "chunks": chunks, "columns": columns, "networks": rows, "mean": mean}
 
@@ -81,9 +80,10 @@ def utilization_grid(
     """{column: (len(networks), len(sizes_bytes)) utilization T_ideal / T} of one All-Reduce of
     each size (bytes) in `chunks` chunks on each network, for columns "POLICY+DISCIPLINE"
     (POLICY: baseline, themis, roundrobin, best-fixed; DISCIPLINE: fifo, scf). One jitted call,
-    vmapped over networks and sizes, per column and number of dimensions; the chunk arrays have
-    exactly `chunks` rows (1 ≤ chunks ≤ 256), so the jit cache serves every size, latency and
-    bandwidth of a shape."""
+    vmapped over networks and sizes, per column and number of dimensions, run as
+    batching.run_batched decides (one device call on an accelerator, parts on CPU threads); the
+    chunk arrays have exactly `chunks` rows (1 ≤ chunks ≤ MAX_CHUNKS), so the jit cache serves
+    every size, latency and bandwidth of a shape."""
     sizes = jnp.asarray(sizes_bytes, jnp.float32)
     groups: dict[int, list[int]] = {}
     for i, network in enumerate(networks):
@@ -93,8 +93,9 @@ def utilization_grid(
         batch = network_batch([networks[i] for i in where], max_dims=n_dims)
         for column in columns:
             policy, discipline = column.split("+")
-            grid = _utilization_grid(batch, sizes, jnp.asarray(discipline == "scf"), policy, int(chunks))
-            out[column][where] = np.asarray(jax.device_get(grid), np.float64)
+            call = partial(_utilization_grid, sizes=sizes, scf=jnp.asarray(discipline == "scf"), policy=policy)
+            grid = run_batched(partial(call, chunks=int(chunks)), batch)
+            out[column][where] = np.asarray(grid, np.float64)
     return out
 
 

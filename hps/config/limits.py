@@ -148,6 +148,10 @@ MAX_PROFILE_REPEATS = 1000
 MAX_BENCH_SECONDS = 3600.0
 """Seconds a benchmark times one side (or the solver runs one point)."""
 
+MAX_BENCH_NETWORKS = 2**20
+"""Random networks in one `hps bench collective` batch (2^20 × 64-chunk orders and results fit a
+few hundred MiB of host memory)."""
+
 UNBOUNDED_CHUNKS = 1_000_000
 """num_chunks of a training run that a wall-clock budget ends (``--minutes``), not a chunk count."""
 

@@ -21,6 +21,7 @@ __all__ = [
 
 # The kinds: importing each module registers it.
 from hps.experiments import (  # noqa: E402,F401
+    collective_bench,
     collective_policy,
     device_check,
     executor_calibration,
@@ -34,6 +35,7 @@ from hps.experiments import (  # noqa: E402,F401
     quickstart,
     scaling,
     themis_allreduce,
+    themis_end_to_end,
     themis_iteration,
     themis_paper,
 )

@@ -18,7 +18,7 @@ from hps.config.loaders import load_network
 from hps.config.types import Network
 from hps.experiments.base import ExperimentConfig, Summary, register_experiment_kind
 from hps.experiments.figures import bars_beside_reference, save_semilogx_lines
-from hps.experiments.themis_allreduce import network_paths
+from hps.experiments.themis_allreduce import TRAIN_ITEM, network_paths, train_policy
 
 TABLE_2 = (
     "themis-2d-sw-sw-16x64",
@@ -46,7 +46,9 @@ class ThemisPaperConfig(ExperimentConfig):
     sizes in MiB. latencies_ns: the sweep's latency per step, set on every dimension; in_flight:
     the phases per dimension of the sweep's second setting (the first is 1). checkpoint: a
     trained collective policy's run folder, which adds a "learned+scf" column at the files'
-    latency (none by default)."""
+    latency (none by default); with train_minutes > 0 the default collective policy (trained on
+    random networks, as `hps train --kind collective`) is trained there first when the folder
+    holds none."""
 
     name: str = "themis_paper"
     networks: tuple[str, ...] = TABLE_2
@@ -55,8 +57,9 @@ class ThemisPaperConfig(ExperimentConfig):
     latencies_ns: tuple[float, ...] = (1.0, 10.0, 100.0, 1000.0, 10000.0)
     in_flight: int = 4
     checkpoint: str | None = None
+    train_minutes: float = 0.0
 
-    AT_LEAST = {"latencies_ns": 0}
+    AT_LEAST = {"latencies_ns": 0, "train_minutes": 0.0}
 
     def check(self) -> None:
         if self.chunks > 256:
@@ -73,13 +76,14 @@ def sweep_key(latency_ns: float, in_flight: int) -> str:
 
 def items(config: ThemisPaperConfig):
     paths = [str(path) for path in network_paths(config.networks)]
-    if config.checkpoint:
+    training = [(TRAIN_ITEM, None)] if config.checkpoint and config.train_minutes > 0 else []
+    if config.checkpoint and not training:
         from hps.rl.checkpoint import checkpoint_folder
 
         checkpoint_folder(config.checkpoint)  # a missing folder fails before any work
     lanes = dict.fromkeys((1, config.in_flight))
     sweep = [(sweep_key(lat, k), (paths, lat, k)) for lat in config.latencies_ns for k in lanes]
-    return [(ARTIFACT, (paths, None, 1)), *sweep]
+    return [*training, (ARTIFACT, (paths, None, 1)), *sweep]
 
 
 def with_latency(network: Network, latency_ns: float, in_flight: int) -> Network:
@@ -89,6 +93,8 @@ def with_latency(network: Network, latency_ns: float, in_flight: int) -> Network
 
 
 def run_item(config: ThemisPaperConfig, params) -> dict:
+    if params is None:
+        return train_policy(config)
     paths, latency_ns, in_flight = params
     networks = [load_network(path) for path in paths]
     if latency_ns is not None:
@@ -143,7 +149,27 @@ def means(result: dict) -> dict:
     }
 
 
+def learned_table(artifact: dict) -> str:
+    """Markdown: the learned policy's utilization beside Themis + SCF per network and size, and
+    its difference in points (negative: a loss)."""
+    sizes = [size_label(s) for s in artifact["sizes_bytes"]]
+    learned, themis = (np.asarray(artifact["utilization"][c]) for c in (LEARNED, "themis+scf"))
+    head = "| network | " + " | ".join(f"{s} learned / themis+scf (points)" for s in sizes) + " |"
+    body = [
+        f"| {name} | "
+        + " | ".join(
+            f"{learned[i, j]:.1%} / {themis[i, j]:.1%} ({100 * (learned[i, j] - themis[i, j]):+.1f})"
+            for j in range(len(sizes))
+        )
+        + " |"
+        for i, name in enumerate(artifact["networks"])
+    ]
+    mean = f"Learned (zero-shot, trained on random networks) {learned.mean():.2%}, Themis + SCF {themis.mean():.2%}."
+    return "\n".join([mean, "", head, "|---|" + "---|" * len(sizes), *body])
+
+
 def summarize(config: ThemisPaperConfig, results: dict[str, dict]) -> Summary:
+    training = results.pop(TRAIN_ITEM, None)
     artifact = results[ARTIFACT]
     columns, stats = artifact["columns"], means(artifact)
     sizes = [size_label(s) for s in artifact["sizes_bytes"]]
@@ -167,6 +193,7 @@ def summarize(config: ThemisPaperConfig, results: dict[str, dict]) -> Summary:
         "within_3_points": accepted,
         "themis_speedup": {"mean": float(speedup.mean()), "max": float(speedup.max()), "paper": PAPER_SPEEDUP},
         "sweep": sweep,
+        "training": training,
     }
     rows = [
         [
@@ -225,6 +252,7 @@ def summarize(config: ThemisPaperConfig, results: dict[str, dict]) -> Summary:
         + "\n\n"
         + network_table(artifact, stats)
         + "\n\n"
+        + (learned_table(artifact) + "\n\n" if LEARNED in columns else "")
         + sweep_table(sweep, columns=SWEEP_COLUMNS),
         title="The Themis paper's All-Reduce utilization on its Table 2 networks",
     )

@@ -8,6 +8,7 @@ of sizes), so equal data compare equal here and in the jitted simulator alike.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from hps.config.types import steps_per_phase
@@ -64,16 +65,46 @@ def chunk_phases(dims, chunk_bytes, order):
     return phases
 
 
-def simulate(dims, chunk_bytes, release, orders, scf):
+def kind_phases(dims, chunk_bytes, order, kind, group):
+    """chunk_phases of one chunk of a collective `kind` ("ALLREDUCE", "REDUCESCATTER",
+    "ALLGATHER", "ALLTOALL") over the dimensions in `group` (a set; the others take no part):
+    Reduce-Scatter, All-Gather or both as in chunk_phases (an All-Gather's chunk_bytes is its
+    output); an All-to-All exchanges the whole chunk on each dimension in order,
+    s·(P−1)/P / B each."""
+    n = len(order)
+    part = [dim if d in group else dataclasses.replace(dim, size=1) for d, dim in enumerate(dims)]
+    if kind == "ALLTOALL":
+        phases = []
+        for j, d in enumerate(order):
+            p, dim = part[d].size, part[d]
+            if p > 1:
+                duration = steps_per_phase(dim.algorithm, p) * dim.latency + chunk_bytes * (p - 1) / p / lane_bandwidth(
+                    dim
+                )
+                phases.append((j, d, duration, chunk_bytes))
+        return phases
+    phases = chunk_phases(part, chunk_bytes, order)
+    if kind == "REDUCESCATTER":
+        return [ph for ph in phases if ph[0] < n]
+    if kind == "ALLGATHER":
+        return [ph for ph in phases if ph[0] >= n]
+    return phases
+
+
+def simulate(dims, chunk_bytes, release, orders, scf, kinds=None, groups=None):
     """dict(time, busy [D], start {(chunk, slot): s}, end {(chunk, slot): s},
-    dim {(chunk, slot): d}, chunk_end [C]).
+    dim {(chunk, slot): d}, chunk_end [C]). kinds, groups: per chunk, its collective's kind and
+    dimensions (kind_phases; None: All-Reduces over every dimension).
 
     Dimension d serves up to in_flight phases at once, one per lane; a decision takes the
     dimension whose next start max(its first free lane, its earliest ready phase) is smallest,
     and that lane (lowest index among equals). busy[d] is the held time: durations / in_flight.
     """
     n_dims, n_chunks = len(dims), len(chunk_bytes)
-    todo = [chunk_phases(dims, b, o) for b, o in zip(chunk_bytes, orders)]
+    if kinds is None:
+        todo = [chunk_phases(dims, b, o) for b, o in zip(chunk_bytes, orders)]
+    else:
+        todo = [kind_phases(dims, b, o, k, g) for b, o, k, g in zip(chunk_bytes, orders, kinds, groups)]
     done = [0] * n_chunks  # phases started per chunk
     ready = [float(r) for r in release]
     lanes, busy = [[0.0] * dim.in_flight for dim in dims], [0.0] * n_dims

@@ -18,6 +18,7 @@ import numpy as np
 from hps.collective.agent.rollout import collective_rollout
 from hps.collective.env.env import CollectiveEnv
 from hps.collective.env.generator import CollectiveInstance, collective_instance
+from hps.collective.model.batching import run_batched
 from hps.collective.model.network import dims_bucket, network_params
 from hps.collective.model.orders import baseline_orders, permutations, themis_orders
 from hps.collective.model.simulator import simulate_allreduce
@@ -89,7 +90,8 @@ def evaluate_instances(
     best-fixed unless `fixed`: it simulates all D! permutations, 720 at 6 dimensions), and their
     means: {"utilization": {name: array}, "mean": {name: float}, "wins": fraction of instances
     where learned beats Themis by > 0.1 %, "losses": where Themis beats learned}."""
-    times = jax.device_get(_jitted(_times, policy, env, compiler_options, fixed)(params, instances))
+    jitted = _jitted(_times, policy, env, compiler_options, fixed)
+    times = run_batched(lambda batch: jitted(params, batch), instances)  # parts on CPU threads, one call elsewhere
     ideal = np.asarray(instances.ideal)
     utilization = {name: ideal / np.asarray(time) for name, time in times.items()}
     learned, themis = utilization["learned"], utilization["themis"]

@@ -84,7 +84,13 @@ def phase_table(net: NetworkParams, chunk_bytes, orders, chunk_mask) -> PhaseTab
     dim = jnp.concatenate([dim, dim[:, ::-1]], axis=1)
     duration = jnp.concatenate([rs, ag[:, ::-1]], axis=1)
     data = jnp.concatenate([rs_in, rs_in[:, ::-1]], axis=1)
-    n_slots = 2 * n_dims
+    return slot_table(dim, duration, data)
+
+
+def slot_table(dim, duration, data) -> PhaseTable:
+    """The PhaseTable of slots (C, 2D): dim (int32, −1 skipped), duration (s), data (bytes);
+    fills in each chunk's next and first active slot."""
+    n_slots = dim.shape[1]
     slot = jnp.arange(n_slots)
     active_slot = jnp.where(dim >= 0, slot, n_slots)  # (C, 2D)
     later = slot[None, :] > slot[:, None]  # later[j, k]: slot k comes after slot j
