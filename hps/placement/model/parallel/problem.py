@@ -59,6 +59,7 @@ class ParallelProblem:
         self.io_bytes = arr(lambda l: l.io_bytes)
         self.act_bytes = arr(lambda l: l.act_bytes)
         self.stash = arr(lambda l: l.stash)
+        self.fp8_stash = arr(lambda l: l.fp8_stash)
         self.tp_bytes = arr(lambda l: l.tp_bytes)
         self.tp_collectives = arr(lambda l: l.tp_collectives)
         self.parameters = arr(lambda l: l.parameters)
@@ -71,6 +72,7 @@ class ParallelProblem:
         self.params_prefix = zero(self.parameters)
         self.sparse_prefix = zero(self.sparse_bytes)
         self.stash_prefix = zero(self.stash)
+        self.fp8_stash_prefix = zero(self.fp8_stash)
         self.input_prefix = zero(self.input_act)
         starts_unit = np.concatenate([[True], self.cut_after[:-1]])
         self.unit_input_prefix = zero(np.where(starts_unit, self.input_act, 0.0))
@@ -95,6 +97,15 @@ class ParallelProblem:
             return np.ones(len(first), bool)
         banned = np.vstack([np.zeros((1, self.num_types), np.int64), np.cumsum(~self.allowed, axis=0)])
         return banned[last + 1, types] == banned[first, types]
+
+    def computes_fp8(self, types, count: int) -> np.ndarray:
+        """(count,) bool: whether each of `count` stages on `types` (type indices; None: unknown,
+        no stage) runs its matmuls in FP8 under the time model."""
+        model = self.time_model
+        if model is None or not model.fp8 or types is None:
+            return np.zeros(count, bool)
+        names = [r.name for r in self.catalog.resources]
+        return np.array([model.computes_fp8(names[int(y)]) for y in np.asarray(types).reshape(-1)], bool)
 
     @property
     def num_layers(self) -> int:
