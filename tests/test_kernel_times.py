@@ -31,6 +31,47 @@ def test_interleaving_divides_the_bubble_and_one_chunk_is_plain_1f1b():
 
 
 def test_fp8_peak_only_for_fp8_runs_on_types_that_have_one():
-    model = KernelTimes(efficiency={"h100": 0.6, "tpu-v5p": 0.8}, fp8_efficiency=0.4, half_work_flop=1e12, fp8=True)
+    model = KernelTimes(
+        efficiency={"h100": 0.6, "tpu-v5p": 0.8}, fp8_efficiency={"h100": 0.4}, half_work_flop=1e12, fp8=True
+    )
     assert model.peak_flops("h100", 989.4e12) == FP8_PEAK_FLOPS["h100"] and model.e_max("h100") == 0.4
     assert model.peak_flops("tpu-v5p", 459e12) == 459e12 and model.e_max("tpu-v5p") == 0.8
+
+
+def test_fp8_stash_keeps_matmul_inputs_in_one_byte():
+    """Llama 3 405B's attention keeps p·S·(4H + 2Hkv) bytes, 2·S·H of them the QKV and output-projection
+    inputs: as FP8 copies that is S·H·2·(2 − 1) bytes less; the SwiGLU FFN (S·H + S·F) less."""
+    from hps.workloads import build_workload
+
+    attention, ffn = build_workload("llama3-405b").layers[1:3]
+    s, h, f = 8192, 16384, 53248
+    assert attention.stash - attention.fp8_stash == 2 * s * h
+    assert ffn.stash - ffn.fp8_stash == s * h + s * f
+
+
+def test_an_fp8_run_keeps_fp8_stashes_and_weight_copies_only_on_fp8_types():
+    import dataclasses
+
+    from hps.config.types import Job
+    from hps.experiments.published_runs import _catalog
+    from hps.placement.model.parallel.problem import ParallelProblem
+    from hps.placement.model.parallel.stages import stage_memory
+    from hps.workloads import build_workload
+
+    workload = build_workload("llama3-8b")
+    catalog = _catalog()
+    job = Job(batch=8, throughput=1e-6, samples=8, micro_batch=8, precision="bf16-adam", zero=1)
+    model = KernelTimes(efficiency={"h100": 0.6, "a100-80": 0.6}, fp8_efficiency={"h100": 0.4}, half_work_flop=0.0)
+    last = len(workload.layers) - 1
+    memory = {}
+    for fp8 in (False, True):
+        problem = ParallelProblem(workload, catalog, job, time_model=dataclasses.replace(model, fp8=fp8))
+        types = [catalog.index("h100"), catalog.index("a100-80")]
+        static, act, _ = stage_memory(problem, 8, [0, 0], [last, last], [1, 1], [1, 1], types)
+        memory[fp8] = (static, act)
+    params = sum(layer.parameters for layer in workload.layers)
+    stash = sum(layer.stash for layer in workload.layers)
+    fp8_stash = sum(layer.fp8_stash for layer in workload.layers)
+    assert abs(memory[True][0][0] - memory[False][0][0] - 2.0 * params) < 1.0  # h100: two FP8 weight bytes
+    assert abs(memory[True][1][0] - 8 * fp8_stash) < 1.0 and abs(memory[False][1][0] - 8 * stash) < 1.0
+    assert memory[True][0][1] == memory[False][0][1] and memory[True][1][1] == memory[False][1][1]  # a100: bf16

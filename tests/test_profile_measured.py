@@ -100,3 +100,48 @@ def test_the_text_table_shows_forward_and_backward_per_micro_batch():
     text = format_profile(["a", "b"], {"cpu": [1e-4, 2e-4]}, measured)
     assert "cpu fwd ms (m=8)" in text and "cpu bwd ms (m=8)" in text
     assert "1.200" in text and "2.500" in text and "100.000" in text
+
+
+def test_several_micro_batches_are_measured_and_interpolated_between(tmp_path, capsys):
+    """--sizes adds an entry per micro-batch size; between two measured sizes the model's time is the
+    straight line through them, outside them the roofline, and a scored plan says which."""
+    out = tmp_path / "sizes.toml"
+    report = profile_sizes(capsys, out)
+    workload = load_workload(out)
+    assert [m["micro_batch"] for m in report["measured_by_micro_batch"]["cpu"]] == [2, 16, 8]  # --micro-batch last
+    for layer in workload.layers:
+        assert sorted(e.micro_batch for e in layer.measured) == [2, 8, 16]
+    catalog = load_catalog(PODS)
+    problem = ParallelProblem(workload, catalog, Job(batch=64, throughput=1.0, samples=1e6))
+    cpu = catalog.names.index("cpu")
+    at = {m: problem.layer_times(cpu, 1, m) for m in (2, 5, 8, 12, 16, 32)}
+    assert at[5] == pytest.approx(at[2] + (at[8] - at[2]) * 3 / 6)
+    assert at[12] == pytest.approx((at[8] + at[16]) / 2)
+    sources = {m: problem.measured_times(cpu, 1, m)[1] for m in (2, 5, 32)}
+    assert set(sources[2]) == {"measured"} and set(sources[5]) == {"interpolated"} and set(sources[32]) == {"roofline"}
+    roofline = ParallelProblem(dataclasses.replace(workload, layers=tuple(
+        dataclasses.replace(layer, measured=()) for layer in workload.layers)), catalog, problem.job)  # fmt: skip
+    assert at[32] == pytest.approx(roofline.layer_times(cpu, 1, 32))
+
+    from hps.config.types import ParallelStage
+    from hps.placement.model.parallel.score import score_plan
+
+    last = len(workload.layers) - 1
+    for b, source in ((10, "interpolated"), (64, "roofline")):
+        score = score_plan(problem, (ParallelStage(0, last, "cpu", 1, 2),), b)
+        assert score.stages[0].time_source == source
+
+
+def profile_sizes(capsys, out: Path) -> dict:
+    argv = ["profile", "--workload", "mlp", "--catalog", PODS, "--devices", "cpu=0-1", "--batch", "64"]
+    argv += ["--micro-batch", "16", "--sizes", "4,32", "--repeats", "1", "--out", str(out), "--json"]
+    assert main(argv) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_sizes_that_are_not_positive_integers_are_a_clear_error(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    argv = ["profile", "--workload", "mlp", "--catalog", PODS, "--devices", "cpu=0-1", "--sizes", "4,x"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "--sizes" in err and "'x'" in err and "Traceback" not in err

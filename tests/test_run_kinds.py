@@ -212,3 +212,23 @@ def test_executor_calibration_needs_the_devices_it_names(tmp_path):
     assert not (tmp_path / "ec").exists()
     with pytest.raises(ConfigError, match="schedule|type"):
         run_experiment(dataclasses.replace(config, devices="cpu=0-3,t4=4-7", schedule=("cpu",)), tmp_path / "ec")
+
+
+# ---------------------------------------------------------------- profile check
+
+
+@pytest.mark.slow  # 46 s on a loaded 2-core machine: profiling compiles each layer at two sizes
+def test_profile_check_predicts_with_and_without_a_profile_and_executes(tmp_path):
+    from hps.experiments.profile_check import ProfileCheckConfig
+
+    config = ProfileCheckConfig(
+        name="pc", widths=(64,), layers=1, seq_len=8, batch=8, micro_batches=2, replicas=2, repeats=1
+    )
+    ran = run_experiment(config, tmp_path / "pc", progress=False)
+    (item,) = ran["results"]["results"]["items"].values()
+    assert item["width"] == 64 and item["per_device_micro_batch"] == 2 and item["time_source"] == "measured"
+    assert item["measured_ms"] > 0 and item["roofline_ms"] > 0 and item["profiled_ms"] > 0
+    assert item["profiled_error"] == pytest.approx(item["measured_ms"] / item["profiled_ms"] - 1)
+    assert item["roofline_ms"] < item["profiled_ms"]  # an h200's roofline is far faster than a host CPU
+    with pytest.raises(ValueError, match="batch"):
+        ProfileCheckConfig(batch=10, micro_batches=2, replicas=2)

@@ -36,6 +36,12 @@ def register(subparsers) -> None:
         "pool size of them (default: batch / 2)",
     )
     parser.add_argument(
+        "--sizes",
+        help="comma-separated further micro-batch sizes (samples over a type's whole pool) to time every layer "
+        "at, each written as its own [[layer.measured]] entry; the parallel-plan model interpolates between "
+        "measured sizes and uses its roofline outside them",
+    )
+    parser.add_argument(
         "--repeats",
         type=int_range(1, MAX_PROFILE_REPEATS),
         default=3,
@@ -44,6 +50,21 @@ def register(subparsers) -> None:
     add_seed_arg(parser)
     parser.add_argument("--out", help="workload TOML to write (default: NAME-measured.toml)")
     parser.set_defaults(run=run)
+
+
+def parse_sizes(text: str | None) -> list[int]:
+    """The sizes of --sizes ("8,32,128"), ascending and distinct; [] for None."""
+    if text is None:
+        return []
+    sizes = []
+    for part in text.split(","):
+        part = part.strip()
+        if not part.isdigit() or int(part) < 1:
+            raise ConfigError("--sizes", "sizes", f"must be positive integers, got {part!r}")
+        sizes.append(int(part))
+    if not sizes:
+        raise ConfigError("--sizes", "sizes", "names no size")
+    return sorted(set(sizes))
 
 
 def run(args) -> int:
@@ -77,24 +98,29 @@ def run(args) -> int:
         raise ConfigError("--types", ",".join(unknown), f"not in the catalogue ({', '.join(catalog.names)})")
     pools = device_pools(catalog, types, args.devices)
     micro_batch = int(job.batch) // 2 if args.micro_batch is None else args.micro_batch
-    for name, pool in pools.items():
-        if micro_batch < len(pool) or micro_batch % len(pool):
-            raise ConfigError(
-                "--micro-batch",
-                "micro_batch",
-                f"{micro_batch} samples do not split over the {len(pool)} devices of {name!r}",
-            )
-    total = len(types) * len(workload.layers)
+    sizes = [s for s in parse_sizes(args.sizes) if s != micro_batch] + [micro_batch]
+    for size in sizes:
+        for name, pool in pools.items():
+            if size < len(pool) or size % len(pool):
+                raise ConfigError(
+                    "--sizes" if size != micro_batch else "--micro-batch",
+                    "micro_batch",
+                    f"{size} samples do not split over the {len(pool)} devices of {name!r}",
+                )
+    total = len(types) * len(workload.layers) * len(sizes)
+    by_size = {}
     with tqdm(total=total, desc="profile", unit="layer", file=sys.stderr, disable=args.json) as bar:
-        profiles = profile_passes(
-            model, pools, micro_batch, repeats=args.repeats, seed=args.seed, progress=lambda *_: bar.update()
-        )
-    write_workload(with_profiles(workload, profiles), out)
+        for size in sizes:
+            by_size[size] = profile_passes(
+                model, pools, size, repeats=args.repeats, seed=args.seed, progress=lambda *_: bar.update()
+            )
+            workload = with_profiles(workload, by_size[size])
+    write_workload(workload, out)
+    profiles = by_size[micro_batch]
     times = {name: p.per_sample for name, p in profiles.items()}
-    measured = {
-        name: {"tp": 1, "micro_batch": p.micro_batch, "forward_s": p.forward_s, "backward_s": p.backward_s}
-        for name, p in profiles.items()
-    }
+    entry = lambda p: {"tp": 1, "micro_batch": p.micro_batch, "forward_s": p.forward_s, "backward_s": p.backward_s}  # noqa: E731
+    measured = {name: entry(p) for name, p in profiles.items()}
+    every_size = {name: [entry(by_size[size][name]) for size in sizes] for name in profiles}
     if args.json:
         print_json(
             {
@@ -103,9 +129,10 @@ def run(args) -> int:
                 "micro_batch": micro_batch,
                 "seconds_per_sample": times,
                 "measured": measured,
+                "measured_by_micro_batch": every_size,
             }
         )
         return 0
-    print(format_profile([layer.name for layer in workload.layers], times, measured))
+    print(format_profile([layer.name for layer in workload.layers], times, every_size))
     print(f"wrote {out}: re-plan with measured times, e.g. hps search --workload {out} --catalog {args.catalog}")
     return 0

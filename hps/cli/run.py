@@ -44,6 +44,10 @@ KIND_DESCRIPTIONS = {
         "hps.experiments.llm_plans",
         "large language models on a catalogue at several floors: the exact optimum and its Pareto front",
     ),
+    "ProfileCheckConfig": (
+        "hps.experiments.profile_check",
+        "a transformer stage predicted with and without a measured profile, then executed",
+    ),
     "PlacementAtScaleConfig": (
         "hps.experiments.placement_at_scale",
         "a placement checkpoint zero-shot on generated instances of hundreds of layers vs the exact optimum",

@@ -88,6 +88,7 @@ RANGES: dict[str, Range] = {
     "sparse_param_bytes": LAYER_BYTES,
     "measured_time_s": Range(1e-15, 1e9, "s per sample", "a femtosecond to 30 years per sample"),
     "stash_bytes": LAYER_BYTES,
+    "fp8_stash_bytes": LAYER_BYTES,
     "tp_comm_bytes": LAYER_BYTES,
     "tp_collectives": Range(1, 1e6, "All-Reduces", "a million collectives per layer and pass", zero=True),
     "forward_s": MICRO_BATCH_TIME,
@@ -174,7 +175,7 @@ def check_layer_parallel(layer: Layer, source: str, prefix: str) -> None:
     forward_s and backward_s > 0 seconds per micro-batch)."""
     if not isinstance(layer.cut_after, bool):
         raise ConfigError(source, f"{prefix}.cut_after", f"must be true or false, got {layer.cut_after!r}")
-    for name in ("stash_bytes", "tp_comm_bytes"):
+    for name in ("stash_bytes", "fp8_stash_bytes", "tp_comm_bytes"):
         if getattr(layer, name) is not None:
             _check_number(getattr(layer, name), name, source, f"{prefix}.{name}", positive=False)
     _check_count(layer.tp_collectives, "tp_collectives", 0, source, f"{prefix}.tp_collectives")

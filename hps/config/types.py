@@ -173,7 +173,9 @@ class Layer:
 
     The parallel-plan model also reads: `cut_after` (False: a pipeline stage may not end after this
     layer, e.g. the attention half of a transformer block), `stash_bytes` (activation bytes per
-    sample the layer keeps for its backward pass; None: act_bytes), `tp_comm_bytes` (bytes per
+    sample the layer keeps for its backward pass; None: act_bytes), `fp8_stash_bytes` (the same where
+    its matmuls run in FP8 and keep their inputs as 1-byte FP8 copies; None: stash_bytes),
+    `tp_comm_bytes` (bytes per
     sample the layer All-Reduces across a tensor-parallel group, forward and backward together;
     None: act_bytes), `tp_collectives` (how many All-Reduces those bytes take, for their
     latency) and `measured` (measured times per micro-batch on one device of a t-way group).
@@ -191,6 +193,7 @@ class Layer:
     measured_time: dict[str, float] = field(default_factory=dict)
     cut_after: bool = True
     stash_bytes: float | None = None
+    fp8_stash_bytes: float | None = None
     tp_comm_bytes: float | None = None
     tp_collectives: int = 1
     measured: tuple[MeasuredTime, ...] = ()
@@ -204,6 +207,11 @@ class Layer:
     def stash(self) -> float:
         """Activation bytes per sample kept for the backward pass."""
         return self.act_bytes if self.stash_bytes is None else self.stash_bytes
+
+    @property
+    def fp8_stash(self) -> float:
+        """Activation bytes per sample kept for the backward pass when the matmuls run in FP8."""
+        return self.stash if self.fp8_stash_bytes is None else self.fp8_stash_bytes
 
     @property
     def tp_bytes(self) -> float:

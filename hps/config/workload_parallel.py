@@ -1,7 +1,7 @@
 """The parallel-plan keys of a workload file: per layer and in ``[defaults]``, read and written.
 
 Optional ``[[layer]]`` keys: ``cut_after`` (bool; false: no pipeline stage may end after the
-layer), ``stash_bytes`` and ``tp_comm_bytes`` (bytes per sample, >= 0), ``tp_collectives`` (All-
+layer), ``stash_bytes``, ``fp8_stash_bytes`` and ``tp_comm_bytes`` (bytes per sample, >= 0), ``tp_collectives`` (All-
 Reduces per pass, an integer >= 0), and ``[[layer.measured]]`` tables of measured times per
 micro-batch on one device of a t-way tensor-parallel group:
 
@@ -42,7 +42,7 @@ from hps.config.validation import (
 )
 from hps.errors import ConfigError
 
-LAYER_PARALLEL_KEYS = ("cut_after", "stash_bytes", "tp_comm_bytes", "tp_collectives", "measured")
+LAYER_PARALLEL_KEYS = ("cut_after", "stash_bytes", "fp8_stash_bytes", "tp_comm_bytes", "tp_collectives", "measured")
 """Optional [[layer]] keys of the parallel-plan model (omitted: true, act_bytes, act_bytes, 1, none)."""
 MEASURED_KEYS = ("type", "tp", "micro_batch", "forward_s", "backward_s")
 DEFAULTS_PARALLEL_KEYS = ("micro_batch", "precision", "zero", "recompute")
@@ -95,7 +95,7 @@ def parse_layer_parallel(table: dict[str, Any], source: str, prefix: str) -> dic
         if not isinstance(value, bool):
             raise ConfigError(source, field_path(prefix, "cut_after"), f"must be true or false, got {describe(value)}")
         fields["cut_after"] = value
-    for key in ("stash_bytes", "tp_comm_bytes"):
+    for key in ("stash_bytes", "fp8_stash_bytes", "tp_comm_bytes"):
         if key in table:
             value = get_non_negative(table, key, source, prefix)
             fields[key] = check_in_range(value, key, source, field_path(prefix, key))
@@ -146,7 +146,7 @@ def layer_parallel_keys_toml(layer: Layer) -> list[str]:
     lines = []
     if not layer.cut_after:
         lines.append("cut_after = false")
-    for key in ("stash_bytes", "tp_comm_bytes"):
+    for key in ("stash_bytes", "fp8_stash_bytes", "tp_comm_bytes"):
         if getattr(layer, key) is not None:
             lines.append(f"{key} = {toml_float(getattr(layer, key))}")
     if layer.tp_collectives != 1:

@@ -18,8 +18,11 @@ For the parallel-plan model (`ParallelProblem.layer_times`) the same runs also g
 forward and backward seconds per micro-batch on one device (tp = 1) at m = batch / n samples per
 device, written as `MeasuredTime(type, 1, m, forward_s, backward_s)` (`[[layer.measured]]`):
 forward_s is the jitted `jax.vjp` forward that keeps the residuals (layer 0: with the move of its
-input from the host, the io term), backward_s the pullback alone on those stored residuals and a
-ready cotangent (no forward recomputation; the input's gradient too, except for layer 0). The
+input from the host, the io term), backward_s the pullback on those stored residuals and a ready
+cotangent (no forward recomputation; the input's gradient too, except for layer 0) and the sum of
+its parameter gradients into the running totals, as the executor's backward pass does (counted on
+every micro-batch: it runs on all but the first of an iteration's, so it is over-counted by one
+in M, which matters only where a layer's parameters outweigh its work, e.g. an embedding table). The
 pool's n devices run in parallel, so the wall time of a call is one device's time for its m
 samples. Each is the median of its own `repeats` values, compile excluded.
 """
@@ -109,7 +112,9 @@ def measured_layer_passes(piece, batches: list, repeats: int, reads_input: bool)
     timed as the executor's measurement pass times a stage (`hps.executor.measure`): each piece
     blocked until ready, the first layer's move of its input from the host included in the
     forward (the io term). total = forward + making the cotangent + backward; backward is the
-    pullback alone on the stored residuals. Each is the median of `repeats` rounds after a
+    pullback on the stored residuals and the sum of its parameter gradients into the micro-batch
+    totals (the executor's backward pass adds each micro-batch's gradients to the stage's running
+    sums, a pass over all of the layer's parameters). Each is the median of `repeats` rounds after a
     compiling one; the batches are timed in turn within each round, so drift on a shared machine
     hits them alike."""
     stage = piece.stage
@@ -122,8 +127,12 @@ def measured_layer_passes(piece, batches: list, repeats: int, reads_input: bool)
         forward = time.perf_counter() - start
         seed = jax.block_until_ready(jax.tree.map(lambda v: jnp.full_like(v, 1.0 / v.shape[0]), y))
         middle = time.perf_counter()
-        jax.block_until_ready(piece.backward(residuals, seed))
-        backward = time.perf_counter() - middle
+        grads, _ = jax.block_until_ready(piece.backward(residuals, seed))
+        pullback = time.perf_counter() - middle
+        total = jax.block_until_ready(jax.tree.map(jnp.copy, grads))  # donated by accumulate
+        summing = time.perf_counter()
+        jax.block_until_ready(piece.accumulate(total, grads))
+        backward = pullback + time.perf_counter() - summing
         return backward + (middle - start), forward, backward
 
     placed = [jax.device_put(x, stage.batch_sharding) for x in batches]

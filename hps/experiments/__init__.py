@@ -31,6 +31,7 @@ from hps.experiments import (  # noqa: E402,F401
     llm_plans,
     placement_at_scale,
     placement_policy,
+    profile_check,
     published_runs,
     quickstart,
     scaling,

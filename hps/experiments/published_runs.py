@@ -24,20 +24,21 @@ CATALOG = "cloud-2026"
 GIB = 2.0**30
 FITTED: tuple[str, ...] = (
     "mcore-1.7b", "mcore-32b", "mcore-177b", "mcore-462b",
-    "titan-8b", "maxtext-v5p-l2-70b", "maxtext-v6e-l2-70b", "nemo-h100-70b",
+    "titan-8b", "maxtext-v5p-l2-70b", "maxtext-v6e-l2-70b", "nemo-h100-70b", "nemo-b200-8b", "neuron-trn1-8b",
 )  # fmt: skip
 """The runs the kernel-level model's constants were fitted to (docs/published-runs.md); the others
 are held out."""
 KERNEL = KernelTimes(
-    efficiency={"h100": 0.68, "a100-80": 0.60, "tpu-v5p": 0.905, "tpu-v6e": 0.588},
-    fp8_efficiency=0.474,
+    efficiency={"h100": 0.68, "a100-80": 0.60, "tpu-v5p": 0.905, "tpu-v6e": 0.588, "trn1": 0.49},
+    fp8_efficiency={"h100": 0.474, "h200": 0.474, "b200": 0.41, "gb200": 0.41},
     half_work_flop=0.5e12,
     tp_exposed=0.0,
 )
 """Fitted constants (docs/published-runs.md): H100's e_max, w_half and tp_exposed together to
 mcore-1.7b, -32b, -177b and -462b (a grid, least largest |ratio − 1|); then, each alone, A100's e_max
-to titan-8b, TPU v5p's to maxtext-v5p-l2-70b, TPU v6e's to maxtext-v6e-l2-70b, and the FP8 e_max to
-nemo-h100-70b. B200 and GB200 run FP8 only and take the FP8 e_max fitted on H100."""
+to titan-8b, TPU v5p's to maxtext-v5p-l2-70b, TPU v6e's to maxtext-v6e-l2-70b, Trainium's (trn1) to
+neuron-trn1-8b, Hopper's FP8 e_max (h100, h200) to nemo-h100-70b and Blackwell's (b200, gb200) to
+nemo-b200-8b."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,7 +85,7 @@ def plan_json(run: PublishedRun, rows: int) -> dict:
     return {
         "format": "hps-plan/2",
         "workload": run.workload,
-        "catalog": CATALOG,
+        "catalog": run.catalog,
         "job": {
             "batch": run.batch,
             "micro_batch": run.micro_batch * run.dp,
@@ -99,11 +100,11 @@ def plan_json(run: PublishedRun, rows: int) -> dict:
 
 
 @functools.cache
-def _catalog():
+def _catalog(name: str = CATALOG):
     from hps.config.loaders import load_catalog
     from hps.config.paths import resolve_topology
 
-    return load_catalog(resolve_topology(CATALOG, "catalogs", "published runs"))
+    return load_catalog(resolve_topology(name, "catalogs", "published runs"))
 
 
 def kernel_times(run: PublishedRun) -> KernelTimes:
@@ -127,7 +128,7 @@ def score_run(run: PublishedRun, model: str = "kernel") -> dict:
         raise ValueError(f"{run.key}: {run.workload} is not a decoder table (embedding, blocks, head)")
     document = plan_json(run, len(workload.layers))
     plan = parse_plan_file(document, run.key)
-    catalog = _catalog()
+    catalog = _catalog(run.catalog)
     check_plan_against(plan, workload, catalog, run.key)
     problem = ParallelProblem(workload, catalog, plan.job, time_model=kernel_times(run) if model == "kernel" else None)
     report = parallel_report(score_plan(problem, plan.stages))
@@ -240,7 +241,7 @@ def summarize(config: PublishedRunsConfig, results: dict[str, dict]) -> Summary:
         ],  # fmt: skip
         rows=rows,
         markdown="\n".join(["Groups:", *lines, "", "Sources:", *sources]),
-        title=f"Published training runs against the parallel-plan model ({CATALOG})",
+        title=f"Published training runs against the parallel-plan model ({CATALOG}; trn1: trainium-2022)",
     )
 
 

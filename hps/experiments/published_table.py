@@ -21,7 +21,7 @@ class PublishedRun:
     precision the source states ("bf16" or "fp8"); `virtual_stages` the model chunks a device of an
     interleaved pipeline schedule (VP; 1 where none is stated); `zero`, `recompute` as a plan job has them;
     `published`/`metric` the figure; `mfu` the source's MFU where it gives one; `assumed` what the
-    source does not state and the plan assumes."""
+    source does not state and the plan assumes; `catalog` the catalogue that has `type`."""
 
     key: str
     label: str
@@ -48,6 +48,7 @@ class PublishedRun:
     layers_per_stage: tuple[int, ...] | None = None
     virtual_stages: int = 1
     assumed: str = ""
+    catalog: str = "cloud-2026"
 
 
 MCORE_URL = "https://github.com/NVIDIA/Megatron-LM/blob/f2e5db402c/images/model_table.png"
@@ -70,6 +71,9 @@ def _mcore(key, layers, hidden, heads, tp, pp, gpus, batch, tflops, mfu) -> Publ
 
 NEMO_URL = "https://github.com/NVIDIA-NeMo/Megatron-Bridge/blob/main/docs/performance-summary-archive.md"
 TITAN_URL = "https://github.com/pytorch/torchtitan/blob/main/docs/performance.md"
+NEURON_URL = (
+    "https://github.com/aws-neuron/aws-neuron-sdk/blob/master/about-neuron/benchmarks/trn1/training_data_decoder.csv"
+)
 MAXTEXT_URL = "https://github.com/AI-Hypercomputer/maxtext/blob/main/docs/reference/models/tiering.md"
 
 RUNS: tuple[PublishedRun, ...] = (
@@ -145,10 +149,39 @@ RUNS: tuple[PublishedRun, ...] = (
         compute="fp8", zero=1, recompute="none", published=793.0, metric="tokens",
         source="Megatron-Bridge performance summary, 26.02 container, LLAMA3.1_405B on DGX-GB200 (FP8, TP 4, "
         "PP 16, VP 4)",
-        url=NEMO_URL, date="2026-02", virtual_stages=4, assumed="distributed optimizer (ZeRO 1); no recomputation",
+        url=NEMO_URL, date="2026-02", virtual_stages=4, layers_per_stage=(7,) + (8,) * 14 + (7,),
+        assumed="distributed optimizer (ZeRO 1); no recomputation; the embedding and the loss each count as a "
+        "layer in the pipeline split (Megatron-Core's account_for_embedding/loss_in_pipeline_split): 126 + 2 = "
+        "128 = 16 x 8, one block fewer on the first and last stages",
+    ),
+    PublishedRun(
+        key="neuron-trn1-8b", label="Llama 3.1 8B, 512 Trainium (NxD, trn1n.32xlarge)", workload="llama3-8b",
+        type="trn1", tp=16, pp=1, dp=32, micro_batch=1, batch=1024, seq_len=8192, precision="fp32-adam",
+        compute="bf16", zero=1, recompute="none", published=47.95 * 8192 / 512, metric="tokens",
+        source="AWS Neuron docs, Trn1/Trn1n training performance, decoder models (Neuron 2.24: 32 nodes, TP=32 "
+        "DP=32 PP=1 ZeRO-1 over NeuronCores, 47.95 seq/s at 8,192 tokens)",
+        url=NEURON_URL, date="2026-02-19", catalog="trainium-2022",
+        assumed="TP 32 NeuronCores = 16 chips (2 cores a chip); autocast BF16 with an FP32 optimizer taken as "
+        "fp32 state; selective checkpointing taken as no recomputation",
+    ),
+    PublishedRun(
+        key="neuron-trn1-70b", label="Llama 3.1 70B, 512 Trainium (NxD, trn1n.32xlarge)", workload="llama3-70b",
+        type="trn1", tp=16, pp=8, dp=4, micro_batch=1, batch=1024, seq_len=8192, precision="fp32-adam",
+        compute="bf16", zero=1, recompute="none", published=7.94 * 8192 / 512, metric="tokens",
+        source="AWS Neuron docs, Trn1/Trn1n training performance, decoder models (Neuron 2.24: 32 nodes, TP=32 "
+        "DP=4 PP=8 over NeuronCores, 7.94 seq/s at 8,192 tokens)",
+        url=NEURON_URL, date="2026-02-19", catalog="trainium-2022",
+        assumed="TP 32 NeuronCores = 16 chips; ZeRO 1, selective checkpointing (taken as no recomputation) and "
+        "one sample a micro-batch, as the NxD tp_pp script run_llama_70b_tp_pp.sh sets them; fp32 state",
     ),
 )  # fmt: skip
-"""The runs. Left out: context-parallel runs (a plan has no context parallelism), runs on more
+"""The runs. Left out: torchtitan's Llama 3.1 405B on 512 H100 (its docs/performance.md, Table 5:
+128 tokens/s a GPU, FSDP 8, TP 8, PP 8, Float8, interleaved 1F1B) ran on Grand Teton H100s (96 GB
+HBM2e at 2.4 TB/s, power-capped at 500 W), which no catalogue type describes, and does not state
+its pipeline micro-batches (scored on cloud-2026's h100 with 4 samples a micro-batch, 2 chunks a
+device and FP8, the model predicts 1.41 of it: docs/prediction-trust.md); context-parallel runs
+(a plan has no context parallelism), runs on more
 units than a cloud-2026 type's cap (Llama 3 405B on 16,384 H100), runs whose activations the
-sources offload to host memory (MaxText's Llama 3.1 recipes on v6e), and a Trainium run (no
-published Trainium2 training throughput with its layout was found)."""
+sources offload to host memory (MaxText's Llama 3.1 recipes on v6e), and Trainium2 runs (no
+published Trainium2 training throughput with its layout was found; the Trainium runs are
+first-generation trn1, on the trainium-2022 catalogue)."""

@@ -61,16 +61,16 @@ def format_execution(report: dict) -> str:
 
 def format_profile(names: list[str], times: dict[str, list[float]], measured: dict[str, dict] | None = None) -> str:
     """Per layer: measured µs per sample on each profiled type and, where `measured` gives them
-    ({type: {"micro_batch": m, "forward_s": [...], "backward_s": [...]}}), the forward and backward
-    ms per micro-batch of m samples on one device."""
-    measured = measured or {}
+    ({type: {"micro_batch": m, "forward_s": [...], "backward_s": [...]}}, or a list of those, one
+    per measured size), the forward and backward ms per micro-batch of m samples on one device."""
+    entries = [(t, m) for t, ms in (measured or {}).items() for m in (ms if isinstance(ms, list) else [ms])]
     headers = ["layer", *(f"{t} us/sample" for t in times)]
-    for t, m in measured.items():
+    for t, m in entries:
         headers += [f"{t} fwd ms (m={m['micro_batch']})", f"{t} bwd ms (m={m['micro_batch']})"]
     rows = []
     for i, name in enumerate(names):
         row = [name, *(f"{times[t][i] * 1e6:.3f}" for t in times)]
-        for m in measured.values():
+        for _, m in entries:
             row += [f"{m['forward_s'][i] * 1e3:.3f}", f"{m['backward_s'][i] * 1e3:.3f}"]
         rows.append(row)
     return format_table(headers, rows)

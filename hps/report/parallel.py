@@ -15,7 +15,8 @@ def parallel_report(score: PlanScore) -> dict:
     micro_batch, micro_batches, iteration_s, throughput (samples/s), dollars_per_hour,
     egress_dollars, cost ($, null when infeasible), mfu, and per stage type, site, first, last,
     tp, dp, units, replica_micro_batch, time_per_microbatch_s, tail_s, memory_per_device_bytes,
-    memory_limit_bytes."""
+    memory_limit_bytes, time_source (what its layer times come from: measured, interpolated between
+    measured micro-batch sizes, or the roofline)."""
     return {
         "feasible": score.feasible,
         "reason": score.reason,
@@ -42,6 +43,7 @@ def parallel_report(score: PlanScore) -> dict:
                 "tail_s": s.tail_s,
                 "memory_per_device_bytes": s.memory_per_device_bytes,
                 "memory_limit_bytes": s.memory_limit_bytes,
+                "time_source": s.time_source,
             }
             for s in score.stages
         ],
@@ -50,11 +52,12 @@ def parallel_report(score: PlanScore) -> dict:
 
 def format_parallel(report: dict) -> str:
     """The stage table and the plan's figures as text."""
-    headers = ["stage", "type", "site", "layers", "tp", "dp", "units", "mb/replica", "s/microbatch", "GiB/device"]
+    headers = ["stage", "type", "site", "layers", "tp", "dp", "units", "mb/replica", "s/microbatch", "GiB/device",
+               "times"]  # fmt: skip
     rows = [
         [j, s["type"], s["site"] or "-", f"{s['first']}-{s['last']}", s["tp"], s["dp"], s["units"],
          s["replica_micro_batch"], s["time_per_microbatch_s"],
-         f"{s['memory_per_device_bytes'] / GIB:.1f}/{s['memory_limit_bytes'] / GIB:.0f}"]
+         f"{s['memory_per_device_bytes'] / GIB:.1f}/{s['memory_limit_bytes'] / GIB:.0f}", s.get("time_source", "-")]
         for j, s in enumerate(report["stages"])
     ]  # fmt: skip
     lines = [format_table(headers, rows), ""]

@@ -30,6 +30,9 @@ LOGIT_BYTES = FP32_BYTES
 """Bytes per logit the LM head keeps for the cross-entropy's backward: fp32, as Megatron-LM casts
 the logits to fp32 before its vocabulary-parallel cross-entropy (Korthikanti et al. 2023, Sec. 4.3:
 4·S·V bytes)."""
+FP8_BYTES = 1.0
+"""Bytes of an FP8 value: where the matmuls run in FP8, Transformer Engine saves each matmul's input
+for the backward pass as its FP8 copy (`fp8_stash_bytes`)."""
 LOSS_STATISTICS = 3
 """Per-token fp32 All-Reduces of a vocabulary-parallel cross-entropy (Megatron-LM's
 `vocab_parallel_cross_entropy`): the logits' maximum, the target's logit, the sum of exponentials."""
@@ -107,6 +110,7 @@ def attention_block(
       + 4 a S^2) (forward traffic with the S x S scores, softmax and context, x3).
     - act_bytes = S H p.
     - stash_bytes = p S (4 H + 2 Hkv) (LayerNorm input, QKV input, Q, K, V, output-projection input)
+      (fp8_stash_bytes: the QKV and output-projection inputs as 1-byte FP8 copies, (p − 1) 2 S H less)
       + [dropout] 1 S H (mask after the output projection); standard attention adds the softmax
       output p a S^2, and with dropout its mask 1 a S^2 and the dropped-out probabilities p a S^2.
       Multi-head, p = 2, dropout: 13 S H + 5 a S^2 (Korthikanti et al. Eq. 1: 11 S H + 5 a S^2 and
@@ -135,6 +139,7 @@ def attention_block(
         ),
         cut_after=False,
         stash_bytes=stash,
+        fp8_stash_bytes=stash - (p - FP8_BYTES) * 2.0 * s * d,
         tp_comm_bytes=block_tp_bytes(s, d, numerics),
         tp_collectives=2,
     )
@@ -151,6 +156,8 @@ def ffn_block(
     - dense_param_bytes = (2 H F + F + H + 2 H) * 4; gated (3 H F + 2 H) * 4.
     - mem_bytes = 3 (5 S H + 4 S F) p, gated 3 (5 S H + 6 S F) p (forward traffic, x3);
       act_bytes = S H p.
+    - fp8_stash_bytes: stash_bytes less (p − 1)(S H + S F), the first and last projections' inputs
+      kept as 1-byte FP8 copies.
     - stash_bytes: GELU 2 p S H (LayerNorm input, first projection input) + 2 p S F (GELU input,
       second projection input) + [dropout] 1 S H; at F = 4 H, p = 2 with dropout 21 S H
       (Korthikanti et al. Sec. 4.1: 19 S H and the LayerNorm's 2 S H). SwiGLU, from its shapes:
@@ -171,6 +178,8 @@ def ffn_block(
             dense_param_bytes=params * FP32_BYTES,
         ),
         stash_bytes=p * (2.0 * s * d + kept_f * s * f) + MASK_BYTES * int(numerics.dropout) * s * d,
+        fp8_stash_bytes=(p * (2.0 * s * d + kept_f * s * f) + MASK_BYTES * int(numerics.dropout) * s * d)
+        - (p - FP8_BYTES) * (s * d + s * f),
         tp_comm_bytes=block_tp_bytes(s, d, numerics),
         tp_collectives=2,
     )

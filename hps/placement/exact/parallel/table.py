@@ -97,7 +97,7 @@ class StageTable:
         span, opt = span[ok], opt[ok]
         y, t, d = (self.options[opt, i] for i in range(3))
         memory = np.array([r.memory for r in problem.catalog.resources])
-        static, activation, _ = stage_memory(problem, b, self.span_first[span], self.span_last[span], t, d)
+        static, activation, _ = stage_memory(problem, b, self.span_first[span], self.span_last[span], t, d, y)
         ok = static + activation <= memory[y]  # one micro-batch in flight fits
         span, opt, y, t, d = span[ok], opt[ok], y[ok], t[ok], d[ok]
         arrays = stage_arrays(problem, b, self.span_first[span], self.span_last[span], y, t, d)

@@ -59,6 +59,7 @@ class ParallelProblem:
         self.io_bytes = arr(lambda l: l.io_bytes)
         self.act_bytes = arr(lambda l: l.act_bytes)
         self.stash = arr(lambda l: l.stash)
+        self.fp8_stash = arr(lambda l: l.fp8_stash)
         self.tp_bytes = arr(lambda l: l.tp_bytes)
         self.tp_collectives = arr(lambda l: l.tp_collectives)
         self.parameters = arr(lambda l: l.parameters)
@@ -71,6 +72,7 @@ class ParallelProblem:
         self.params_prefix = zero(self.parameters)
         self.sparse_prefix = zero(self.sparse_bytes)
         self.stash_prefix = zero(self.stash)
+        self.fp8_stash_prefix = zero(self.fp8_stash)
         self.input_prefix = zero(self.input_act)
         starts_unit = np.concatenate([[True], self.cut_after[:-1]])
         self.unit_input_prefix = zero(np.where(starts_unit, self.input_act, 0.0))
@@ -95,6 +97,15 @@ class ParallelProblem:
             return np.ones(len(first), bool)
         banned = np.vstack([np.zeros((1, self.num_types), np.int64), np.cumsum(~self.allowed, axis=0)])
         return banned[last + 1, types] == banned[first, types]
+
+    def computes_fp8(self, types, count: int) -> np.ndarray:
+        """(count,) bool: whether each of `count` stages on `types` (type indices; None: unknown,
+        no stage) runs its matmuls in FP8 under the time model."""
+        model = self.time_model
+        if model is None or not model.fp8 or types is None:
+            return np.zeros(count, bool)
+        names = [r.name for r in self.catalog.resources]
+        return np.array([model.computes_fp8(names[int(y)]) for y in np.asarray(types).reshape(-1)], bool)
 
     @property
     def num_layers(self) -> int:
@@ -121,11 +132,46 @@ class ParallelProblem:
         resource = self.catalog.resources[type_index]
         return [t for t in powers_of_two(resource.tensor_parallel_limit) if t <= resource.max_units]
 
+    @functools.cache  # noqa: B019
+    def measured_times(self, type_index: int, tp: int, m: int) -> tuple[np.ndarray, tuple[str, ...]]:
+        """((L,) measured seconds per micro-batch of m samples, NaN where none; (L,) source of
+        each: "measured" (an entry for (type, tp, m)), "interpolated" (linear in the micro-batch
+        between the layer's nearest measured sizes below and above m for (type, tp)) or
+        "roofline" (no measured size on both sides: the model's own time)."""
+        name = self.catalog.resources[type_index].name
+        extra = 1.0 if self.job.recompute == "full" else 0.0
+        seconds, sources = np.full(self.num_layers, np.nan), []
+        for i, layer in enumerate(self.workload.layers):
+            sizes = sorted(
+                (e.micro_batch, e.forward_s * (1 + extra) + e.backward_s)
+                for e in layer.measured
+                if e.type == name and e.tp == tp
+            )
+            below = [(s, v) for s, v in sizes if s <= m]
+            above = [(s, v) for s, v in sizes if s >= m]
+            if below and below[-1][0] == m:
+                seconds[i], source = below[-1][1], "measured"
+            elif below and above:
+                (m0, v0), (m1, v1) = below[-1], above[0]
+                seconds[i], source = v0 + (v1 - v0) * (m - m0) / (m1 - m0), "interpolated"
+            else:
+                source = "roofline"
+            sources.append(source)
+        return seconds, tuple(sources)
+
+    def time_sources(self, type_index: int, tp: int, m: int, first: int, last: int) -> str:
+        """What layers first..last's times on (type, tp, m) come from, e.g. "measured" or
+        "2 measured, 1 interpolated, 3 roofline"."""
+        sources = self.measured_times(type_index, tp, m)[1][first : last + 1]
+        counts = {s: sources.count(s) for s in ("measured", "interpolated", "roofline") if s in sources}
+        return next(iter(counts)) if len(counts) == 1 else ", ".join(f"{n} {s}" for s, n in counts.items())
+
     @functools.cache  # noqa: B019 (one problem, a few hundred keys)
     def layer_times(self, type_index: int, tp: int, m: int) -> np.ndarray:
         """(L,) seconds per micro-batch of m samples per replica on one device of a tp-way group:
-        the measured forward + backward where the layer has an entry for (type, tp, m), else the
-        roofline on 1/tp of the work plus the layer's tensor-parallel All-Reduces."""
+        the measured forward + backward where the layer has an entry for (type, tp, m), linear
+        between its measured sizes around m (`measured_times`), else the roofline on 1/tp of the
+        work plus the layer's tensor-parallel All-Reduces."""
         r = self.catalog.resources[type_index]
         extra = 1.0 if self.job.recompute == "full" else 0.0
         efficiency = np.where(self.sparse_kind, r.efficiency_sparse, r.efficiency_dense)
@@ -148,11 +194,8 @@ class ParallelProblem:
         if self.time_model is not None:
             comm = comm * self.time_model.tp_exposed
         times = np.maximum(compute, memory) + io + comm
-        for i, layer in enumerate(self.workload.layers):
-            for entry in layer.measured:
-                if entry.type == r.name and entry.tp == tp and entry.micro_batch == m:
-                    times[i] = entry.forward_s * (1 + extra) + entry.backward_s
-        return times
+        measured, _ = self.measured_times(type_index, tp, m)
+        return np.where(np.isnan(measured), times, measured)
 
     @functools.cache  # noqa: B019
     def least_unit_seconds(self) -> np.ndarray:

@@ -31,6 +31,8 @@ class StageScore:
     memory_limit_bytes: float
     units: int
     dollars_per_hour: float
+    time_source: str = "roofline"
+    """What its layer times come from: "measured", "interpolated", "roofline" or a mix."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,6 +122,7 @@ def score_plan(problem: ParallelProblem, stages: tuple[ParallelStage, ...], b: i
             time_per_microbatch_s=float(arrays.time[j]), tail_s=float(arrays.tail[j]),
             memory_per_device_bytes=float(memory[j]), memory_limit_bytes=limits[j], units=s.tp * s.dp,
             dollars_per_hour=float(arrays.rate[j]),
+            time_source=problem.time_sources(types[j], s.tp, b // s.dp, s.first, s.last),
         )
         for j, s in enumerate(stages)
     )  # fmt: skip

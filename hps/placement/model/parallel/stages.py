@@ -70,9 +70,13 @@ def _keys(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return stacked[first[codes]], index[code]
 
 
-def stage_memory(problem: ParallelProblem, b: int, first, last, tp, dp) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def stage_memory(
+    problem: ParallelProblem, b: int, first, last, tp, dp, types=None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per stage (N,): (static bytes per device, activation bytes per device per micro-batch in
-    flight, bytes of parameter states per device); first, last, tp, dp are (N,) ints."""
+    flight, bytes of parameter states per device); first, last, tp, dp and types (the stages'
+    type indices; only an FP8 time model reads them) are (N,) ints. A stage on a type that
+    computes in FP8 keeps its layers' FP8 stashes and FP8 weight copies."""
     first, last, tp, dp = (np.asarray(x, np.int64) for x in (first, last, tp, dp))
     m = b // dp
     p_bytes, g_bytes, o_bytes = problem.precision_bytes
@@ -83,12 +87,16 @@ def stage_memory(problem: ParallelProblem, b: int, first, last, tp, dp) -> tuple
     static = states + (problem.sparse_prefix[last + 1] - problem.sparse_prefix[first]) / (tp * dp)
     if zero >= 3:
         static = static + np.where(dp > 1, range_max(problem.parameters, first, last) * p_bytes / tp, 0.0)
+    fp8 = problem.computes_fp8(types, len(first))
+    static = static + np.where(fp8, params / tp * getattr(problem.time_model, "fp8_weight_bytes", 0.0), 0.0)
     if problem.job.recompute == "full":
         inputs = problem.input_prefix if problem.time_model is None else problem.unit_input_prefix
         kept = inputs[last + 1] - inputs[first]
-        static = static + m * range_max(problem.stash, first, last) / tp
+        peak = np.where(fp8, range_max(problem.fp8_stash, first, last), range_max(problem.stash, first, last))
+        static = static + m * peak / tp
     else:
-        kept = problem.stash_prefix[last + 1] - problem.stash_prefix[first]
+        prefix = lambda p: p[last + 1] - p[first]  # noqa: E731
+        kept = np.where(fp8, prefix(problem.fp8_stash_prefix), prefix(problem.stash_prefix))
     return static, m * kept / tp, states
 
 
@@ -115,7 +123,7 @@ def stage_arrays(problem: ParallelProblem, b: int, first, last, types, tp, dp) -
     a_in = np.where(first > 0, problem.act_bytes[np.maximum(first - 1, 0)], 0.0)
     a_out = np.where(last < n_layers - 1, problem.act_bytes[last], 0.0)
     boundary = m * 2 * (a_in + a_out) / (tp * nic)
-    static, activation, states = stage_memory(problem, b, first, last, tp, dp)
+    static, activation, states = stage_memory(problem, b, first, last, tp, dp, types)
 
     grad_bytes = (problem.params_prefix[last + 1] - problem.params_prefix[first]) * problem.precision_bytes[1] / tp
     sync = np.where((dp > 1) & (grad_bytes > 0), grad_bytes * alpha + beta, 0.0)
