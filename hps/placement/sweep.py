@@ -12,12 +12,17 @@ model, each exact:
   completion at every R in [R₁, that throughput], and a sequence proven to have no feasible plan
   at R₁ has none at any higher floor;
 - a completion offered the point's best plan so far as its incumbent either beats it or proves
-  that no plan of the sequence does (the solver's result does not depend on the incumbent).
+  that no plan of the sequence does (the solver's result does not depend on the incumbent);
+- a plan that meets a floor meets every lower one at the same cost, and prices do not change
+  feasibility: the best plans of the points before, scored at the point, are its first incumbent
+  (floors are planned highest first).
 
 Per point the candidate sequences are, in order: the best sequences of the points planned
-before (most recent first) and the proposals given (a trained policy's), then every one-type and
-two-run sequence, each kind least work bound (`WorkBound`) first, skipping those whose bound
-reaches the best cost; then run moves around the best sequence (`run_moves`) refine it the same way.
+before (most recent first) and the proposals given (a trained policy's); where none of them has
+a plan, the sequence of the exact solver's best plan after `seed_seconds`; then run moves around
+the best sequence (`run_moves`, least work bound (`WorkBound`) first); then every one-type and
+two-run sequence, least bound first, skipping those whose bound reaches the best cost; then run
+moves again. A sequence whose bound reaches the best cost is not completed.
 Each completion runs at most `completion_seconds`, each point at most `point_seconds`
 (`first_seconds` while no point before it has a plan).
 """
@@ -123,9 +128,10 @@ class Sweep:
         completion_seconds: float = 1.0,
         point_seconds: float = 5.0,
         first_seconds: float = 30.0,
+        seed_seconds: float = 5.0,
         moves: int = 64,
     ):
-        self.base, self.scaled, self.first_seconds = base, scaled, first_seconds
+        self.base, self.scaled, self.first_seconds, self.seed_seconds = base, scaled, first_seconds, seed_seconds
         self.completion_seconds, self.point_seconds, self.moves = completion_seconds, point_seconds, moves
         self.segments = segments(base)
         lengths = [last - first + 1 for first, last in self.segments]
@@ -135,6 +141,7 @@ class Sweep:
         self.done: dict[tuple[Sequence, float], list[tuple[float, _Done]]] = {}
         self.known: dict[Sequence, tuple[tuple[ParallelStage, ...], int]] = {}
         self.recent: list[Sequence] = []
+        self.plans: list[tuple[tuple[ParallelStage, ...], int]] = []
 
     def _reused(self, sequence: Sequence, floor: float, scale: float) -> _Done | None:
         """A proven completion of `sequence` at a lower floor (same scale) that holds at `floor`."""
@@ -179,6 +186,27 @@ class Sweep:
         self.done.setdefault((sequence, scale), []).append((floor, done))
         return done, True
 
+    def sequence_of(self, plan: tuple[ParallelStage, ...]) -> Sequence:
+        """The type of each segment in `plan` (of the stage holding its first layer)."""
+        names = self.base.catalog.names
+        owner = np.zeros(self.base.num_layers, np.int64)
+        for stage in plan:
+            owner[stage.first : stage.last + 1] = names.index(stage.type)
+        return tuple(int(owner[first]) for first, _ in self.segments)
+
+    def _descend(self, bound, offer, best, best_sequence, deadline: float) -> None:
+        """Run moves around the best sequence, least bound first (at most `moves` a round), while
+        a round improves and time is left."""
+        while best_sequence() is not None and time.perf_counter() < deadline:
+            start = best_sequence()
+            moves = np.array(run_moves(start, self.base.num_types), np.int64).reshape(-1, len(self.segments))
+            order = bounds_of(bound, moves)
+            for row in np.argsort(order, kind="stable")[: self.moves]:
+                if order[row] >= best().cost * (1 + PRUNE_SLACK) or not offer(tuple(moves[row].tolist()), False):
+                    break
+            if best_sequence() == start:
+                return
+
     def plan_point(self, floor: float, scale: float, proposals: list[Sequence] = ()) -> PointPlan:
         """The best plan found at (floor, scale); `proposals` are completed right after the best
         sequences of the points before."""
@@ -187,6 +215,10 @@ class Sweep:
         problem = point_problem(self.base, floor, scale, self.scaled)
         bound = WorkBound(problem, self.segments)
         best, best_sequence, completions = None, None, 0
+        for plan, b in self.plans:  # the plans of the points before, as found: feasible here or not
+            score = score_plan(problem, plan, b)
+            if score.feasible and (best is None or score.cost < best.cost):
+                best, best_sequence = _Done(plan, b, score, score.cost, False), self.sequence_of(plan)
 
         def offer(sequence: Sequence, check_bound: bool) -> bool:
             """Complete `sequence` unless its bound reaches the best; False once out of time."""
@@ -205,6 +237,12 @@ class Sweep:
         for sequence in dict.fromkeys([*self.recent[::-1], *map(tuple, proposals)]):
             if not offer(tuple(int(y) for y in sequence), check_bound=True):
                 break
+        if best is None and self.seed_seconds > 0:  # the exact solver's first plan seeds the search
+            seconds = max(0.0, min(self.seed_seconds, deadline - time.perf_counter()))
+            found = solve_parallel(problem, seconds=seconds, tables=self.tables)
+            if found.plan is not None:
+                offer(self.sequence_of(found.plan), check_bound=False)
+        self._descend(bound, offer, lambda: best, lambda: best_sequence, deadline)
         order = bounds_of(bound, self.heuristic)
         types = problem.num_types
         ranked = [*np.argsort(order[:types], kind="stable"), *(types + np.argsort(order[types:], kind="stable"))]
@@ -215,17 +253,10 @@ class Sweep:
                 break
             if not offer(tuple(self.heuristic[row].tolist()), check_bound=False):
                 break
-        improved = best_sequence is not None
-        while improved and time.perf_counter() < deadline:
-            improved, start = False, best_sequence
-            moves = np.array(run_moves(start, problem.num_types), np.int64).reshape(-1, len(self.segments))
-            order = bounds_of(bound, moves)
-            for row in np.argsort(order, kind="stable")[: self.moves]:
-                if order[row] >= best.cost * (1 + PRUNE_SLACK) or not offer(tuple(moves[row].tolist()), False):
-                    break
-            improved = best_sequence != start
+        self._descend(bound, offer, lambda: best, lambda: best_sequence, deadline)
         if best_sequence is not None:
             self.recent = [s for s in self.recent if s != best_sequence][-7:] + [best_sequence]
+            self.plans = [p for p in self.plans if p[0] != best.plan][-7:] + [(best.plan, best.micro_batch)]
         return PointPlan(
             floor=floor,
             price_scale=scale,
@@ -239,11 +270,12 @@ class Sweep:
         )
 
     def run(self, floors, scales, proposals: list[Sequence] = ()) -> list[PointPlan]:
-        """Every (floor, scale) point: per scale, floors ascending (so proven completions carry
-        up); returned in the order of `scales`, then `floors`, as given."""
+        """Every (floor, scale) point: per scale, floors descending (a plan meeting a floor meets
+        every lower one, so each point starts from a feasible incumbent); returned in the order
+        of `scales`, then `floors`, as given."""
         out = {}
         for scale in scales:
-            for floor in sorted(floors):
+            for floor in sorted(floors, reverse=True):
                 out[(floor, scale)] = self.plan_point(floor, scale, proposals)
         return [out[(floor, scale)] for scale in scales for floor in floors]
 

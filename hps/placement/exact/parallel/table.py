@@ -269,7 +269,6 @@ class StageTable:
         return out
 
 
-
 class SharedTables:
     """Stage tables kept across problems that differ only in the throughput floor, the samples
     to train and the types' prices (a what-if sweep): one table per (micro-batch, allowed
