@@ -291,3 +291,11 @@ def certify(
     if found.gap != 0.0:
         return None, found.bound, found.seconds
     return (found.score.cost if found.plan is not None else math.inf), found.bound, found.seconds
+
+
+def policy_plan(base: ParallelProblem, proposals: list[Sequence], seconds: float) -> PointPlan:
+    """One problem planned as a sweep point (its own floor, list prices) from `proposals` (a
+    policy's sequences) without the exact solver's seed, within `seconds`: the policy's best
+    sequence completed exactly and refined by run moves, e.g. as the exact solver's warm start."""
+    sweep = Sweep(base, point_seconds=seconds, first_seconds=seconds, seed_seconds=0.0)
+    return sweep.plan_point(base.job.throughput, 1.0, proposals)
