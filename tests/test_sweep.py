@@ -109,3 +109,19 @@ def test_hps_sweep_refuses_an_unknown_scaled_type(capsys):
 def test_an_infeasible_floor_has_no_plan(base):
     (point,) = Sweep(base).run([1e12], [1.0])
     assert not point.feasible and point.plan is None and math.isinf(point.cost)
+
+
+def test_a_warm_started_exact_solve_keeps_the_cold_answer_and_certificate(base):
+    """The exact solver started from a sweep point's plan (a policy's sequence completed and
+    refined, as hps search --warm-start builds it) proves the same optimum as cold."""
+    from hps.api.planning import solve
+    from hps.placement.sweep import policy_plan
+
+    workload, catalog, overrides = SMALL
+    problem = Problem(workload, catalog, overrides=overrides, parallel=True)
+    start = policy_plan(problem.parallel_problem, [(0,) * len(Sweep(base).segments)], seconds=5.0)
+    assert start.feasible
+    cold = solve(problem, "exact", 60.0, None, 0)
+    warm = solve(problem, "exact", 60.0, None, 0, incumbent=(start.plan, start.micro_batch))
+    assert cold.gap == warm.gap == 0.0
+    assert warm.cost == pytest.approx(cold.cost, rel=1e-12) and start.cost >= cold.cost * (1 - 1e-12)
