@@ -162,11 +162,14 @@ def plan(
         return solve(problem, method, seconds, evaluations, seed)
 
 
-def solve(problem: Problem, method: str, seconds: float, evaluations: int | None, seed: int) -> PlanOutcome:
+def solve(
+    problem: Problem, method: str, seconds: float, evaluations: int | None, seed: int, incumbent=None
+) -> PlanOutcome:
     """`plan` on checked arguments; its errors name the command line's flags (--method, --budget),
-    which `plan` renames to its arguments."""
+    which `plan` renames to its arguments. incumbent: (stages, micro-batch) the parallel-plan
+    model's exact solver starts from (a warm start)."""
     if problem.parallel:
-        return _plan_parallel(problem, method, seconds, evaluations, seed)
+        return _plan_parallel(problem, method, seconds, evaluations, seed, incumbent)
     if method == "exact":
         return _plan_exact_schedule(problem, seconds)
     return _plan_search(problem, method, evaluations, seed)
@@ -189,11 +192,16 @@ def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _plan_parallel(problem: Problem, method: str, seconds: float, evaluations, seed: int) -> PlanOutcome:
+def _plan_parallel(problem: Problem, method: str, seconds: float, evaluations, seed: int, incumbent=None):
     from hps.placement.planners import Budget, run_planner
+    from hps.placement.planners.basic import exact
     from hps.report.parallel import parallel_report
 
-    result = run_planner(method, problem.parallel_problem, Budget(seconds, evaluations, seed))
+    budget = Budget(seconds, evaluations, seed)
+    if incumbent is not None and method == "exact":
+        result = exact(problem.parallel_problem, budget, incumbent)
+    else:
+        result = run_planner(method, problem.parallel_problem, budget)
     gap = gap_of(result.cost, result.bound, result.plan is not None)
     report = {"feasible": False, "reason": "none_found", "stages": []}
     if result.score is not None:

@@ -29,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
         quickstart,
         run,
         search,
+        sweep,
         train,
         workload,
     )
@@ -36,7 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hps", description="Plan and run training on heterogeneous hardware.")
     parser.add_argument("--version", action="version", version=f"hps {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True)
-    for module in (quickstart, run, search, evaluate, collective, train, plan, execute, profile, workload, bench):
+    commands = (quickstart, run, search, sweep, evaluate, collective, train, plan, execute, profile, workload, bench)
+    for module in commands:
         module.register(subparsers)
     return parser
 

@@ -108,10 +108,14 @@ def search_parallel(args, workload: Workload, catalog, job: Job, seconds: float)
         raise ConfigError("--budget", "budget", f"must be >= 1, got {evaluations}")
     problem = Problem(workload, catalog, job, parallel=True)
     seed = getattr(args, "seed", 0) or 0
+    warm = getattr(args, "warm_start", None)
+    if warm is not None and method != "exact":
+        raise ConfigError("--warm-start", "warm_start", f"starts the exact solver only, not --method {method}")
+    incumbent, warm_report = (None, None) if warm is None else _warm_start(warm, problem, seconds, seed)
     if method == "all":
         outcomes, skipped = _run_all(problem, seconds, evaluations, seed)
     else:
-        outcomes, skipped = [solve(problem, method, seconds, evaluations, seed)], {}
+        outcomes, skipped = [solve(problem, method, seconds, evaluations, seed, incumbent)], {}
     reference = outcomes[0] if outcomes[0].planner == "exact" else None
     optimum = reference.cost if reference is not None and reference.feasible else None
     rows = [_row(o, optimum) for o in outcomes]
@@ -124,6 +128,11 @@ def search_parallel(args, workload: Workload, catalog, job: Job, seconds: float)
         results=rows,
         skipped=skipped,
     )
+    if warm_report is not None:
+        warm_report["solver_seconds"] = outcomes[0].seconds
+        proven = outcomes[0].gap == 0.0
+        warm_report["certificate_seconds"] = warm_report["incumbent_seconds"] + outcomes[0].seconds if proven else None
+        report["warm_start"] = warm_report
     if out is not None and best.stages:
         job_out = dataclasses.replace(job, micro_batch=float(best.micro_batch))
         write_plan_file(PlanFile(args.workload, args.catalog, job_out, best.stages), out)
@@ -147,9 +156,44 @@ def search_parallel(args, workload: Workload, catalog, job: Job, seconds: float)
             print(f"{best.planner}: {best.evaluations} type sequences completed in {best.seconds:.2f} s")
     else:
         print(f"{best.planner}: {best.evaluations} type sequences completed in {best.seconds:.2f} s (no bound)")
+    if warm_report is not None:
+        w = warm_report
+        cost = "none found" if w["incumbent_cost"] is None else f"${w['incumbent_cost']:,.0f}"
+        print(f"warm start  policy's plan {cost} in {w['incumbent_seconds']:.2f} s, then the solver "
+              f"{w['solver_seconds']:.2f} s" + ("" if w["certificate_seconds"] is None else
+              f": certificate after {w['certificate_seconds']:.2f} s in all"))  # fmt: skip
     if out is not None:
         print(f"wrote {out}")
     return 0
+
+
+WARM_SHARE = 0.1
+"""The share of --seconds the warm start's policy plan may take."""
+
+
+def _warm_start(checkpoint: str, problem, seconds: float, seed: int) -> tuple:
+    """((stages, micro-batch) or None, the warm_start report): the policy's sequences completed
+    exactly and refined by run moves (`hps.placement.sweep.policy_plan`)."""
+    import time
+
+    from hps.placement.agent.checkpoint import load_policy
+    from hps.placement.agent.planner import policy_sequences
+    from hps.placement.planners.completion import segments
+    from hps.placement.sweep import policy_plan
+
+    started = time.perf_counter()
+    policy, params, spec = load_policy(checkpoint)
+    base = problem.parallel_problem
+    proposals = policy_sequences(policy, params, problem.workload, problem.catalog, problem.job, segments(base),
+                                 seed=seed)  # fmt: skip
+    point = policy_plan(base, proposals, WARM_SHARE * seconds)
+    report = {
+        "checkpoint_step": spec["step"],
+        "sequences": len(proposals),
+        "incumbent_cost": point.cost if point.feasible else None,
+        "incumbent_seconds": time.perf_counter() - started,
+    }
+    return ((point.plan, point.micro_batch) if point.feasible else None), report
 
 
 def _print_rows(rows: list[dict], skipped: dict[str, str], reference) -> None:

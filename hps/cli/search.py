@@ -55,6 +55,12 @@ def register(subparsers) -> None:
         "whose job names a finite micro-batch count (the LLMs) unless --micro-batches is given",
     )
     parser.add_argument("--out", help="with --parallel: write the plan file (hps-plan/2) here")
+    parser.add_argument(
+        "--warm-start",
+        metavar="CHECKPOINT",
+        help="parallel-plan exact solver only: start it from a trained placement policy's plan (its sequences "
+        "completed exactly and refined, within a tenth of --seconds); the time to certificate counts both",
+    )
     add_parallel_args(parser)
     parser.set_defaults(run=run)
 
@@ -163,7 +169,7 @@ def run(args) -> int:
     from hps.report.placement import format_report, schedule_report
 
     workload, catalog, job = resolve_instance(args)
-    if args.parallel or args.out is not None or _pipelined(args, workload):
+    if args.parallel or args.out is not None or args.warm_start is not None or _pipelined(args, workload):
         return search_parallel(args, workload, catalog, job, _seconds(args))
     args.method = args.method or ALL
     if args.method not in (ALL, EXACT, *METHOD_NAMES):

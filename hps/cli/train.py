@@ -132,6 +132,11 @@ def resolve_config(args):
         config = load_experiment(args.experiment)
     else:
         config = default_placement_config() if args.kind == "placement" else CollectiveTrainConfig()
+        if args.kind == "placement" and args.envs is None and args.num_processes == 1:
+            from hps.rl.device_scale import device_recipe_scale
+
+            envs, updates = device_recipe_scale()  # the default recipe scales with the device
+            config = dataclasses.replace(config, num_envs=envs, updates_per_chunk=updates)
     if args.algorithm is not None and not hasattr(config, "algorithm"):
         raise ConfigError("--algorithm", "algorithm", "the collective policy trains with REINFORCE only")
     changes = {name: getattr(args, flag) for name, flag in FLAGS.items() if getattr(args, flag) is not None}

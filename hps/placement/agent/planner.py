@@ -209,3 +209,39 @@ def plan(
         refine_evaluations=int(evaluations),
         refine_seconds=refine_seconds,
     )
+
+
+def policy_sequences(
+    policy: PolicyFunctions,
+    params,
+    workload: Workload,
+    catalog: Catalog,
+    job: Job,
+    segments: list[tuple[int, int]],
+    *,
+    samples: int = 64,
+    seed: int = 0,
+) -> list[tuple[int, ...]]:
+    """The distinct type sequences over `segments` (first, last layer) of the policy's
+    `samples` sampled schedules and its greedy one, in the order drawn: each segment takes the
+    type the schedule gives most of its layers (the policy plans one type per layer; a parallel
+    plan keeps a segment on one type). The job is planned as a schedule-model job (steady-state
+    pipelining, no state sharding), the model the policy was trained in."""
+    import dataclasses
+    import math
+
+    schedule_job = dataclasses.replace(job, micro_batches=math.inf, state_sharding="none", micro_batch=None)
+    layers, types, units = policy_sizes(workload, catalog)
+    padded = build_params(
+        workload, catalog, schedule_job, max_layers=layers, max_types=types, max_replicas=units, dense_model=False
+    )
+    alpha, beta = allreduce_table(catalog, schedule_job, types, units)
+    instance = compiled_instance(padded, alpha, beta)
+    schedules = np.asarray(
+        candidate_schedules(policy, params, instance, jax.random.PRNGKey(seed), samples, len(workload.layers))
+    )
+    out = []
+    for row in schedules:
+        counts = [np.bincount(row[first : last + 1], minlength=len(catalog.resources)) for first, last in segments]
+        out.append(tuple(int(c.argmax()) for c in counts))
+    return list(dict.fromkeys(out))

@@ -21,10 +21,11 @@ EXHAUSTIVE_LIMIT = 1024
 """The most type sequences exhaustive completes when the budget names no evaluations."""
 
 
-def exact(problem: ParallelProblem, budget: Budget) -> PlanResult:
-    """The exact solver within budget.seconds; bound is its certificate."""
+def exact(problem: ParallelProblem, budget: Budget, incumbent=None) -> PlanResult:
+    """The exact solver within budget.seconds; bound is its certificate. incumbent: (plan,
+    micro-batch) it prunes against from the start (a warm start: the same answer, sooner)."""
     started = time.perf_counter()
-    found = solve_parallel(problem, seconds=budget.seconds)
+    found = solve_parallel(problem, seconds=budget.seconds, incumbent=incumbent)
     return PlanResult(
         planner="exact",
         plan=found.plan,

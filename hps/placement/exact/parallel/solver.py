@@ -28,7 +28,7 @@ import numpy as np
 from hps.config.types import ParallelStage
 from hps.placement.exact.parallel.caps import CapPrices
 from hps.placement.exact.parallel.dfs import search_region
-from hps.placement.exact.parallel.table import StageTable
+from hps.placement.exact.parallel.table import SharedTables, StageTable
 from hps.placement.model.parallel.problem import FLOOR_TOLERANCE, ParallelProblem
 from hps.placement.model.parallel.score import PlanScore, score_plan
 
@@ -96,9 +96,9 @@ def work_floor(problem: ParallelProblem) -> float:
 class _Micro:
     """The search under one micro-batch b."""
 
-    def __init__(self, problem: ParallelProblem, b: int, best: _Best):
+    def __init__(self, problem: ParallelProblem, b: int, best: _Best, tables: SharedTables | None = None):
         self.problem, self.b, self.best = problem, b, best
-        self.table = StageTable(problem, b)
+        self.table = StageTable(problem, b) if tables is None else tables.get(problem, b)
         t = self.table
         self.scale = problem.job.samples / problem.job.batch / 3600  # $ per (Σ r · seconds)
         self.limit = problem.job.batch / problem.job.throughput * (1 + FLOOR_TOLERANCE)  # longest iteration
@@ -242,10 +242,12 @@ def solve_parallel(
     *,
     seconds: float = math.inf,
     incumbent: tuple[tuple[ParallelStage, ...], int] | None = None,
+    tables: SharedTables | None = None,
 ) -> ParallelResult:
     """The cheapest parallel plan of `problem` and its certificate, within `seconds` of search
     (then gap > 0 where regions were left open). incumbent: (plan, micro-batch) to prune against
-    from the start; the result does not depend on it, only the time to reach it."""
+    from the start; the result does not depend on it, only the time to reach it. tables: stage
+    tables shared with other solves of problems that differ only in floor, samples and prices."""
     started = time.perf_counter()
     deadline = Deadline(started + seconds)
     best = _Best()
@@ -256,7 +258,7 @@ def solve_parallel(
         if deadline.passed():  # the micro-batches left unsearched: bound them by the work alone
             open_bound = min(open_bound, work_floor(problem))
             break
-        micro = _Micro(problem, b, best)
+        micro = _Micro(problem, b, best, tables)
         searched.append(micro)
         # stage counts by their work bound, least first: good plans come early and prune the rest
         for stages in micro.open_counts():

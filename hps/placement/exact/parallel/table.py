@@ -9,6 +9,8 @@ it can hold in flight within the type's memory (a stage at position p of S holds
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from hps.placement.memory import refuse_past_memory
@@ -132,6 +134,17 @@ class StageTable:
         self._group_cache = {}
         self.compacted_to = most
 
+    def priced_for(self, problem: ParallelProblem) -> StageTable:
+        """This table for `problem`, which differs from the one it was built for at most in the
+        throughput floor and the types' prices (`SharedTables` checks that): the entries, τ, φ,
+        in-flight counts and units do not depend on either (dominance is compared within one
+        type, whose price scales every rate alike); only the rates are priced anew."""
+        out = copy.copy(self)
+        out.problem = problem
+        out.rate = self.units * problem.price[self.options[self.entry_opt, 0]]
+        out._group_cache = {}
+        return out
+
     def stage(self, entry: int) -> tuple[int, int, int, int, int]:
         """(first, last, type, t, d) of an entry."""
         s, o = self.entry_span[entry], self.entry_opt[entry]
@@ -254,3 +267,35 @@ class StageTable:
             site = int(nxt_site[after][q, site]) if after < self.problem.num_layers else site
             start, q = after, q - 1
         return out
+
+
+class SharedTables:
+    """Stage tables kept across problems that differ only in the throughput floor, the samples
+    to train and the types' prices (a what-if sweep): one table per (micro-batch, allowed
+    types), built once and re-priced for each problem (`StageTable.priced_for`). At most
+    `most` tables are kept (the least recently used go first)."""
+
+    def __init__(self, most: int = 256):
+        self.most = most
+        self.tables: dict = {}
+        self.shape = None
+        self.hits = self.builds = 0
+
+    def get(self, problem: ParallelProblem, b: int) -> StageTable:
+        """The table of `problem` under micro-batch b; ValueError when `problem` differs from the
+        first problem seen in more than the floor, the samples and the prices."""
+        shape = problem.shape()
+        self.shape = shape[:-1] if self.shape is None else self.shape
+        if shape[:-1] != self.shape:
+            raise ValueError("shared stage tables serve problems that differ only in floor, samples and prices")
+        key = (b, shape[-1])
+        table = self.tables.pop(key, None)
+        if table is None:
+            table = StageTable(problem, b)
+            self.builds += 1
+        else:
+            self.hits += 1
+        self.tables[key] = table
+        while len(self.tables) > self.most:
+            self.tables.pop(next(iter(self.tables)))
+        return table.priced_for(problem)

@@ -26,6 +26,21 @@ FLOOR_TOLERANCE = 1e-9
 """Relative slack on the throughput floor (a plan at the floor to rounding meets it)."""
 
 
+def _memo(method):
+    """functools.cache in the problem's own `memo` dict, which the problems `restricted` and
+    `repriced` make share (their layer times are the same), and which goes with them."""
+    name = method.__name__
+
+    @functools.wraps(method)
+    def cached(self, *args):
+        key = (name, *args)
+        if key not in self.memo:
+            self.memo[key] = method(self, *args)
+        return self.memo[key]
+
+    return cached
+
+
 def divisors(n: int) -> list[int]:
     """The positive divisors of n, ascending."""
     small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
@@ -50,6 +65,8 @@ class ParallelProblem:
     allowed: np.ndarray | None = None
     time_model: KernelTimes | None = None
     """The kernel-level time model (`hps.placement.model.parallel.kernel`); None: the roofline."""
+    memo: dict = dataclasses.field(default_factory=dict, repr=False)
+    """Derived tables by method and arguments (`_memo`)."""
 
     def __post_init__(self):
         layers = self.workload.layers
@@ -89,7 +106,24 @@ class ParallelProblem:
 
     def restricted(self, allowed: np.ndarray) -> ParallelProblem:
         """The same problem with only `allowed` (L, T) types per layer."""
-        return ParallelProblem(self.workload, self.catalog, self.job, allowed, self.time_model)
+        return ParallelProblem(self.workload, self.catalog, self.job, allowed, self.time_model, self.memo)
+
+    def shape(self) -> tuple:
+        """What every derived table depends on besides the throughput floor, the samples to train
+        and the types' prices: two problems of equal shape have the same layer times, All-Reduce
+        coefficients and stage tables (only the rates differ)."""
+        resources = tuple(dataclasses.replace(r, price_per_hour=1.0) for r in self.catalog.resources)
+        job = dataclasses.replace(self.job, throughput=1.0, samples=1.0)
+        allowed = None if self.allowed is None else self.allowed.tobytes()
+        return id(self.workload), resources, self.catalog.links, job, self.time_model, allowed
+
+    def repriced(self, catalog: Catalog, job: Job) -> ParallelProblem:
+        """This problem under `catalog` and `job`, which may differ from its own only in the types'
+        prices, the floor and the samples (ValueError otherwise), sharing its derived tables."""
+        out = ParallelProblem(self.workload, catalog, job, self.allowed, self.time_model, self.memo)
+        if out.shape() != self.shape():
+            raise ValueError("a repriced problem differs only in the types' prices, the floor and the samples")
+        return out
 
     def span_allowed(self, first: np.ndarray, last: np.ndarray, types: np.ndarray) -> np.ndarray:
         """(N,) bool: every layer first..last may run on types (all True without a restriction)."""
@@ -132,7 +166,7 @@ class ParallelProblem:
         resource = self.catalog.resources[type_index]
         return [t for t in powers_of_two(resource.tensor_parallel_limit) if t <= resource.max_units]
 
-    @functools.cache  # noqa: B019
+    @_memo
     def measured_times(self, type_index: int, tp: int, m: int) -> tuple[np.ndarray, tuple[str, ...]]:
         """((L,) measured seconds per micro-batch of m samples, NaN where none; (L,) source of
         each: "measured" (an entry for (type, tp, m)), "interpolated" (linear in the micro-batch
@@ -166,7 +200,7 @@ class ParallelProblem:
         counts = {s: sources.count(s) for s in ("measured", "interpolated", "roofline") if s in sources}
         return next(iter(counts)) if len(counts) == 1 else ", ".join(f"{n} {s}" for s, n in counts.items())
 
-    @functools.cache  # noqa: B019 (one problem, a few hundred keys)
+    @_memo
     def layer_times(self, type_index: int, tp: int, m: int) -> np.ndarray:
         """(L,) seconds per micro-batch of m samples per replica on one device of a tp-way group:
         the measured forward + backward where the layer has an entry for (type, tp, m), linear
@@ -197,7 +231,7 @@ class ParallelProblem:
         measured, _ = self.measured_times(type_index, tp, m)
         return np.where(np.isnan(measured), times, measured)
 
-    @functools.cache  # noqa: B019
+    @_memo
     def least_unit_seconds(self) -> np.ndarray:
         """(L, T) the least device-seconds per sample of each layer on each type: the minimum over
         t and per-replica micro-batches m dividing the batch of t·layer_times(type, t, m)/m. A
@@ -211,12 +245,12 @@ class ParallelProblem:
                     least[:, y] = np.minimum(least[:, y], t * self.layer_times(y, t, m) / m)
         return least
 
-    @functools.cache  # noqa: B019
+    @_memo
     def time_prefix(self, type_index: int, tp: int, m: int) -> np.ndarray:
         """(L + 1,) prefix sums of `layer_times`."""
         return np.concatenate([[0.0], np.cumsum(self.layer_times(type_index, tp, m))])
 
-    @functools.cache  # noqa: B019
+    @_memo
     def dp_allreduce(self, type_index: int, tp: int) -> tuple[np.ndarray, np.ndarray]:
         """(alpha s/byte, beta s), each (K,) for d = 1..K: the All-Reduce of W bytes among d
         data-parallel replicas of tp-way groups takes W·alpha[d−1] + beta[d−1]. The replicas fill

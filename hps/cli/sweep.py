@@ -1,0 +1,169 @@
+"""`hps sweep`: one workload and catalogue planned at every (throughput floor, price scale)
+point in the parallel-plan model (`hps.placement.sweep`), with a Pareto figure; `--certify K`
+checks K points drawn at random with the exact solver and shows the plan's cost over each
+proven optimum."""
+
+from __future__ import annotations
+
+import math
+import time
+
+from hps.cli.common import add_instance_args, add_seed_arg, figure_path, float_range, int_range, print_json
+from hps.errors import ConfigError
+
+CERTIFY_SECONDS = 60.0
+
+
+def _numbers(flag: str):
+    def parse(text: str) -> list[float]:
+        import argparse
+
+        try:
+            values = [float(x) for x in text.split(",") if x.strip()]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be comma-separated numbers, got {text!r}") from None
+        if not values or not all(math.isfinite(v) and v > 0 for v in values):
+            raise argparse.ArgumentTypeError(f"must be positive finite numbers, got {text!r}")
+        return list(dict.fromkeys(values))
+
+    return parse
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("sweep", help="plan a workload at many throughput floors and price scales")
+    add_instance_args(parser)
+    parser.add_argument(
+        "--floors", type=_numbers("--floors"), required=True, help="throughput floors, samples/s: 400,500,..."
+    )
+    parser.add_argument(
+        "--price-scale", type=_numbers("--price-scale"), default=[1.0], help="price multipliers: 0.5,1,2 (default: 1)"
+    )
+    parser.add_argument(
+        "--scale-types",
+        help="comma-separated resource types whose prices --price-scale multiplies (default: every type)",
+    )
+    parser.add_argument(
+        "--checkpoint", help="a trained placement policy (hps train --out): its sequences are tried first"
+    )
+    parser.add_argument(
+        "--certify",
+        type=int_range(0, 10_000),
+        default=0,
+        help="check this many points, drawn at random, with the exact solver (default: none)",
+    )
+    parser.add_argument(
+        "--certify-seconds",
+        type=float_range(0.01, 86_400.0),
+        default=CERTIFY_SECONDS,
+        help="the exact solver's time limit per checked point (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--point-seconds",
+        type=float_range(0.01, 86_400.0),
+        default=5.0,
+        help="search time per point (default: %(default)s; the first point with a plan gets six times as much)",
+    )
+    parser.add_argument("--plot", help="write the Pareto figure (cost against floor, a curve per price scale) here")
+    add_seed_arg(parser)
+    parser.set_defaults(run=run)
+
+
+def _proposals(args, workload, catalog, job, sweep) -> list:
+    if args.checkpoint is None:
+        return []
+    from hps.placement.agent.checkpoint import load_policy
+    from hps.placement.agent.planner import policy_sequences
+
+    policy, params, _ = load_policy(args.checkpoint)
+    return policy_sequences(policy, params, workload, catalog, job, sweep.segments, seed=args.seed)
+
+
+def _stages(point) -> list[dict] | None:
+    if point.plan is None:
+        return None
+    return [{"type": s.type, "first": s.first, "last": s.last, "tp": s.tp, "dp": s.dp} for s in point.plan]
+
+
+def run(args) -> int:
+    import numpy as np
+
+    from hps.api.planning import Problem
+    from hps.cli.common import resolve_instance
+    from hps.cli.parallel import parallel_job
+    from hps.placement.sweep import Sweep, certify
+
+    plot = figure_path(args.plot)
+    started = time.perf_counter()
+    workload, catalog, job = resolve_instance(args)
+    job = parallel_job(args, workload, job)
+    scaled = None
+    if args.scale_types:
+        scaled = tuple(name.strip() for name in args.scale_types.split(",") if name.strip())
+        unknown = [name for name in scaled if name not in catalog.names]
+        if unknown or not scaled:
+            name = unknown[0] if unknown else ""
+            choices = ", ".join(catalog.names)
+            raise ConfigError("--scale-types", "scale_types", f"unknown resource type {name!r}; choose among {choices}")
+    base = Problem(workload, catalog, job, parallel=True).parallel_problem
+    sweep = Sweep(base, scaled, point_seconds=args.point_seconds, first_seconds=6 * args.point_seconds)
+    proposals = _proposals(args, workload, catalog, job, sweep)
+    points = sweep.run(args.floors, args.price_scale, proposals)
+    planned = time.perf_counter() - started
+    rows = [
+        {
+            "floor": p.floor,
+            "price_scale": p.price_scale,
+            "cost": p.cost if p.feasible else None,
+            "feasible": p.feasible,
+            "plan": None if p.plan is None else {"micro_batch": p.micro_batch, "stages": _stages(p)},
+        }
+        for p in points
+    ]
+    if args.certify:
+        rng = np.random.default_rng(args.seed)
+        for i in sorted(rng.choice(len(points), size=min(args.certify, len(points)), replace=False).tolist()):
+            optimum, bound, seconds = certify(base, points[i], scaled, args.certify_seconds)
+            rows[i]["certify_seconds"] = seconds
+            rows[i]["certified_bound"] = bound if math.isfinite(bound) else None
+            if optimum is not None:
+                rows[i]["proven_optimum"] = optimum if math.isfinite(optimum) else None
+    document = {"points": rows, "seconds": planned}
+    if args.certify:
+        document["certify_seconds"] = time.perf_counter() - started - planned
+    if plot is not None:
+        from hps.report.sweep import save_sweep
+
+        save_sweep(plot, f"{workload.name} on {catalog.name}: cost of each point's plan", rows)
+    if args.json:
+        print_json(document)
+        return 0
+    _print(rows, workload, catalog, planned, args, plot)
+    return 0
+
+
+def _print(rows, workload, catalog, planned, args, plot) -> None:
+    import numpy as np
+
+    from hps.report.tables import format_table
+
+    headers = ["floor", "price_x", "cost_$", "stages", "micro_batch", "proven_optimum_$", "x_optimum"]
+    table = []
+    for r in rows:
+        optimum = r.get("proven_optimum")
+        ratio = r["cost"] / optimum if optimum and r["cost"] is not None else None
+        types = None if r["plan"] is None else ",".join(dict.fromkeys(s["type"] for s in r["plan"]["stages"]))
+        table.append([r["floor"], r["price_scale"], r["cost"], types, r["plan"] and r["plan"]["micro_batch"],
+                      optimum, ratio])  # fmt: skip
+    print(f"{workload.name} on {catalog.name}: {len(rows)} points planned in {planned:.1f} s")
+    print(format_table(headers, table))
+    ratios = [t[-1] for t in table if t[-1] is not None]
+    if args.certify:
+        checked = [r for r in rows if "certify_seconds" in r]
+        line = (
+            f"certified {len(ratios)} of {len(checked)} checked points (exact solver, {args.certify_seconds:g} s each)"
+        )
+        if ratios:
+            line += f": mean {np.mean(ratios):.4f}x, worst {max(ratios):.4f}x the proven optimum"
+        print(line)
+    if plot is not None:
+        print(f"wrote {plot}")

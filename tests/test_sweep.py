@@ -1,0 +1,127 @@
+"""What-if sweeps (`hps sweep`, hps.placement.sweep): the stage tables a sweep shares do not
+depend on the floor or the prices; every point's plan is checked against the exact solver run
+on that point alone; the JSON document has the promised keys."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import numpy as np
+import pytest
+
+from hps.api.planning import Problem
+from hps.cli.main import main
+from hps.placement.exact.parallel.solver import solve_parallel
+from hps.placement.exact.parallel.table import SharedTables, StageTable
+from hps.placement.model.parallel.problem import ParallelProblem
+from hps.placement.sweep import Sweep, point_problem
+
+SMALL = ("gpt3-175b", "cloud-2026", {"layers": 2})
+"""A zoo LLM cut to two blocks: each point planned and proven in well under a second."""
+
+
+@pytest.fixture(scope="module")
+def base():
+    workload, catalog, overrides = SMALL
+    return Problem(workload, catalog, overrides=overrides, parallel=True).parallel_problem
+
+
+def test_stage_tables_do_not_depend_on_the_floor_or_the_prices(base):
+    """A table built at one floor and price level, re-priced for another point, equals the table
+    built at that point from scratch: entries, τ, φ, in-flight counts, units and rates."""
+    scaled = ("h100", "tpu-v6e")
+    shared = SharedTables()
+    b = base.micro_batch_choices()[0]
+    shared.get(point_problem(base, 10.0, 1.0), b)  # built at floor 10, list prices
+    for floor, scale in ((10.0, 0.5), (300.0, 3.0)):
+        point = point_problem(base, floor, scale, scaled)
+        reused, fresh = shared.get(point, b), StageTable(point, b)
+        for name in ("entry_span", "entry_opt", "time", "tail", "fits", "units", "site"):
+            np.testing.assert_array_equal(getattr(reused, name), getattr(fresh, name), err_msg=name)
+        np.testing.assert_allclose(reused.rate, fresh.rate, rtol=1e-15)
+    assert shared.builds == 1 and shared.hits == 2
+    other = dataclasses.replace(base.job, batch=base.job.batch / 2)
+    with pytest.raises(ValueError, match="differ only"):
+        shared.get(ParallelProblem(base.workload, base.catalog, other), b)
+    with pytest.raises(ValueError, match="differs only"):
+        base.repriced(base.catalog, other)
+
+
+def test_point_problem_scales_only_the_named_types(base):
+    point = point_problem(base, 123.0, 2.0, ("h100",))
+    assert point.job.throughput == 123.0
+    for mine, theirs in zip(point.catalog.resources, base.catalog.resources):
+        want = theirs.price_per_hour * (2.0 if theirs.name == "h100" else 1.0)
+        assert mine.price_per_hour == want
+
+
+def test_every_point_equals_the_exact_solver_on_that_point_alone(base):
+    """Points of two price levels (one scaling only h100 and tpu-v6e): each plan's cost equals
+    the proven optimum of the exact solver run cold on the point, and no point has a plan where
+    the solver proves none feasible."""
+    floors, scales, scaled = [20.0, 100.0, 300.0, 3000.0], [0.25, 1.0], ("h100", "tpu-v6e")
+    points = Sweep(base, scaled).run(floors, scales)
+    assert [(p.floor, p.price_scale) for p in points] == [(f, s) for s in scales for f in floors]
+    for p in points:
+        found = solve_parallel(point_problem(base, p.floor, p.price_scale, scaled), seconds=60)
+        assert found.gap == 0.0
+        if found.plan is None:
+            assert not p.feasible
+            continue
+        assert p.feasible and p.score.throughput >= p.floor * (1 - 1e-9)
+        assert p.cost == pytest.approx(found.score.cost, rel=1e-9)
+    for scale in scales:  # a higher floor only removes plans
+        costs = [p.cost for p in points if p.price_scale == scale]
+        assert costs == sorted(costs)
+
+
+def test_hps_sweep_json_has_every_point_and_the_proven_optimum_only_where_certified(capsys, tmp_path):
+    workload, catalog, overrides = SMALL
+    argv = ["sweep", "--workload", workload, "--catalog", catalog, "--set", "layers=2", "--floors", "20,100",
+            "--price-scale", "1,2", "--certify", "2", "--json", "--plot", str(tmp_path / "pareto.png")]  # fmt: skip
+    assert main(argv) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["seconds"] > 0 and (tmp_path / "pareto.png").stat().st_size > 0
+    points = document["points"]
+    assert [(p["floor"], p["price_scale"]) for p in points] == [(20, 1), (100, 1), (20, 2), (100, 2)]
+    certified = [p for p in points if "proven_optimum" in p]
+    assert len(certified) == 2
+    for p in points:
+        assert {"floor", "price_scale", "cost", "feasible", "plan"} <= set(p)
+        assert p["feasible"] and p["plan"]["stages"] and p["plan"]["micro_batch"] >= 1
+    for p in certified:
+        assert p["cost"] == pytest.approx(p["proven_optimum"], rel=1e-9)
+    doubled = {p["floor"]: p["cost"] for p in points if p["price_scale"] == 2}
+    for p in points:  # every type's price doubled (no links used): every cost doubles
+        if p["price_scale"] == 1:
+            assert doubled[p["floor"]] == pytest.approx(2 * p["cost"], rel=1e-9)
+
+
+def test_hps_sweep_refuses_an_unknown_scaled_type(capsys):
+    argv = ["sweep", "--workload", "gpt3-175b", "--catalog", "cloud-2026", "--set", "layers=2", "--floors", "20"]
+    argv += ["--scale-types", "v100"]
+    assert main(argv) == 2
+    assert "--scale-types" in capsys.readouterr().err
+
+
+def test_an_infeasible_floor_has_no_plan(base):
+    (point,) = Sweep(base).run([1e12], [1.0])
+    assert not point.feasible and point.plan is None and math.isinf(point.cost)
+
+
+def test_a_warm_started_exact_solve_keeps_the_cold_answer_and_certificate(base):
+    """The exact solver started from a sweep point's plan (a policy's sequence completed and
+    refined, as hps search --warm-start builds it) proves the same optimum as cold."""
+    from hps.api.planning import solve
+    from hps.placement.sweep import policy_plan
+
+    workload, catalog, overrides = SMALL
+    problem = Problem(workload, catalog, overrides=overrides, parallel=True)
+    start = policy_plan(problem.parallel_problem, [(0,) * len(Sweep(base).segments)], seconds=5.0)
+    assert start.feasible
+    cold = solve(problem, "exact", 60.0, None, 0)
+    warm = solve(problem, "exact", 60.0, None, 0, incumbent=(start.plan, start.micro_batch))
+    assert cold.gap == warm.gap == 0.0
+    assert warm.cost == pytest.approx(cold.cost, rel=1e-12) and start.cost >= cold.cost * (1 - 1e-12)
