@@ -152,7 +152,8 @@ def execute_plan(
             f"{options.micro_batches} micro-batches do not split the batch of {batch} samples into whole "
             f"samples for every stage's replicas ({', '.join(map(str, ks))}); the most that do is {micro}",
         )
-    optimizer = optax.sgd(options.learning_rate or model.learning_rate)
+    learning_rate = model.learning_rate if options.learning_rate is None else options.learning_rate
+    optimizer = optax.sgd(learning_rate)
     policy = options.policy or job.collective
 
     devices = assign_stage_devices(names, [k * t for k, t in zip(ks, tensor)], pools)
@@ -176,7 +177,7 @@ def execute_plan(
         "batch": batch,
         "micro_batches": micro,
         "collective_policy": policy,
-        "learning_rate": options.learning_rate or model.learning_rate,
+        "learning_rate": learning_rate,
         "stages": [
             _stage_row(stage, span, plan_row, measured, prediction, w)
             for stage, span, plan_row, measured, prediction, w in zip(
