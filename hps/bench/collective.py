@@ -20,10 +20,11 @@ import jax
 import numpy as np
 
 from hps.bench.timing import compile_seconds, side_by_side, timed_calls
-from hps.collective.model.batching import cpu_cores, on_accelerator, prepared_call
+from hps.collective.model.batching import on_accelerator, prepared_call
 from hps.collective.model.network import NetworkParams, network_batch
 from hps.collective.model.simulator import simulate_allreduce
 from hps.collective.model.themis import collective_orders
+from hps.config.machine import cpu_cores
 from hps.config.types import ALGORITHMS, Dimension, Network
 from hps.config.validation import GIB
 from hps.reference import collective as reference

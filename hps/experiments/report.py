@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 import platform
 from pathlib import Path
 
+from hps.config.machine import cpu_cores
 from hps.report.tables import format_number
 
 
@@ -23,9 +23,8 @@ def machine_lines() -> list[str]:
 
     devices = jax.devices()
     kinds = sorted({getattr(d, "device_kind", d.platform) for d in devices})
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return [
-        f"- platform: {platform.platform()} ({platform.machine()}), {cores} CPU cores",
+        f"- platform: {platform.platform()} ({platform.machine()}), {cpu_cores()} CPU cores",
         f"- Python {platform.python_version()}, jax {jax.__version__}",
         f"- devices: {len(devices)} × {', '.join(kinds)} ({devices[0].platform})",
     ]

@@ -15,7 +15,7 @@ types and 7.07 M at 65,536 envs; on 2 CPU cores 0.35–0.42 M at 4,096 (docs/res
 
 from __future__ import annotations
 
-import os
+from hps.config.machine import cpu_cores
 
 MIN_ENVS = 4096
 CPU_ENVS_PER_CORE = 2048
@@ -48,5 +48,4 @@ def device_recipe_scale() -> tuple[int, int]:
     device = jax.devices()[0]
     stats = device.memory_stats() if device.platform != "cpu" else None
     memory = (stats or {}).get("bytes_limit")
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return recipe_scale(device.platform, cores, memory)
+    return recipe_scale(device.platform, cpu_cores(), memory)

@@ -14,12 +14,13 @@ region, and returns a function that runs every part and joins the results in ord
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import jax
 import numpy as np
+
+from hps.config.machine import cpu_cores
 
 CPU_PART = 128
 """Most networks in one part on CPU (1,024 × 64-chunk All-Reduces: 128 per part ran at least as
@@ -29,11 +30,6 @@ fast as 256 or 512 on 2 cores; docs/results.md, "Accelerator-aware batching").""
 def on_accelerator() -> bool:
     """True where JAX's default backend is not the CPU (a GPU or TPU runs the batch as one call)."""
     return jax.default_backend() != "cpu"
-
-
-def cpu_cores() -> int:
-    """CPU cores this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def batch_parts(count: int, accelerator: bool | None = None, part: int = CPU_PART) -> list[tuple[int, int]]:
