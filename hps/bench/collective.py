@@ -13,7 +13,6 @@ machine's runnable processes, 1-minute mean) are reported beside the rates.
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 
 import jax
@@ -24,7 +23,7 @@ from hps.collective.model.batching import on_accelerator, prepared_call
 from hps.collective.model.network import NetworkParams, network_batch
 from hps.collective.model.simulator import simulate_allreduce
 from hps.collective.model.themis import collective_orders
-from hps.config.machine import cpu_cores
+from hps.config.machine import cpu_cores, load_average
 from hps.config.types import ALGORITHMS, Dimension, Network
 from hps.config.validation import GIB
 from hps.reference import collective as reference
@@ -82,8 +81,7 @@ def batched_simulation(nets: list[Network], chunks: int, total_bytes: float, poo
 def machine() -> dict:
     """{"device", "backend", "load_average"}: where the jnp side ran and how loaded the machine
     was (1-minute load average; 0 where the platform has none)."""
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
-    return {"device": str(jax.devices()[0]), "backend": jax.default_backend(), "load_average": load}
+    return {"device": str(jax.devices()[0]), "backend": jax.default_backend(), "load_average": load_average()}
 
 
 def simulator_rate(

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 
 from hps.cli.common import float_range, int_range, print_json
 from hps.config.limits import MAX_BENCH_NETWORKS, MAX_BENCH_SECONDS, MAX_CATALOG_TYPES, MAX_WORKLOAD_LAYERS
+from hps.config.machine import load_average
 from hps.errors import ConfigError
 from hps.report.tables import format_table
 
@@ -72,7 +72,7 @@ def run_parallel(args) -> int:
     points = []
     for n in tqdm(layers, desc="parallel solver", file=sys.stderr, disable=args.json, leave=False):
         points.append(parallel_point(n, 16, seconds=args.limit))
-    load = os.getloadavg()[0]
+    load = load_average()
     if args.json:
         print_json({"points": points, "load_average": load})
         return 0
@@ -175,7 +175,7 @@ def _exact_times(args, layers: tuple[int, ...], types: tuple[int, ...]) -> dict:
     bar = tqdm(total=len(layers) + len(types), desc="exact solver", file=sys.stderr, disable=args.json, leave=False)
     found = exact.run(layers, types, on_point=lambda _: bar.update())
     bar.close()
-    return {"points": found["by_layers"] + found["by_types"], "load_average": os.getloadavg()[0]}
+    return {"points": found["by_layers"] + found["by_types"], "load_average": load_average()}
 
 
 def run_rl(args) -> int:
@@ -185,7 +185,7 @@ def run_rl(args) -> int:
     results = []
     for name in names:
         setting = dataclasses.replace(SETTINGS[name], min_seconds=args.seconds)
-        results.append({"setting": name, **measure(setting=setting), "load_average": os.getloadavg()[0]})
+        results.append({"setting": name, **measure(setting=setting), "load_average": load_average()})
     if args.json:
         print_json(results[0] if len(results) == 1 else {"settings": results})
         return 0
