@@ -26,7 +26,6 @@ import jax.numpy as jnp
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
-from hps.config.limits import MASKED_LOGIT
 from hps.models.layers import DenseLayer, PooledEmbedding
 from hps.models.transformer import FeedForward, SelfAttention
 
@@ -145,59 +144,37 @@ def is_table(role: str, state):
 # ------------------------------------------------------------------ per-device layer functions
 
 
-def _linear(lin, x):
-    return x @ lin.kernel[...] + lin.bias[...]
+def _enter(h):
+    return copy_to_tensor(h, TENSOR_AXIS)
+
+
+def _reduce(y):
+    return reduce_from_tensor(y, TENSOR_AXIS)
 
 
 def attention(m: SelfAttention, x, tensor: int):
     """SelfAttention with its heads split over the tensor axis (this rank's heads / tensor)."""
-    h = x["h"]
-    n, s, d = h.shape
-    heads, width = m.heads // tensor, d // m.heads
-    hf = copy_to_tensor(h, TENSOR_AXIS)
-
-    def split(y):  # (n, S, H / t) -> (n, heads / t, S, H / heads)
-        return y.reshape(n, s, heads, width).transpose(0, 2, 1, 3)
-
-    key = hf @ m.key.kernel[...] + lax.stop_gradient(m.key.bias[...])  # as the model: no key-bias gradient
-    q, k, v = split(_linear(m.query, hf)), split(key), split(_linear(m.value, hf))
-    logits = jnp.einsum("nhqd,nhkd->nhqk", q, k) / jnp.sqrt(width).astype(h.dtype)
-    logits = jnp.where(x["mask"][:, None, None, :] > 0, logits, MASKED_LOGIT)
-    context = jnp.einsum("nhqk,nhkd->nhqd", jax.nn.softmax(logits, axis=-1), v)
-    context = context.transpose(0, 2, 1, 3).reshape(n, s, heads * width)
-    out = reduce_from_tensor(context @ m.out.kernel[...], TENSOR_AXIS) + m.out.bias[...]
-    return {**x, "h": m.norm(h + out)}
+    return m.attend(x, m.heads // tensor, enter=_enter, reduce=_reduce)
 
 
 def feed_forward(m: FeedForward, x):
     """FeedForward with its hidden width split over the tensor axis."""
-    h = x["h"]
-    hidden = jax.nn.gelu(_linear(m.up, copy_to_tensor(h, TENSOR_AXIS)))
-    out = reduce_from_tensor(hidden @ m.down.kernel[...], TENSOR_AXIS) + m.down.bias[...]
-    return {**x, "h": m.norm(h + out)}
+    return m.feed(x, enter=_enter, reduce=_reduce)
 
 
 def dense(m: DenseLayer, x, role: str):
     """A DenseLayer as the column-parallel (its output features split) or row-parallel (its
     input features split, outputs summed over the tensor axis) half of a pair."""
+    kernel, bias = m.linear.kernel[...], m.linear.bias[...]
     if role == COLUMN:
-        y = _linear(m.linear, copy_to_tensor(x[m.source], TENSOR_AXIS))
-    else:
-        y = reduce_from_tensor(x[m.source] @ m.linear.kernel[...], TENSOR_AXIS) + m.linear.bias[...]
-    rest = {k: v for k, v in x.items() if k != m.source}
-    return {**rest, m.target: y if m.last else jax.nn.relu(y)}
+        return m.with_projection(x, lambda h: _enter(h) @ kernel + bias)
+    return m.with_projection(x, lambda h: _reduce(h @ kernel) + bias)
 
 
 def pooled_embedding(m: PooledEmbedding, x, data_axes: tuple[str, ...], all_axes: tuple[str, ...]):
     """PooledEmbedding on a row-sharded table (`sharded_lookup`)."""
-    ids = x[m.source]
-    if m.slot_rows is not None:
-        ids = ids + m.slot_rows * jnp.arange(ids.shape[1], dtype=ids.dtype)[None, :, None]
-    pooled = sharded_lookup(m.table.embedding[...], ids, data_axes, all_axes).sum(axis=2)
-    if m.flatten:
-        pooled = pooled.reshape(pooled.shape[0], -1)
-    rest = {k: v for k, v in x.items() if k != m.source}
-    return {**rest, m.target: pooled}
+    table = m.table.embedding[...]
+    return m.with_lookup(x, lambda ids: sharded_lookup(table, ids, data_axes, all_axes))
 
 
 def _gather_data(v, data_axes):

@@ -29,7 +29,12 @@ class DenseLayer(nnx.Module):
         self.source, self.target = source, target or source
 
     def __call__(self, x: Activation) -> Activation:
-        y = self.linear(x[self.source])
+        return self.with_projection(x, self.linear)
+
+    def with_projection(self, x: Activation, project) -> Activation:
+        """The layer with x[source] -> pre-activation computed by `project` (the module's own
+        `linear`, or one tensor-parallel rank's column- or row-parallel share of it)."""
+        y = project(x[self.source])
         rest = {k: v for k, v in x.items() if k != self.source}
         return {**rest, self.target: y if self.last else jax.nn.relu(y)}
 
@@ -58,10 +63,15 @@ class PooledEmbedding(nnx.Module):
         self.flatten, self.slot_rows = flatten, slot_rows
 
     def __call__(self, x: Activation) -> Activation:
+        return self.with_lookup(x, self.table)
+
+    def with_lookup(self, x: Activation, lookup) -> Activation:
+        """The layer with table rows looked up by `lookup` (ids (n, slots, ids) int -> (n, slots,
+        ids, dim)): the module's own `table`, or a lookup in a row-sharded table."""
         ids = x[self.source]
         if self.slot_rows is not None:
             ids = ids + self.slot_rows * jnp.arange(ids.shape[1], dtype=ids.dtype)[None, :, None]
-        pooled = self.table(ids).sum(axis=2)
+        pooled = lookup(ids).sum(axis=2)
         if self.flatten:
             pooled = pooled.reshape(pooled.shape[0], -1)
         rest = {k: v for k, v in x.items() if k != self.source}

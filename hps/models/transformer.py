@@ -38,6 +38,11 @@ class TokenEmbedding(nnx.Module):
         return {**rest, "h": self.norm(h)}
 
 
+def _same(value):
+    """The identity (no tensor-parallel collective)."""
+    return value
+
+
 class SelfAttention(nnx.Module):
     """x["h"] (n, S, H) -> LayerNorm(h + multi-head self-attention(h)), padding keys masked by
     x["mask"] (n, S), 1 = token, 0 = padding."""
@@ -48,21 +53,34 @@ class SelfAttention(nnx.Module):
         self.heads = heads
 
     def __call__(self, x: Activation) -> Activation:
+        return self.attend(x, self.heads)
+
+    def attend(self, x: Activation, heads: int, enter=_same, reduce=_same) -> Activation:
+        """The layer on `heads` of its heads, those whose projection columns (query, key, value)
+        and output-projection rows this module holds: all of them, or one tensor-parallel rank's
+        share. `enter` is applied to the projections' input and `reduce` to the output
+        projection's (partial) product before its bias (Megatron's f and g under tensor
+        parallelism; identities otherwise)."""
         h = x["h"]
         n, s, d = h.shape
+        width = d // self.heads
+        hf = enter(h)
 
-        def split(y):  # (n, S, H) -> (n, heads, S, H / heads)
-            return y.reshape(n, s, self.heads, d // self.heads).transpose(0, 2, 1, 3)
+        def split(y):  # (n, S, heads·width) -> (n, heads, S, width)
+            return y.reshape(n, s, heads, width).transpose(0, 2, 1, 3)
 
         # The key bias adds one value per query row to every logit of that row, which the softmax
         # cancels: its gradient is zero mathematically, so only rounding noise would move it.
-        key = h @ self.key.kernel[...] + jax.lax.stop_gradient(self.key.bias[...])
-        q, k, v = split(self.query(h)), split(key), split(self.value(h))
-        logits = jnp.einsum("nhqd,nhkd->nhqk", q, k) / jnp.sqrt(d // self.heads).astype(h.dtype)
+        key = hf @ self.key.kernel[...] + jax.lax.stop_gradient(self.key.bias[...])
+        query = hf @ self.query.kernel[...] + self.query.bias[...]
+        value = hf @ self.value.kernel[...] + self.value.bias[...]
+        q, k, v = split(query), split(key), split(value)
+        logits = jnp.einsum("nhqd,nhkd->nhqk", q, k) / jnp.sqrt(width).astype(h.dtype)
         logits = jnp.where(x["mask"][:, None, None, :] > 0, logits, MASKED_LOGIT)
         context = jnp.einsum("nhqk,nhkd->nhqd", jax.nn.softmax(logits, axis=-1), v)
-        context = context.transpose(0, 2, 1, 3).reshape(n, s, d)
-        return {**x, "h": self.norm(h + self.out(context))}
+        context = context.transpose(0, 2, 1, 3).reshape(n, s, heads * width)
+        out = reduce(context @ self.out.kernel[...]) + self.out.bias[...]
+        return {**x, "h": self.norm(h + out)}
 
 
 class FeedForward(nnx.Module):
@@ -73,8 +91,15 @@ class FeedForward(nnx.Module):
         self.norm = nnx.LayerNorm(hidden, rngs=rngs)
 
     def __call__(self, x: Activation) -> Activation:
+        return self.feed(x)
+
+    def feed(self, x: Activation, enter=_same, reduce=_same) -> Activation:
+        """The layer on the hidden units whose up-projection columns and down-projection rows
+        this module holds (all, or one tensor-parallel rank's share); `enter` and `reduce` as in
+        `SelfAttention.attend`."""
         h = x["h"]
-        return {**x, "h": self.norm(h + self.down(jax.nn.gelu(self.up(h))))}
+        hidden = jax.nn.gelu(enter(h) @ self.up.kernel[...] + self.up.bias[...])
+        return {**x, "h": self.norm(h + reduce(hidden @ self.down.kernel[...]) + self.down.bias[...])}
 
 
 class ClassificationHead(nnx.Module):
