@@ -22,9 +22,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from hps.collective.model.network import NetworkParams, steps_per_phase_codes
-from hps.collective.model.simulator import _exclusive_cumprod, run_decisions, slot_table
-from hps.collective.model.themis import ag_seconds, rs_seconds
+from hps.collective.model.network import NetworkParams
+from hps.collective.model.simulator import phase_table, run_decisions
 
 ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER, ALL_TO_ALL = 0, 1, 2, 3
 KIND_CODES = {"ALLREDUCE": ALL_REDUCE, "REDUCESCATTER": REDUCE_SCATTER, "ALLGATHER": ALL_GATHER, "ALLTOALL": ALL_TO_ALL}
@@ -35,25 +34,8 @@ def kind_table(net: NetworkParams, chunk_bytes, orders, chunk_mask, kind, group)
     """PhaseTable (C, 2D) of chunks of any kind. chunk_bytes (C,) bytes; orders (C, D) int32;
     chunk_mask (C,) bool; kind (C,) int32 (KIND_CODES); group (C, D) bool, the dimensions each
     chunk's collective spans."""
-    sizes = jnp.where(group, net.size[None, :], 1)
-    p_int = jnp.take_along_axis(sizes, orders, axis=1)
-    p = p_int.astype(jnp.float32)
-    bandwidth = net.bandwidth[orders] / net.in_flight[orders].astype(jnp.float32)
-    fixed = steps_per_phase_codes(net.algorithm[orders], p_int) * net.latency[orders]
-    all_to_all = (kind == ALL_TO_ALL)[:, None]
-    before = jnp.where(all_to_all, 1.0, _exclusive_cumprod(p_int).astype(jnp.float32))
-    rs_in = chunk_bytes[:, None] / before
-    first = fixed + rs_seconds(rs_in, p, bandwidth)
-    ag = fixed + ag_seconds(chunk_bytes[:, None] / (before * p), p, bandwidth)
-    on = (p_int > 1) & chunk_mask[:, None]
-    first_half = on & (kind != ALL_GATHER)[:, None]
-    second_half = on & ((kind == ALL_REDUCE) | (kind == ALL_GATHER))[:, None]
-    dim = jnp.concatenate(
-        [jnp.where(first_half, orders, -1), jnp.where(second_half, orders, -1)[:, ::-1]], axis=1
-    ).astype(jnp.int32)
-    duration = jnp.concatenate([first, ag[:, ::-1]], axis=1)
-    data = jnp.concatenate([rs_in, rs_in[:, ::-1]], axis=1)
-    return slot_table(dim, duration, data)
+    halves = (kind != ALL_GATHER, (kind == ALL_REDUCE) | (kind == ALL_GATHER))
+    return phase_table(net, chunk_bytes, orders, chunk_mask, (group, *halves, kind == ALL_TO_ALL))
 
 
 @jax.jit

@@ -60,7 +60,7 @@ def _exclusive_cumprod(values):
     return jnp.cumprod(jnp.concatenate([ones, values[:, :-1]], axis=1), axis=1).astype(jnp.int32)
 
 
-def phase_table(net: NetworkParams, chunk_bytes, orders, chunk_mask) -> PhaseTable:
+def phase_table(net: NetworkParams, chunk_bytes, orders, chunk_mask, kinds=None) -> PhaseTable:
     """Every phase of every chunk: RS on d entered with s takes steps_d·a_d + s·(P_d−1)/P_d/B'_d,
     AG steps_d·a_d + s·(P_d−1)/B'_d, where B'_d = B_d / in_flight_d is one lane's share of the
     bandwidth (B_d itself with one phase in flight).
@@ -68,20 +68,35 @@ def phase_table(net: NetworkParams, chunk_bytes, orders, chunk_mask) -> PhaseTab
     chunk_bytes (C,) bytes, orders (C, D) int32, chunk_mask (C,) bool. The size a phase enters
     with is chunk_bytes / (integer product of the sizes already passed), one division, so equal
     phase data compare equal whatever the order of the dimensions before it.
+
+    kinds: None for All-Reduces over every dimension, else (group (C, D) bool, the dimensions
+    each chunk's collective spans, others counted as size 1; first (C,) bool, the chunk runs
+    the Reduce-Scatter half; second (C,) bool, the All-Gather half; exchange (C,) bool, an
+    All-to-All: each first-half phase enters with the whole chunk), as
+    `hps.collective.model.kinds` builds them.
     """
-    n_chunks, n_dims = orders.shape
-    p_int = net.size[orders]
+    if kinds is None:
+        p_int = net.size[orders]
+    else:
+        p_int = jnp.take_along_axis(jnp.where(kinds[0], net.size[None, :], 1), orders, axis=1)
     p = p_int.astype(jnp.float32)
     bandwidth = net.bandwidth[orders] / net.in_flight[orders].astype(jnp.float32)
     latency = net.latency[orders]
     fixed = steps_per_phase_codes(net.algorithm[orders], p_int) * latency
     before = _exclusive_cumprod(p_int).astype(jnp.float32)
+    if kinds is not None:
+        before = jnp.where(kinds[3][:, None], 1.0, before)
     rs_in = chunk_bytes[:, None] / before
     ag_in = chunk_bytes[:, None] / (before * p)
     rs = fixed + rs_seconds(rs_in, p, bandwidth)
     ag = fixed + ag_seconds(ag_in, p, bandwidth)
-    dim = jnp.where((p_int > 1) & chunk_mask[:, None], orders, -1).astype(jnp.int32)
-    dim = jnp.concatenate([dim, dim[:, ::-1]], axis=1)
+    on = (p_int > 1) & chunk_mask[:, None]
+    if kinds is None:
+        first = second = jnp.where(on, orders, -1)
+    else:
+        first = jnp.where(on & kinds[1][:, None], orders, -1)
+        second = jnp.where(on & kinds[2][:, None], orders, -1)
+    dim = jnp.concatenate([first, second[:, ::-1]], axis=1).astype(jnp.int32)
     duration = jnp.concatenate([rs, ag[:, ::-1]], axis=1)
     data = jnp.concatenate([rs_in, rs_in[:, ::-1]], axis=1)
     return slot_table(dim, duration, data)
