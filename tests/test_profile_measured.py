@@ -145,3 +145,99 @@ def test_sizes_that_are_not_positive_integers_are_a_clear_error(tmp_path, capsys
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "--sizes" in err and "'x'" in err and "Traceback" not in err
+
+
+def test_the_call_cost_is_what_a_fused_pair_saves_capped_by_the_cheapest_layer():
+    from hps.executor.profile import call_cost
+
+    alone = [(1.0, 2.0), (3.0, 4.0), (0.5, 1.0)]
+    # pair 0 saves 1 + 3 - 3.5 = 0.5 s forward (capped at 0.9 x 0.5) and 2 + 4 - 5 = 1 s backward (cap 0.9)
+    assert call_cost(alone, {0: (3.5, 5.0)}) == pytest.approx((0.45, 0.9))
+    # the median of the pairs' savings: forward 0.2 and 0.4 -> 0.3; backward 0.1 and 0.3 -> 0.2
+    assert call_cost(alone, {0: (3.8, 5.9), 1: (3.1, 4.7)}) == pytest.approx((0.3, 0.2))
+    # a pair slower than its two layers alone (noise) saves nothing; no pairs, no cost
+    assert call_cost(alone, {0: (5.0, 7.0)}) == (0.0, 0.0)
+    assert call_cost(alone[:1], {}) == (0.0, 0.0)
+
+
+def test_profile_writes_the_stage_call_cost_and_the_prediction_counts_it_once_per_micro_batch(tmp_path, capsys):
+    from hps.executor.predict import predict_stages
+
+    out = tmp_path / "mlp-measured.toml"
+    report = profile(capsys, "mlp", out, 16)
+    workload = load_workload(out)
+    assert set(workload.measured_call_s) == set(POOLS)
+    for name in POOLS:
+        call = workload.measured_call_s[name]
+        assert call == pytest.approx(report["measured_call_s"][name]) and 0.0 <= call < 1.0
+    catalog = load_catalog(PODS)
+    job = Job(batch=64, throughput=1.0, samples=1e6)
+    gpu = catalog.names.index("gpu")
+    last = len(workload.layers) - 1
+    without = dataclasses.replace(workload, measured_call_s={})
+    for micro in (1, 4):
+        (plain,) = predict_stages(without, catalog, job, [(0, last, gpu, 4)], [0.0], micro)
+        (counted,) = predict_stages(workload, catalog, job, [(0, last, gpu, 4)], [0.0], micro)
+        assert counted.compute - plain.compute == pytest.approx(micro * workload.measured_call_s["gpu"])
+        # the layer times are the shares inside a stage: a one-layer stage is its time alone again,
+        # per replica 64 / 4 samples an iteration in micro-batches of entry.micro_batch a device
+        (one,) = predict_stages(workload, catalog, job, [(0, 0, gpu, 4)], [0.0], micro)
+        entry = next(e for e in workload.layers[0].measured if e.type == "gpu")
+        shares = 16 / entry.micro_batch * (entry.forward_s + entry.backward_s)
+        alone = shares + micro * workload.measured_call_s["gpu"]
+        assert one.compute == pytest.approx(alone)
+
+
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("[measured_call_s]\ncpu = -1.0\n", "measured_call_s.cpu"),
+        ('[measured_call_s]\ncpu = "fast"\n', "measured_call_s.cpu"),
+        ("measured_call_s = 3\n", "measured_call_s"),
+    ],
+)
+def test_a_bad_call_cost_is_refused_naming_the_file_and_the_field(tmp_path, text, needle):
+    from hps.config.loaders import workload_to_toml
+    from hps.errors import ConfigError
+    from hps.workloads import resolve_workload
+
+    body = workload_to_toml(resolve_workload("mlp"))
+    path = tmp_path / "w.toml"
+    path.write_text(text + body if text.startswith("measured_call_s =") else body + "\n" + text)
+    with pytest.raises(ConfigError) as error:
+        load_workload(path)
+    assert str(path) in str(error.value) and needle in str(error.value)
+
+
+def test_tensor_parallel_degrees_are_profiled_as_groups_and_found_by_the_parallel_model(tmp_path, capsys):
+    out = tmp_path / "tp.toml"
+    argv = ["profile", "--workload", "mlp", "--catalog", PODS, "--devices", "cpu=0-3", "--batch", "64"]
+    argv += ["--micro-batch", "16", "--tp", "2", "--repeats", "1", "--out", str(out), "--json"]
+    assert main(argv) == 0
+    report = json.loads(capsys.readouterr().out)
+    # 4 devices: tp 1 runs 4 replicas of 4 samples, tp 2 two groups of 2 devices with 8 samples each
+    runs = {(e["tp"], e["micro_batch"]): e for e in report["measured_by_micro_batch"]["cpu"]}
+    assert sorted(runs) == [(1, 4), (2, 8)]
+    workload = load_workload(out)
+    catalog = load_catalog(PODS)
+    problem = ParallelProblem(workload, catalog, Job(batch=64, throughput=1.0, samples=1e6))
+    cpu = catalog.names.index("cpu")
+    times = problem.layer_times(cpu, 2, 8)
+    for i, layer in enumerate(workload.layers):
+        (entry,) = [e for e in layer.measured if (e.tp, e.micro_batch) == (2, 8)]
+        assert entry.forward_s == pytest.approx(runs[2, 8]["forward_s"][i])
+        assert times[i] == entry.forward_s + entry.backward_s
+    # the schedule model's per-sample times and the call cost come from whole devices (tp 1) only
+    assert [layer.measured_time["cpu"] for layer in workload.layers] == pytest.approx(
+        report["seconds_per_sample"]["cpu"]
+    )
+    assert report["measured"]["cpu"]["tp"] == 1
+
+
+def test_a_degree_that_does_not_split_the_pool_is_a_clear_error(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    argv = ["profile", "--workload", "mlp", "--catalog", PODS, "--devices", "cpu=0-3", "--batch", "64", "--tp", "3"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "--tp" in err and "do not split into groups of 3" in err and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []

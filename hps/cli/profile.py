@@ -42,6 +42,11 @@ def register(subparsers) -> None:
         "measured sizes and uses its roofline outside them",
     )
     parser.add_argument(
+        "--tp",
+        help="comma-separated further tensor-parallel degrees to time every layer at (besides 1), each pool "
+        "running as pool size / t replicas of t-way groups; written as [[layer.measured]] entries with that tp",
+    )
+    parser.add_argument(
         "--repeats",
         type=int_range(1, MAX_PROFILE_REPEATS),
         default=3,
@@ -52,19 +57,30 @@ def register(subparsers) -> None:
     parser.set_defaults(run=run)
 
 
-def parse_sizes(text: str | None) -> list[int]:
-    """The sizes of --sizes ("8,32,128"), ascending and distinct; [] for None."""
+def parse_sizes(text: str | None, flag: str = "--sizes") -> list[int]:
+    """The positive integers of a list flag ("8,32,128"), ascending and distinct; [] for None."""
     if text is None:
         return []
+    field = flag.removeprefix("--")
     sizes = []
     for part in text.split(","):
         part = part.strip()
         if not part.isdigit() or int(part) < 1:
-            raise ConfigError("--sizes", "sizes", f"must be positive integers, got {part!r}")
+            raise ConfigError(flag, field, f"must be positive integers, got {part!r}")
         sizes.append(int(part))
     if not sizes:
-        raise ConfigError("--sizes", "sizes", "names no size")
+        raise ConfigError(flag, field, "names no size" if flag == "--sizes" else "names no degree")
     return sorted(set(sizes))
+
+
+def check_split(size: int, tp: int, devices: int, name: str, flag: str) -> None:
+    """ConfigError unless `devices` split into t-way groups and `size` samples over those groups."""
+    if devices % tp:
+        raise ConfigError("--tp", "tp", f"the {devices} devices of {name!r} do not split into groups of {tp}")
+    replicas = devices // tp
+    if size < replicas or size % replicas:
+        over = f"the {replicas} groups of {tp} devices" if tp > 1 else f"the {devices} devices"
+        raise ConfigError(flag, "micro_batch", f"{size} samples do not split over {over} of {name!r}")
 
 
 def run(args) -> int:
@@ -72,7 +88,7 @@ def run(args) -> int:
     from tqdm import tqdm
 
     from hps.executor.devices import device_pools, parse_device_map
-    from hps.executor.profile import profile_passes, with_profiles
+    from hps.executor.profile import measurements_per_pool, profile_passes, with_profiles
     from hps.models.registry import build_model
     from hps.report.execution import format_profile
 
@@ -99,28 +115,27 @@ def run(args) -> int:
     pools = device_pools(catalog, types, args.devices)
     micro_batch = int(job.batch) // 2 if args.micro_batch is None else args.micro_batch
     sizes = [s for s in parse_sizes(args.sizes) if s != micro_batch] + [micro_batch]
+    degrees = [t for t in parse_sizes(args.tp, "--tp") if t != 1] + [1]
     for size in sizes:
-        for name, pool in pools.items():
-            if size < len(pool) or size % len(pool):
-                raise ConfigError(
-                    "--sizes" if size != micro_batch else "--micro-batch",
-                    "micro_batch",
-                    f"{size} samples do not split over the {len(pool)} devices of {name!r}",
-                )
-    total = len(types) * len(workload.layers) * len(sizes)
-    by_size = {}
+        for tp in degrees:
+            for name, pool in pools.items():
+                check_split(size, tp, len(pool), name, "--sizes" if size != micro_batch else "--micro-batch")
+    total = len(types) * measurements_per_pool(len(workload.layers)) * len(sizes) * len(degrees)
+    runs = {}
     with tqdm(total=total, desc="profile", unit="layer", file=sys.stderr, disable=args.json) as bar:
         for size in sizes:
-            by_size[size] = profile_passes(
-                model, pools, size, repeats=args.repeats, seed=args.seed, progress=lambda *_: bar.update()
-            )
-            workload = with_profiles(workload, by_size[size])
+            for tp in degrees:
+                step = lambda *_: bar.update()  # noqa: E731
+                runs[size, tp] = profile_passes(
+                    model, pools, size, repeats=args.repeats, seed=args.seed, progress=step, tensor=tp
+                )
+                workload = with_profiles(workload, runs[size, tp])
     write_workload(workload, out)
-    profiles = by_size[micro_batch]
+    profiles = runs[micro_batch, 1]
     times = {name: p.per_sample for name, p in profiles.items()}
-    entry = lambda p: {"tp": 1, "micro_batch": p.micro_batch, "forward_s": p.forward_s, "backward_s": p.backward_s}  # noqa: E731
+    entry = lambda p: {"tp": p.tp, "micro_batch": p.micro_batch, "forward_s": p.forward_s, "backward_s": p.backward_s}  # noqa: E731
     measured = {name: entry(p) for name, p in profiles.items()}
-    every_size = {name: [entry(by_size[size][name]) for size in sizes] for name in profiles}
+    every_size = {name: [entry(runs[key][name]) for key in runs] for name in profiles}
     if args.json:
         print_json(
             {
@@ -130,9 +145,12 @@ def run(args) -> int:
                 "seconds_per_sample": times,
                 "measured": measured,
                 "measured_by_micro_batch": every_size,
+                "measured_call_s": {name: p.call_s for name, p in profiles.items()},
             }
         )
         return 0
     print(format_profile([layer.name for layer in workload.layers], times, every_size))
+    calls = ", ".join(f"{name} {p.call_s * 1e3:.3f} ms" for name, p in profiles.items())
+    print(f"a stage's fixed call cost per micro-batch (counted once per stage, not in the layer times): {calls}")
     print(f"wrote {out}: re-plan with measured times, e.g. hps search --workload {out} --catalog {args.catalog}")
     return 0

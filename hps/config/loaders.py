@@ -90,7 +90,7 @@ LAYER_KEYS = ("name", "kind", *LAYER_NUMBERS, "measured_time_s")
 DEFAULTS_KEYS = ("batch", "throughput", "samples")
 PIPELINE_KEYS = ("micro_batches", "state_sharding")
 """Optional [defaults] keys of the general placement model (omitted: inf and "none")."""
-WORKLOAD_KEYS = ("name", "description", "defaults", "layer")
+WORKLOAD_KEYS = ("name", "description", "defaults", "measured_call_s", "layer")
 
 
 # ---------------------------------------------------------------- networks
@@ -198,16 +198,19 @@ def _raw_name(table: dict[str, Any]) -> Any:
 # ---------------------------------------------------------------- workloads
 
 
-def parse_measured_time(table: Any, source: str, prefix: str) -> dict[str, float]:
-    """``[layer.measured_time_s]``: resource type name -> seconds per sample (> 0)."""
+def parse_measured_time(table: Any, source: str, prefix: str, key: str = "measured_time_s") -> dict[str, float]:
+    """``[layer.measured_time_s]``: resource type name -> seconds per sample (> 0); with key
+    "measured_call_s", the workload's ``[measured_call_s]``: seconds per micro-batch (≥ 0)."""
     require_table(table, source, prefix)
     times = {}
     for type_name, value in table.items():
         path = field_path(prefix, type_name)
         seconds = as_number(value, source, path)
-        if seconds <= 0:
-            raise ConfigError(source, path, f"must be > 0 seconds per sample, got {value!r}")
-        times[printable(type_name)] = check_in_range(seconds, "measured_time_s", source, path)
+        if seconds < 0 or (seconds == 0 and key == "measured_time_s"):
+            unit = "seconds per sample" if key == "measured_time_s" else "seconds per micro-batch"
+            bound = ">" if key == "measured_time_s" else ">="
+            raise ConfigError(source, path, f"must be {bound} 0 {unit}, got {value!r}")
+        times[printable(type_name)] = check_in_range(seconds, key, source, path)
     return times
 
 
@@ -261,7 +264,10 @@ def parse_workload(data: dict[str, Any], source: str) -> Workload:
     check_unique([_raw_name(t) for t in items], source, "layer", "layer")
     layers = tuple(parse_layer(t, source, f"layer[{i}]") for i, t in enumerate(items))
     defaults = parse_defaults(data["defaults"], source) if "defaults" in data else None
-    workload = Workload(name=name, layers=layers, defaults=defaults, description=description)
+    call = {}
+    if "measured_call_s" in data:
+        call = parse_measured_time(data["measured_call_s"], source, "measured_call_s", "measured_call_s")
+    workload = Workload(name=name, layers=layers, defaults=defaults, description=description, measured_call_s=call)
     check_workload(workload, source)
     return workload
 
@@ -287,6 +293,9 @@ def workload_to_toml(workload: Workload) -> str:
         if workload.defaults.state_sharding != "none":
             lines.append(f"state_sharding = {_toml_string(workload.defaults.state_sharding)}")
         lines += defaults_parallel_toml(workload.defaults)
+    if workload.measured_call_s:
+        lines += ["", "[measured_call_s]  # seconds per micro-batch a stage spends on its calls, on each resource type"]
+        lines += [f"{_toml_string(t)} = {_toml_float(s)}" for t, s in workload.measured_call_s.items()]
     for layer in workload.layers:
         lines += ["", "[[layer]]", f"name = {_toml_string(layer.name)}"]
         lines.append(f"kind = {_toml_string(layer.kind)}")

@@ -92,6 +92,7 @@ RANGES: dict[str, Range] = {
     "tp_comm_bytes": LAYER_BYTES,
     "tp_collectives": Range(1, 1e6, "All-Reduces", "a million collectives per layer and pass", zero=True),
     "forward_s": MICRO_BATCH_TIME,
+    "measured_call_s": Range(1e-15, 1e9, "s per micro-batch", "as forward_s; 0: a profile found none", zero=True),
     "backward_s": MICRO_BATCH_TIME,
     # parallel plans: resource types, links between sites, jobs and plan stages
     "tp_max": Range(1, MAX_DIMENSION_SIZE, "devices", "a tensor-parallel group within one network dimension's reach"),
@@ -198,5 +199,7 @@ def check_workload(workload: Workload, source: str) -> None:
     flops, mem_bytes and io_bytes (no stage would take time: its throughput would be infinite)."""
     for i, layer in enumerate(workload.layers):
         check_layer(layer, source, f"layer[{i}]")
+    for type_name, seconds in workload.measured_call_s.items():
+        check_in_range(seconds, "measured_call_s", source, f"measured_call_s.{type_name}")
     if not any(getattr(layer, name) > 0 for layer in workload.layers for name in WORK_FIELDS):
         raise ConfigError(source, "layer", f"every layer has 0 {', '.join(WORK_FIELDS)}: the workload takes no time")

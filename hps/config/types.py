@@ -250,12 +250,18 @@ class JobDefaults:
 
 @dataclass(frozen=True)
 class Workload:
-    """An ordered layer table."""
+    """An ordered layer table.
+
+    measured_call_s: optional seconds per micro-batch, on named resource types, that a stage
+    spends on its calls whatever its layers (dispatching its forward, backward and gradient sum),
+    as `hps profile` measures it; measured layer times are then each layer's share inside a
+    stage, this fixed cost counted once per stage and micro-batch on top."""
 
     name: str
     layers: tuple[Layer, ...]
     defaults: JobDefaults | None = None
     description: str = ""
+    measured_call_s: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -170,7 +170,7 @@ def execute_plan(
     step_time = float(np.median(step_seconds[1:] if len(step_seconds) > 1 else step_seconds))
 
     executed = [(first, last, t, k, tp) for (first, last, t), k, tp in zip(spans, ks, tensor)]
-    predicted = predict_stages(workload, catalog, job, executed, synced)
+    predicted = predict_stages(workload, catalog, job, executed, synced, micro)
     report = {
         "workload": workload.name,
         "schedule": planned["schedule"],

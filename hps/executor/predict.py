@@ -3,7 +3,9 @@
 The executor may run a stage with fewer replicas than the plan provisioned (a pool smaller than
 the plan), so the prediction is made for the replica counts that actually run, with the
 placement model's own terms: compute = (B/k)·Σ t(l,t) (measured per-sample times where the
-workload has them, else the roofline), boundary = (B/k)·2·(a_in + a_out)/nic_bw and
+workload has them, else the roofline) + M·c, with c the stage's fixed call cost per micro-batch
+where the workload has one measured for the type (`measured_call_s`, `hps profile`; the planners'
+models leave it out) and M the micro-batches per iteration, boundary = (B/k)·2·(a_in + a_out)/nic_bw and
 sync = allreduce_t(W, k) with W the bytes the stage All-Reduces.
 """
 
@@ -34,10 +36,16 @@ class StagePrediction:
 
 
 def predict_stages(
-    workload: Workload, catalog: Catalog, job: Job, stages: list[tuple[int, int, int, int]], synced_bytes: list[float]
+    workload: Workload,
+    catalog: Catalog,
+    job: Job,
+    stages: list[tuple[int, int, int, int]],
+    synced_bytes: list[float],
+    micro_batches: int = 1,
 ) -> list[StagePrediction]:
     """stages: (first layer, last layer, type index, replicas k[, tensor degree t]) each;
-    synced_bytes: W per stage (bytes of gradients one device All-Reduces each iteration). With
+    synced_bytes: W per stage (bytes of gradients one device All-Reduces each iteration);
+    micro_batches: M, each paying the stage's measured call cost once. With
     t > 1 the compute term is divided by t (an even split of every layer; the tensor-parallel
     All-Reduces inside the layers have no term here)."""
     params = build_params(workload, catalog, job)
@@ -51,6 +59,7 @@ def predict_stages(
         a_in = act[first - 1] if first > 0 else 0.0
         a_out = act[last] if last < last_layer else 0.0
         compute = per_replica * float(per_sample[first : last + 1, t].sum()) / split
+        compute += micro_batches * workload.measured_call_s.get(catalog.names[t], 0.0)
         boundary = per_replica * 2.0 * (a_in + a_out) / float(params.nic_bw[t])
         sync = 0.0
         if k > 1 and w > 0:

@@ -1,30 +1,37 @@
-"""`hps profile`: measure each layer's time per sample on each device kind, so the cost model
-can use measured numbers instead of the roofline (a workload's measured per-type times).
+"""`hps profile`: measure each layer's time on each device kind, so the cost models can use
+measured numbers instead of the roofline (a workload's measured per-type times).
 
-A layer is timed exactly as the executor runs it: a one-layer stage on the type's whole pool of n
-devices (a data-parallel mesh, so the devices contend for the host as a stage's replicas do),
-its forward (with vjp residuals) and backward each blocked until ready, on the activation the
-preceding layers produce for a micro-batch of `batch` samples (batch / n per device). Time per
-sample = those seconds / (batch / n): the placement model's per-replica t(l, t), so
-compute = (B/k)·Σ t matches a stage of k = n replicas run with micro-batches of `batch`.
-Each time is the median of `repeats` runs (`measured_layer_seconds`).
+A layer is timed as the executor runs it: a one-layer stage on the type's whole pool of n devices
+(a data-parallel mesh, so the devices contend for the host as a stage's replicas do), its
+forward (with vjp residuals) and backward each blocked until ready, on the activation the
+preceding layers produce for a micro-batch of `batch` samples (batch / n per device). Each time
+is the median of `repeats` runs, compile excluded (`measured_layer_passes`).
 
-What a per-sample time cannot hold: the fixed cost of each call (dispatch, a dense gradient of an
-embedding table) is spread over the samples of the profiled micro-batch, so profile at the
-micro-batch the plan will run; and a layer timed alone pays its own call, while a stage of
-several layers pays one, so small layers at small batches are over-counted.
+A stage of several layers pays the fixed cost of its calls (dispatching its forward, backward
+and gradient sum to n devices) once, a layer timed alone pays it in full: so the cheapest
+adjacent pairs are timed as two-layer stages too, the fixed cost c is what a pair saves against
+its two layers alone (`call_cost`), and each layer's measured time is its time alone less c.
+A stage's time per micro-batch is then Σ of its layers' times + c; c is written per type as
+the workload's `measured_call_s`.
 
-For the parallel-plan model (`ParallelProblem.layer_times`) the same runs also give each layer's
-forward and backward seconds per micro-batch on one device (tp = 1) at m = batch / n samples per
-device, written as `MeasuredTime(type, 1, m, forward_s, backward_s)` (`[[layer.measured]]`):
+Per sample (the schedule model's t(l, t)): (forward + backward) / (batch / n), so
+compute = (B/k)·Σ t + M·c matches a stage of k = n replicas run in M micro-batches of `batch`.
+A fixed cost inside a layer (a dense gradient of an embedding table) is spread over the samples
+of the profiled micro-batch, so profile at the micro-batch the plan will run.
+
+For the parallel-plan model (`ParallelProblem.layer_times`) the same runs give each layer's
+forward and backward seconds per micro-batch on one device at m = batch / n samples per device,
+written as `MeasuredTime(type, 1, m, forward_s, backward_s)` (`[[layer.measured]]`); with
+tensor = t > 1 the pool runs as n / t replicas of t-way groups, each layer split as the executor
+splits it, and the entry is `MeasuredTime(type, t, batch / (n / t), ...)`:
 forward_s is the jitted `jax.vjp` forward that keeps the residuals (layer 0: with the move of its
 input from the host, the io term), backward_s the pullback on those stored residuals and a ready
 cotangent (no forward recomputation; the input's gradient too, except for layer 0) and the sum of
 its parameter gradients into the running totals, as the executor's backward pass does (counted on
 every micro-batch: it runs on all but the first of an iteration's, so it is over-counted by one
-in M, which matters only where a layer's parameters outweigh its work, e.g. an embedding table). The
-pool's n devices run in parallel, so the wall time of a call is one device's time for its m
-samples. Each is the median of its own `repeats` values, compile excluded.
+in M, which matters only where a layer's parameters outweigh its work, e.g. an embedding table).
+The pool's n devices run in parallel, so the wall time of a call is one device's time for its m
+samples.
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ from jax.sharding import Mesh
 from hps.config.types import MeasuredTime, Workload
 from hps.executor.pipeline import compile_pipeline
 from hps.executor.stages import build_stage, split_float
+from hps.executor.tensor import TENSOR_AXIS
 from hps.models.base import LayeredModel, check_sample_batch
 
 
@@ -53,73 +61,125 @@ def layer_inputs(model: LayeredModel, batch: dict) -> list:
     return inputs
 
 
+CALL_PAIRS = 3
+"""Adjacent layer pairs timed on each pool to find a stage's fixed call cost: the cheapest pairs,
+whose timing noise is smallest in seconds."""
+
+
 @dataclasses.dataclass(frozen=True)
 class LayerProfile:
-    """One type's measurements, a value per layer: `per_sample` seconds of forward + backward per
+    """One type's measurements, a value per layer, each the layer's share inside a stage (its
+    time alone less the stage's fixed call cost): `per_sample` seconds of forward + backward per
     sample on the pool; `forward_s` and `backward_s` seconds per micro-batch of `micro_batch`
-    samples on one device (tp = 1)."""
+    samples per replica on one device of a `tp`-way tensor-parallel group. `call_forward_s`,
+    `call_backward_s`: the fixed cost a stage pays once per micro-batch, seconds (`call_cost`)."""
 
     micro_batch: int
     per_sample: list[float]
     forward_s: list[float]
     backward_s: list[float]
+    call_forward_s: float = 0.0
+    call_backward_s: float = 0.0
+    tp: int = 1
+
+    @property
+    def call_s(self) -> float:
+        """Seconds per micro-batch a stage spends on its calls whatever its layers."""
+        return self.call_forward_s + self.call_backward_s
 
     def measured(self, type_name: str, index: int) -> MeasuredTime:
         """Layer `index`'s entry for the parallel-plan model."""
-        return MeasuredTime(type_name, 1, self.micro_batch, self.forward_s[index], self.backward_s[index])
+        return MeasuredTime(type_name, self.tp, self.micro_batch, self.forward_s[index], self.backward_s[index])
+
+
+def measurements_per_pool(n_layers: int) -> int:
+    """How many spans `profile_passes` times on each pool: every layer, then CALL_PAIRS pairs."""
+    return n_layers + min(CALL_PAIRS, n_layers - 1)
+
+
+def call_cost(alone: list[tuple[float, float]], pairs: dict[int, tuple[float, float]]) -> tuple[float, float]:
+    """(forward, backward) seconds a stage pays once per micro-batch whatever its layers.
+
+    alone[i]: (forward, backward) seconds of layer i timed as a one-layer stage; pairs[i]: the same
+    of layers i and i + 1 as one stage. Each pair gives alone[i] + alone[i+1] − pair, the cost the
+    fused pair pays once instead of twice; the median over pairs is kept, at least 0 and at most
+    0.9 of the cheapest layer's own time (so every layer keeps a positive share). No pairs: 0."""
+    if not pairs:
+        return 0.0, 0.0
+    cost = []
+    for part in (0, 1):
+        saved = [alone[i][part] + alone[i + 1][part] - pair[part] for i, pair in pairs.items()]
+        cap = 0.9 * min(a[part] for a in alone)
+        cost.append(float(min(max(np.median(saved), 0.0), cap)))
+    return cost[0], cost[1]
 
 
 def profile_passes(
-    model: LayeredModel, pools: dict[str, list], batch: int, *, repeats: int = 3, seed: int = 0, progress=None
+    model: LayeredModel,
+    pools: dict[str, list],
+    batch: int,
+    *,
+    repeats: int = 3,
+    seed: int = 0,
+    progress=None,
+    tensor: int = 1,
 ) -> dict[str, LayerProfile]:
-    """{type name: LayerProfile} measured on each type's device pool; batch must divide by
-    every pool's size.
+    """{type name: LayerProfile} measured on each type's device pool of n devices, as n / tensor
+    data-parallel replicas of `tensor`-way tensor-parallel groups (the executor's layer roles,
+    `hps.executor.tensor`); batch must divide by every pool's n / tensor.
 
-    progress: optional callable(type name, layer index), called before each measurement.
+    Every layer is timed alone, then the CALL_PAIRS cheapest adjacent pairs as two-layer stages,
+    which give the stage's fixed call cost (`call_cost`); each layer's share is its time alone
+    less that cost. progress: optional callable(type name, first layer, last layer), called
+    before each measurement (`measurements_per_pool` of them a pool).
     """
     optimizer = optax.sgd(0.0)
     check_sample_batch(model, batch, "profiling")
     inputs = layer_inputs(model, model.sample_batch(jax.random.key(seed), batch))
     profiles: dict[str, LayerProfile] = {}
     for name, devices in pools.items():
-        mesh = Mesh(np.array(devices), ("d0",))
-        per_device = batch // len(devices)
-        per_sample, forward, backward = [], [], []
-        for index, x in enumerate(inputs):
+        replicas = len(devices) // tensor
+        grid = np.array(devices).reshape(replicas, tensor)
+        mesh = Mesh(grid, ("d0", TENSOR_AXIS)) if tensor > 1 else Mesh(grid[:, 0], ("d0",))
+        per_device = batch // replicas
+
+        def timed(first: int, last: int, name=name, mesh=mesh) -> tuple[float, float]:
             if progress:
-                progress(name, index)
-            stage = build_stage(0, name, index, index, model, mesh, ("d0",), np.zeros((1, 1), np.int32), optimizer)
-            piece = compile_pipeline([stage], optimizer)[0]
-            ((total, fwd, bwd),) = measured_layer_passes(piece, [x], repeats, index == 0)
-            per_sample.append(total / per_device)
-            forward.append(fwd)
-            backward.append(bwd)
-        profiles[name] = LayerProfile(per_device, per_sample, forward, backward)
+                progress(name, first, last)
+            return span_passes(model, name, mesh, first, last, inputs[first], repeats, optimizer)
+
+        alone = [timed(i, i) for i in range(len(inputs))]
+        cheapest = sorted(range(len(inputs) - 1), key=lambda i: sum(alone[i]) + sum(alone[i + 1]))
+        pairs = {i: timed(i, i + 1) for i in sorted(cheapest[:CALL_PAIRS])}
+        call_forward, call_backward = call_cost(alone, pairs)
+        forward = [f - call_forward for f, _ in alone]
+        backward = [b - call_backward for _, b in alone]
+        per_sample = [(f + b) / per_device for f, b in zip(forward, backward)]
+        profiles[name] = LayerProfile(per_device, per_sample, forward, backward, call_forward, call_backward, tensor)
     return profiles
 
 
-def profile_layers(
-    model: LayeredModel, pools: dict[str, list], batch: int, *, repeats: int = 3, seed: int = 0, progress=None
-) -> dict[str, list[float]]:
-    """{type name: [seconds per sample of each layer]} measured on each type's device pool
-    (`profile_passes`' per_sample)."""
-    profiles = profile_passes(model, pools, batch, repeats=repeats, seed=seed, progress=progress)
-    return {name: p.per_sample for name, p in profiles.items()}
+def span_passes(model, type_name: str, mesh, first: int, last: int, x, repeats: int, optimizer) -> tuple[float, float]:
+    """(forward, backward) seconds of layers first..last as one stage on `mesh`, on activation x."""
+    stage = build_stage(0, type_name, first, last, model, mesh, ("d0",), np.zeros((1, 1), np.int32), optimizer)
+    piece = compile_pipeline([stage], optimizer)[0]
+    ((forward, backward),) = measured_layer_passes(piece, [x], repeats, first == 0)
+    return forward, backward
 
 
-def measured_layer_passes(piece, batches: list, repeats: int, reads_input: bool) -> list[tuple[float, float, float]]:
-    """(total, forward, backward) seconds of a one-layer stage on each activation in `batches`,
-    timed as the executor's measurement pass times a stage (`hps.executor.measure`): each piece
-    blocked until ready, the first layer's move of its input from the host included in the
-    forward (the io term). total = forward + making the cotangent + backward; backward is the
-    pullback on the stored residuals and the sum of its parameter gradients into the micro-batch
-    totals (the executor's backward pass adds each micro-batch's gradients to the stage's running
-    sums, a pass over all of the layer's parameters). Each is the median of `repeats` rounds after a
-    compiling one; the batches are timed in turn within each round, so drift on a shared machine
-    hits them alike."""
+def measured_layer_passes(piece, batches: list, repeats: int, reads_input: bool) -> list[tuple[float, float]]:
+    """(forward, backward) seconds of a stage on each activation in `batches`, timed as the
+    executor's measurement pass times a stage (`hps.executor.measure`): each piece blocked until
+    ready, the first layer's move of its input from the host included in the forward (the io
+    term); backward is the pullback on the stored residuals and the sum of its parameter gradients
+    into the micro-batch totals (the executor's backward pass adds each micro-batch's gradients to
+    the stage's running sums, a pass over all of the stage's parameters). Making the cotangent is
+    not timed (the executor receives it from the next stage). Each is the median of `repeats`
+    rounds after a compiling one; the batches are timed in turn within each round, so drift on a
+    shared machine hits them alike."""
     stage = piece.stage
 
-    def one_call(x, placed) -> tuple[float, float, float]:
+    def one_call(x, placed) -> tuple[float, float]:
         start = time.perf_counter()
         inputs = jax.block_until_ready(jax.device_put(x, stage.batch_sharding)) if reads_input else placed
         x_float, x_other = split_float(inputs)
@@ -132,21 +192,14 @@ def measured_layer_passes(piece, batches: list, repeats: int, reads_input: bool)
         total = jax.block_until_ready(jax.tree.map(jnp.copy, grads))  # donated by accumulate
         summing = time.perf_counter()
         jax.block_until_ready(piece.accumulate(total, grads))
-        backward = pullback + time.perf_counter() - summing
-        return backward + (middle - start), forward, backward
+        return forward, pullback + time.perf_counter() - summing
 
     placed = [jax.device_put(x, stage.batch_sharding) for x in batches]
     for x, p in zip(batches, placed):
         one_call(x, p)
     rounds = [[one_call(x, p) for x, p in zip(batches, placed)] for _ in range(repeats)]
-    medians = np.median(np.asarray(rounds), axis=0)  # (batches, 3)
-    return [tuple(float(v) for v in row) for row in medians]
-
-
-def measured_layer_seconds(piece, batches: list, repeats: int, reads_input: bool) -> list[float]:
-    """Seconds of one forward + backward of a one-layer stage on each activation in `batches`
-    (`measured_layer_passes`' total)."""
-    return [total for total, _, _ in measured_layer_passes(piece, batches, repeats, reads_input)]
+    medians = np.median(np.asarray(rounds), axis=0)  # (batches, 2)
+    return [(float(f), float(b)) for f, b in medians]
 
 
 def with_measured_times(workload: Workload, times: dict[str, list[float]]) -> Workload:
@@ -169,8 +222,13 @@ def merged_measured(old: tuple[MeasuredTime, ...], new: list[MeasuredTime]) -> t
 
 def with_profiles(workload: Workload, profiles: dict[str, LayerProfile]) -> Workload:
     """The workload with each layer's measured_time (per sample) and measured entries (forward
-    and backward per micro-batch, tp 1) updated by `profiles`; other types and micro-batches kept."""
-    workload = with_measured_times(workload, {t: p.per_sample for t, p in profiles.items()})
+    and backward per micro-batch at the profile's tp), and its stage call cost per type
+    (measured_call_s), updated by `profiles` (per-sample times and call costs from tp-1 profiles
+    only); other types, degrees and micro-batches kept."""
+    plain = {t: p for t, p in profiles.items() if p.tp == 1}  # the schedule model's times: whole devices
+    workload = with_measured_times(workload, {t: p.per_sample for t, p in plain.items()})
+    call = {**workload.measured_call_s, **{t: p.call_s for t, p in plain.items()}}
+    workload = dataclasses.replace(workload, measured_call_s=call)
     layers = tuple(
         dataclasses.replace(
             layer, measured=merged_measured(layer.measured, [p.measured(t, i) for t, p in profiles.items()])

@@ -84,13 +84,13 @@ def items(config: ExecutorCalibrationConfig):
     return [(f"b{batch}", batch) for batch in config.batches]
 
 
-def profile(config: ExecutorCalibrationConfig, workload, catalog, batch: int) -> dict[str, list[float]]:
-    """Seconds per sample of every layer on every pool, at micro-batch batch / 2 (`hps profile`)."""
-    from hps.executor.profile import profile_layers
+def profile(config: ExecutorCalibrationConfig, workload, catalog, batch: int) -> dict:
+    """{type: LayerProfile} of every layer on every pool, at micro-batch batch / 2 (`hps profile`)."""
+    from hps.executor.profile import profile_passes
     from hps.models.registry import build_model
 
     model = build_model(workload.name, seed=config.seed)
-    return profile_layers(model, _pools(config, catalog), batch // 2, repeats=config.repeats, seed=config.seed)
+    return profile_passes(model, _pools(config, catalog), batch // 2, repeats=config.repeats, seed=config.seed)
 
 
 def execute(config: ExecutorCalibrationConfig, workload, catalog, schedule, batch: int) -> dict:
@@ -108,11 +108,12 @@ def execute(config: ExecutorCalibrationConfig, workload, catalog, schedule, batc
 
 
 def run_item(config: ExecutorCalibrationConfig, batch: int) -> dict:
-    from hps.executor.profile import with_measured_times
+    from hps.executor.profile import with_profiles
 
     workload, catalog, schedule = _instance(config)
-    times = profile(config, workload, catalog, batch)
-    tables = {"roofline": workload, "profiled": with_measured_times(workload, times)}
+    profiles = profile(config, workload, catalog, batch)
+    times = {name: p.per_sample for name, p in profiles.items()}
+    tables = {"roofline": workload, "profiled": with_profiles(workload, profiles)}
     rows = []
     for label in TABLES:
         for run in range(config.runs):

@@ -66,7 +66,8 @@ def format_profile(names: list[str], times: dict[str, list[float]], measured: di
     entries = [(t, m) for t, ms in (measured or {}).items() for m in (ms if isinstance(ms, list) else [ms])]
     headers = ["layer", *(f"{t} us/sample" for t in times)]
     for t, m in entries:
-        headers += [f"{t} fwd ms (m={m['micro_batch']})", f"{t} bwd ms (m={m['micro_batch']})"]
+        at = f"m={m['micro_batch']}" + (f", tp={m['tp']}" if m.get("tp", 1) > 1 else "")
+        headers += [f"{t} fwd ms ({at})", f"{t} bwd ms ({at})"]
     rows = []
     for i, name in enumerate(names):
         row = [name, *(f"{times[t][i] * 1e6:.3f}" for t in times)]
