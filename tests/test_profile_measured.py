@@ -241,3 +241,20 @@ def test_a_degree_that_does_not_split_the_pool_is_a_clear_error(tmp_path, capsys
     err = capsys.readouterr().err
     assert "--tp" in err and "do not split into groups of 3" in err and "Traceback" not in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_parallel_model_adds_the_call_cost_once_per_stage_and_micro_batch():
+    from hps.config.types import ParallelStage
+    from hps.placement.model.parallel.score import score_plan
+    from hps.workloads import resolve_workload
+
+    workload = resolve_workload("mlp")
+    catalog = load_catalog(PODS)
+    job = Job(batch=64, throughput=1.0, samples=1e6)
+    last = len(workload.layers) - 1
+    plan = (ParallelStage(0, 1, "cpu", 1, 2), ParallelStage(2, last, "gpu", 1, 2))
+    plain = score_plan(ParallelProblem(workload, catalog, job), plan, 16)
+    costly = dataclasses.replace(workload, measured_call_s={"cpu": 0.002, "gpu": 0.0005})
+    counted = score_plan(ParallelProblem(costly, catalog, job), plan, 16)
+    for before, after, extra in zip(plain.stages, counted.stages, (0.002, 0.0005)):
+        assert after.time_per_microbatch_s - before.time_per_microbatch_s == pytest.approx(extra)

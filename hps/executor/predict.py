@@ -3,9 +3,10 @@
 The executor may run a stage with fewer replicas than the plan provisioned (a pool smaller than
 the plan), so the prediction is made for the replica counts that actually run, with the
 placement model's own terms: compute = (B/k)·Σ t(l,t) (measured per-sample times where the
-workload has them, else the roofline) + M·c, with c the stage's fixed call cost per micro-batch
-where the workload has one measured for the type (`measured_call_s`, `hps profile`; the planners'
-models leave it out) and M the micro-batches per iteration, boundary = (B/k)·2·(a_in + a_out)/nic_bw and
+workload has them, else the roofline) + M·c, with M the micro-batches per iteration and c the
+stage's fixed call cost per micro-batch where the workload has one measured for the type
+(`measured_call_s`, `hps profile`; the schedule model of the planners leaves it out, the
+parallel-plan model counts it); boundary = (B/k)·2·(a_in + a_out)/nic_bw and
 sync = allreduce_t(W, k) with W the bytes the stage All-Reduces.
 """
 

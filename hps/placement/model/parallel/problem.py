@@ -98,6 +98,9 @@ class ParallelProblem:
         self.sites = tuple(sites)
         self.type_site = np.array([sites.index(r.site) for r in self.catalog.resources], np.int64)
         self.price = np.array([r.price_per_hour for r in self.catalog.resources], np.float64)
+        call = self.workload.measured_call_s
+        self.call_seconds = np.array([call.get(r.name, 0.0) for r in self.catalog.resources], np.float64)
+        """(T,) seconds a stage of each type spends on its calls per micro-batch (measured_call_s)."""
         self.model_flops = float(self.flops.sum())
         if self.allowed is not None:
             self.allowed = np.asarray(self.allowed, bool)

@@ -112,7 +112,7 @@ def stage_arrays(problem: ParallelProblem, b: int, first, last, types, tp, dp) -
     keys, where = _keys(types, tp, m)
     prefixes = [problem.time_prefix(int(y), int(t), int(mb)) for y, t, mb in keys]
     prefix = np.stack(prefixes) if prefixes else np.zeros((0, n_layers + 1))
-    compute = prefix[where, last + 1] - prefix[where, first]
+    compute = prefix[where, last + 1] - prefix[where, first] + problem.call_seconds[types]
     pairs, which = _keys(types, tp)
     coefficients = [problem.dp_allreduce(int(y), int(t)) for y, t in pairs]
     reach = max(len(a) for a, _ in coefficients) if coefficients else 0
