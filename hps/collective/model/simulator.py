@@ -212,10 +212,10 @@ def decide(chains: PhaseChains, scf, state):
     chunk's waiting phase; lanes (D, MAX_IN_FLIGHT) s, when each lane of each dimension frees
     (inf past the dimension's in_flight); earliest (D,) s, the earliest ready time among phases
     waiting for each dimension (inf: none), kept exact incrementally; start (P,) s, the start of
-    every phase so far. Only the chosen chunk, lane and two dimensions change, written with
+    every phase so far; finish s, the latest end so far. Only the chosen chunk, lane and two dimensions change, written with
     one-index scatters (cheaper than masked selects over (C,) here). Returns the next state.
     """
-    ready, data, code, lanes, earliest, start = state
+    ready, data, code, lanes, earliest, start, finish = state
     n_chunks, n_phases = ready.shape[0], start.shape[0]
     free = _row_min(lanes)
     d, begin = earliest_dimension(jnp.maximum(free, earliest))
@@ -242,11 +242,20 @@ def decide(chains: PhaseChains, scf, state):
         lanes.at[d_row, lane].set(end, mode="drop"),
         earliest,
         start.at[started].set(begin, mode="drop"),
+        jnp.where(valid, jnp.maximum(finish, end), finish),
     )
 
 
 def run_decisions(table: PhaseTable, release, scf, in_flight, lanes: int = MAX_IN_FLIGHT):
-    """All decisions in time order -> phase_start (C, 2D) s (0 on skipped slots).
+    """phase_start (C, 2D) s (0 on skipped slots): `timeline`'s starts."""
+    return timeline(table, release, scf, in_flight, lanes)[0]
+
+
+def timeline(table: PhaseTable, release, scf, in_flight, lanes: int = MAX_IN_FLIGHT):
+    """All decisions in time order -> (phase_start (C, 2D) s (0 on skipped slots), the
+    completion time s: the latest phase end or release). The completion time is carried
+    through the loop beside the starts, so a caller that keeps only it (SimResult.time) lets
+    XLA drop the (C·2D,) start array and its scatter from every step.
 
     One decision per step of a fori_loop of a fixed C·2D steps (the most phases there can be;
     masked no-ops once every phase has started): the count stays unbatched under vmap, so no
@@ -271,9 +280,10 @@ def run_decisions(table: PhaseTable, release, scf, in_flight, lanes: int = MAX_I
         jnp.where(jnp.arange(lanes)[None, :] < in_flight[:, None], 0.0, jnp.inf).astype(jnp.float32),
         jnp.min(jnp.where(waits, ready[None, :], jnp.inf), axis=1),
         jnp.zeros((n_phases,), jnp.float32),
+        jnp.max(ready),
     )
     state = jax.lax.fori_loop(0, n_phases, lambda _, s: decide(chains, scf, s), state)
-    return state[-1].reshape(n_chunks, n_slots)
+    return state[-2].reshape(n_chunks, n_slots), state[-1]
 
 
 def busy_per_dim(table: PhaseTable, in_flight):
@@ -296,13 +306,13 @@ def simulate(net: NetworkParams, chunk_bytes, release, orders, chunk_mask, scf) 
     chunk_mask = chunk_mask.astype(bool)
     table = phase_table(net, chunk_bytes.astype(jnp.float32), orders.astype(jnp.int32), chunk_mask)
     release = jnp.where(chunk_mask, release, 0.0).astype(jnp.float32)
-    start = run_decisions(table, release, jnp.asarray(scf).astype(bool), net.in_flight, net.lanes)
+    start, finish = timeline(table, release, jnp.asarray(scf).astype(bool), net.in_flight, net.lanes)
     active = table.dim >= 0
     end = jnp.where(active, start + table.duration, 0.0)
     has_phase = jnp.any(active, axis=1)
     chunk_end = jnp.where(has_phase, jnp.max(end, axis=1), release)
     return SimResult(
-        time=jnp.max(jnp.where(chunk_mask, chunk_end, 0.0)),
+        time=finish,
         busy=busy_per_dim(table, net.in_flight),
         phase_start=start,
         phase_end=end,
