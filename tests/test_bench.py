@@ -140,9 +140,10 @@ def test_networks_without_their_size_one_dimensions_complete_at_the_same_times()
     for scf in (True, False):
         for net, rows in zip(nets, orders):
             compact, kept = phase_dims(net, rows)
-            assert len(compact.dimensions) == sum(d.size > 1 for d in net.dimensions) and kept.shape == (8, len(compact.dimensions))
+            n_dims = len(compact.dimensions)
+            assert n_dims == sum(d.size > 1 for d in net.dimensions) and kept.shape == (8, n_dims)
             whole = simulate_allreduce(network_params(net, len(net.dimensions)), 2.0**26, 8, rows, scf, max_chunks=8)
-            part = simulate_allreduce(network_params(compact, len(compact.dimensions)), 2.0**26, 8, kept, scf, max_chunks=8)
+            part = simulate_allreduce(network_params(compact, n_dims), 2.0**26, 8, kept, scf, max_chunks=8)
             got, want = float(jax.device_get(part.time)), float(jax.device_get(whole.time))
             assert want > 0 and abs(got - want) <= 1e-6 * want
 

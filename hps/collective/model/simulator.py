@@ -212,12 +212,14 @@ def decide(chains: PhaseChains, scf, state):
     chunk's waiting phase; lanes (D, MAX_IN_FLIGHT) s, when each lane of each dimension frees
     (inf past the dimension's in_flight); earliest (D,) s, the earliest ready time among phases
     waiting for each dimension (inf: none), kept exact incrementally; start (P,) s, the start of
-    every phase so far; finish s, the latest end so far. Only the chosen chunk, lane and two dimensions change, written with
-    one-index scatters (cheaper than masked selects over (C,) here). Returns the next state.
+    every phase so far; finish s, the latest end so far. Only the chosen chunk, lane and two
+    dimensions change, written with one-index scatters (cheaper than masked selects over (C,)
+    here; with one lane per dimension, a select over (D,)). Returns the next state.
     """
     ready, data, code, lanes, earliest, start, finish = state
     n_chunks, n_phases = ready.shape[0], start.shape[0]
-    free = _row_min(lanes)
+    one_lane = lanes.shape[1] == 1
+    free = lanes[:, 0] if one_lane else _row_min(lanes)
     d, begin = earliest_dimension(jnp.maximum(free, earliest))
     valid = jnp.isfinite(begin)
     row = jnp.where(code_dim(code) == d.astype(jnp.int32), ready, jnp.inf)
@@ -232,18 +234,26 @@ def decide(chains: PhaseChains, scf, state):
     on_d = (dims == d) & valid
     d_row = jnp.where(valid, d.astype(jnp.int32), free.shape[0])  # D: dropped below
     d_index = jnp.minimum(d_row, free.shape[0] - 1)
-    lane = _first_index(lanes[d_index] == free[d_index]).astype(jnp.int32)  # its first free lane
     earliest = jnp.where(on_d, remaining, earliest)
     earliest = jnp.where(dims == code_dim(next_code), jnp.minimum(earliest, end), earliest)
+    if one_lane:
+        lanes = jnp.where(on_d[:, None], end, lanes)
+    else:
+        lanes = lanes.at[d_row, first_lane(lanes, free, d_index)].set(end, mode="drop")
     return (
         ready.at[chunk].set(end, mode="drop"),
         data.at[chunk].set(chains.next_data[started], mode="drop"),
         code.at[chunk].set(next_code, mode="drop"),
-        lanes.at[d_row, lane].set(end, mode="drop"),
+        lanes,
         earliest,
         start.at[started].set(begin, mode="drop"),
         jnp.where(valid, jnp.maximum(finish, end), finish),
     )
+
+
+def first_lane(lanes, free, d):
+    """The first lane (int32) of dimension d that frees at free[d]."""
+    return _first_index(lanes[d] == free[d]).astype(jnp.int32)
 
 
 def run_decisions(table: PhaseTable, release, scf, in_flight, lanes: int = MAX_IN_FLIGHT):
