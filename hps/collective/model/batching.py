@@ -80,7 +80,7 @@ def prepared_calls(
         accelerator = on_accelerator()
     counts = [jax.tree.leaves(args)[0].shape[0] for args in batches]
     cuts = [batch_parts(count, accelerator) for count in counts]
-    if all(len(ranges) <= 1 for ranges in cuts):
+    if accelerator or sum(len(ranges) for ranges in cuts) <= 1:
         return lambda: [jax.tree.map(np.asarray, jax.block_until_ready(fn(*args))) for args in batches]
     pieces = []  # (cost, batch index, part index, args)
     for b, (args, ranges) in enumerate(zip(batches, cuts)):

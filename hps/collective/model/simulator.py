@@ -8,7 +8,10 @@ Phase durations follow from the orders alone, so ``phase_table`` computes them u
 simulation only decides *when* each phase starts: a ``lax.fori_loop`` of C·2D decisions (one
 per phase, masked no-ops after the last), each a few (C,) passes and reductions over the
 deciding dimension's waiting phases (the earliest ready time per dimension is kept
-incrementally), and one-index gathers and scatters for the chunk it starts.
+incrementally), and one-index gathers and scatters for the chunk it starts. The completion
+time is carried through the loop (``timeline``), so a caller that keeps only SimResult.time
+compiles no per-phase start array; callers simulate networks without their dimensions of size 1
+where they can (``network.phase_dims``): fewer slots, fewer decisions, the same timeline.
 Everything is float32, jit- and vmap-able over networks, chunk sizes, release times, orders and
 chunk counts; ``scf`` is traced, so both intra-dimension disciplines share one compile.
 """
