@@ -113,6 +113,57 @@ def test_batched_simulation_equals_one_vmapped_call_whichever_way_it_is_cut():
     assert on_cpu.shape == (301,) and np.array_equal(on_cpu, whole) and np.array_equal(as_one, whole)
 
 
+def test_networks_without_their_size_one_dimensions_complete_at_the_same_times():
+    """network.phase_dims drops the dimensions of size 1 and renumbers the orders: the
+    simulation of the result equals the whole network's (SCF and FIFO), up to the float32
+    rounding of the phase durations, which XLA computes at another width."""
+    import jax
+    import numpy as np
+
+    from hps.bench.collective import network_orders
+    from hps.collective.model.network import network_params, phase_dims
+    from hps.collective.model.simulator import simulate_allreduce
+    from hps.config.types import ALGORITHMS, Dimension, Network
+
+    rng = np.random.default_rng(7)
+    nets = []
+    for i in range(24):
+        sizes = [int(rng.choice([1, 1, 2, 3, 4, 8])) for _ in range(int(rng.integers(2, 5)))]
+        sizes[int(rng.integers(len(sizes)))] = int(rng.integers(2, 9))  # at least one phase
+        dims = tuple(
+            Dimension(s, float(rng.uniform(1, 100)) * 2**30, float(rng.uniform(0, 5e-6)), str(rng.choice(ALGORITHMS)))
+            for s in sizes
+        )
+        nets.append(Network(f"n{i}", dims))
+    assert sum(1 for n in nets for d in n.dimensions if d.size == 1) > 10
+    orders = network_orders(nets, 8, 2.0**26)
+    for scf in (True, False):
+        for net, rows in zip(nets, orders):
+            compact, kept = phase_dims(net, rows)
+            n_dims = len(compact.dimensions)
+            assert n_dims == sum(d.size > 1 for d in net.dimensions) and kept.shape == (8, n_dims)
+            whole = simulate_allreduce(network_params(net, len(net.dimensions)), 2.0**26, 8, rows, scf, max_chunks=8)
+            part = simulate_allreduce(network_params(compact, n_dims), 2.0**26, 8, kept, scf, max_chunks=8)
+            got, want = float(jax.device_get(part.time)), float(jax.device_get(whole.time))
+            assert want > 0 and abs(got - want) <= 1e-6 * want
+
+
+def test_several_batches_run_at_once_give_each_batch_its_results():
+    """prepared_calls submits every part of every batch together and returns them per batch."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from hps.collective.model.batching import prepared_calls
+
+    fn = jax.jit(jax.vmap(lambda x, y: x * 2.0 + y.sum()))
+    batches = [(np.arange(n, dtype=np.float32), np.ones((n, k), np.float32)) for n, k in ((300, 2), (5, 3), (129, 1))]
+    for accelerator in (False, True):
+        got = prepared_calls(fn, batches, accelerator=accelerator, costs=[2.0, 3.0, 1.0])()
+        for (x, y), result in zip(batches, got):
+            np.testing.assert_array_equal(result, np.asarray(fn(jnp.asarray(x), jnp.asarray(y))))
+
+
 def test_hps_bench_collective_times_both_sides_on_the_same_networks(capsys, monkeypatch):
     """--networks reaches the bench (here at 8 chunks instead of 64, to compile faster), which
     names the device and the load and checks both sides' completion times agree."""

@@ -2,11 +2,13 @@
 vs the plain-Python reference, on the same 1,024 random networks × 64 chunks, in one run.
 
 Themis orders and SCF on both sides; orders are computed once, outside the timed region, and
-given to both. The jnp side batches networks by their number of dimensions (one vmapped batch
-per group, each padded only to its own D): the decision loop runs C·2·D steps, so padding a
-1-D network to 4 dimensions would quadruple its work. How each group runs is
-hps.collective.model.batching's choice: one device call on an accelerator, parts of at most
-128 networks on one thread per core on CPU (the reference, plain Python, uses one core).
+given to both. The jnp side simulates each network without its dimensions of size 1 (they have
+no phase; `network.phase_dims`) and batches networks by the number D of dimensions left (one
+vmapped batch per group, each padded only to its own D): the decision loop runs C·2·D steps, so
+padding a 1-D network to 4 dimensions would quadruple its work; a network with none left
+completes at 0. How the groups run is hps.collective.model.batching's choice: one device call
+per group on an accelerator, on CPU parts of at most 128 networks, every group's parts at once
+on one thread per core (the reference, plain Python, uses one core).
 Compile time is reported separately and excluded; the device and the load average (the
 machine's runnable processes, 1-minute mean) are reported beside the rates.
 """
@@ -19,8 +21,8 @@ import jax
 import numpy as np
 
 from hps.bench.timing import compile_seconds, side_by_side, timed_calls
-from hps.collective.model.batching import on_accelerator, prepared_call
-from hps.collective.model.network import NetworkParams, network_batch
+from hps.collective.model.batching import on_accelerator, prepared_calls
+from hps.collective.model.network import NetworkParams, network_batch, phase_dims
 from hps.collective.model.simulator import simulate_allreduce
 from hps.collective.model.themis import collective_orders
 from hps.config.machine import cpu_cores, load_average
@@ -60,22 +62,45 @@ def batches_by_dims(nets: list[Network]) -> dict[int, tuple[list[int], NetworkPa
     return out
 
 
-def batched_simulation(nets: list[Network], chunks: int, total_bytes: float, pool: ThreadPoolExecutor):
-    """(by_dims, groups [(NetworkParams, orders)], simulate_all) of the jnp side: Themis orders
-    and SCF, one vmapped batch per group of equal D, run as batching.prepared_call decides
-    (CPU parts on `pool`); simulate_all() -> completion times per group, (group size,) s each."""
+def network_orders(nets: list[Network], chunks: int, total_bytes: float) -> list[np.ndarray]:
+    """Themis's orders (chunks, D) int32 of each network (SCF), computed in one vmapped batch
+    per group of equal D."""
     orders_of = jax.jit(jax.vmap(lambda n: collective_orders(n.size, n.bandwidth, total_bytes, chunks, True)[0]))
+    orders: list = [None] * len(nets)
+    for indices, batch in batches_by_dims(nets).values():
+        for i, rows in zip(indices, np.asarray(orders_of(batch)[:, :chunks])):
+            orders[i] = rows  # exactly D columns
+    return orders
+
+
+def batched_simulation(nets: list[Network], orders: list[np.ndarray], chunks: int, total_bytes: float, pool):
+    """simulate_all() -> (len(nets),) completion times (s) of the jnp side, SCF, the given
+    orders: networks without their dimensions of size 1, one vmapped batch per group of equal D
+    left, run as batching.prepared_calls decides (CPU parts on `pool`)."""
     simulate = jax.jit(
         jax.vmap(lambda n, o: simulate_allreduce(n, total_bytes, chunks, o, True, max_chunks=chunks).time)
     )
-    by_dims = list(batches_by_dims(nets).values())
-    groups = [(batch, orders_of(batch)[:, :chunks]) for _, batch in by_dims]
-    calls = [prepared_call(simulate, group, pool) for group in groups]
+    compact = [
+        phase_dims(net, rows) if any(d.size > 1 for d in net.dimensions) else None for net, rows in zip(nets, orders)
+    ]
+    groups: dict[int, list[int]] = {}
+    for i, pair in enumerate(compact):
+        if pair is not None:
+            groups.setdefault(len(pair[0].dimensions), []).append(i)
+    by_dims = sorted(groups.items())
+    batches = [
+        (network_batch([compact[i][0] for i in indices], max_dims=n_dims), np.stack([compact[i][1] for i in indices]))
+        for n_dims, indices in by_dims
+    ]
+    run_all = prepared_calls(simulate, batches, pool, costs=[float(n_dims) for n_dims, _ in by_dims])
 
-    def simulate_all() -> list:
-        return [call() for call in calls]
+    def simulate_all() -> np.ndarray:
+        times = np.zeros(len(nets))
+        for (_, indices), group_times in zip(by_dims, run_all()):
+            times[indices] = group_times
+        return times
 
-    return by_dims, groups, simulate_all
+    return simulate_all
 
 
 def machine() -> dict:
@@ -95,7 +120,8 @@ def simulator_rate(
     networks (of `dims` dimensions when given: one group, one compile)."""
     threads = cpu_cores()
     with ThreadPoolExecutor(threads) as pool:
-        _, _, simulate_all = batched_simulation(random_networks(networks, dims=dims), chunks, total_bytes, pool)
+        nets = random_networks(networks, dims=dims)
+        simulate_all = batched_simulation(nets, network_orders(nets, chunks, total_bytes), chunks, total_bytes, pool)
         compile_s, seconds = timed_calls(simulate_all, min_seconds=min_seconds)
     return {
         "collectives_per_s": networks / seconds,
@@ -112,15 +138,11 @@ def run(networks: int = 1024, chunks: int = 64, total_bytes: float = float(GIB),
     nets = random_networks(networks)
     threads = cpu_cores()
     pool = ThreadPoolExecutor(threads)
-    by_dims, groups, simulate_all = batched_simulation(nets, chunks, total_bytes, pool)
+    orders = network_orders(nets, chunks, total_bytes)
+    simulate_all = batched_simulation(nets, orders, chunks, total_bytes, pool)
     compile_s = compile_seconds(simulate_all)
-    jax_times = np.zeros(networks)
-    for (indices, _), times in zip(by_dims, simulate_all()):
-        jax_times[indices] = times
-    cases: list = [None] * networks
-    for (indices, _), (_, group_orders) in zip(by_dims, groups):
-        for i, rows in zip(indices, np.asarray(group_orders).tolist()):
-            cases[i] = (nets[i].dimensions, rows)  # group orders have exactly D columns
+    jax_times = simulate_all()
+    cases = [(net.dimensions, rows.tolist()) for net, rows in zip(nets, orders)]  # the whole networks
 
     reference_times: dict[int, float] = {}
 

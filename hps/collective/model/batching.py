@@ -8,8 +8,10 @@ computation uses one core and releases the GIL, so the batch is cut into parts o
 ``CPU_PART`` networks that run on one thread per core: parts small enough that each step's
 arrays (part × C) stay in cache, and as many of them in flight as there are cores.
 
-``batch_parts`` decides the cut; ``prepared_call`` slices the batch once, outside any timed
-region, and returns a function that runs every part and joins the results in order.
+``batch_parts`` decides the cut; ``prepared_call`` slices one batch once, outside any timed
+region, and returns a function that runs every part and joins the results in order;
+``prepared_calls`` does the same for several batches at once (each part of every batch in
+flight together, no wait between batches).
 """
 
 from __future__ import annotations
@@ -59,18 +61,44 @@ def prepared_call(fn: Callable, args: tuple, pool: ThreadPoolExecutor | None = N
     parts run on `pool` (one thread per core when None: a pool made here, kept for the
     returned function's life); the batch is padded with copies of its last row to whole parts
     and the padding's results are dropped."""
-    count = jax.tree.leaves(args)[0].shape[0]
-    ranges = batch_parts(count, accelerator)
-    if len(ranges) == 1:
-        return lambda: jax.tree.map(np.asarray, jax.block_until_ready(fn(*args)))
-    padded = jax.tree.map(lambda x: _pad_rows(x, ranges[-1][1]), args)
-    pieces = [rows(padded, lo, hi) for lo, hi in ranges]
+    run_all = prepared_calls(fn, [args], pool, accelerator)
+    return lambda: run_all()[0]
+
+
+def prepared_calls(
+    fn: Callable,
+    batches: list[tuple],
+    pool: ThreadPoolExecutor | None = None,
+    accelerator: bool | None = None,
+    costs: list[float] | None = None,
+):
+    """A no-argument function running fn(*args) for every args of `batches`, as prepared_call
+    does for one, returning [result per batch]. On CPU every part of every batch is submitted
+    at once, the costliest first (rows × the batch's cost per row, e.g. its loop's decision
+    count; None: all alike), so no thread waits between batches."""
+    if accelerator is None:
+        accelerator = on_accelerator()
+    counts = [jax.tree.leaves(args)[0].shape[0] for args in batches]
+    cuts = [batch_parts(count, accelerator) for count in counts]
+    if accelerator or sum(len(ranges) for ranges in cuts) <= 1:
+        return lambda: [jax.tree.map(np.asarray, jax.block_until_ready(fn(*args))) for args in batches]
+    pieces = []  # (cost, batch index, part index, args)
+    for b, (args, ranges) in enumerate(zip(batches, cuts)):
+        padded = jax.tree.map(lambda x, total=ranges[-1][1]: _pad_rows(x, total), args)
+        work = 1.0 if costs is None else costs[b]
+        pieces += [((hi - lo) * work, b, k, rows(padded, lo, hi)) for k, (lo, hi) in enumerate(ranges)]
+    pieces.sort(key=lambda piece: -piece[0])
     workers = pool or ThreadPoolExecutor(cpu_cores())
 
     def run_parts():
-        futures = [workers.submit(lambda p: jax.block_until_ready(fn(*p)), p) for p in pieces]
-        results = [jax.tree.map(np.asarray, f.result()) for f in futures]
-        return jax.tree.map(lambda *leaves: np.concatenate(leaves, axis=0)[:count], *results)
+        futures = [(b, k, workers.submit(lambda p: jax.block_until_ready(fn(*p)), p)) for _, b, k, p in pieces]
+        results: list[list] = [[None] * len(ranges) for ranges in cuts]
+        for b, k, future in futures:
+            results[b][k] = jax.tree.map(np.asarray, future.result())
+        return [
+            jax.tree.map(lambda *leaves, n=count: np.concatenate(leaves, axis=0)[:n], *parts)
+            for parts, count in zip(results, counts)
+        ]
 
     return run_parts
 

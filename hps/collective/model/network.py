@@ -82,6 +82,19 @@ def network_params(network: Network, max_dims: int | None = None) -> NetworkPara
     return NetworkParams(**{k: jnp.asarray(v) for k, v in arrays.items()}, lanes=lane_bucket(arrays["in_flight"]))
 
 
+def phase_dims(network: Network, orders) -> tuple[Network, np.ndarray]:
+    """(the network without its dimensions of size 1, orders (C, D) int renumbered onto it,
+    (C, D') for its D' dimensions of size > 1). A dimension of size 1 has no phase, so the
+    simulation of the result is the simulation of the network, over 2·D' slots per chunk
+    instead of 2·D: the other dimensions keep their relative order, hence every tie-break."""
+    keep = [d for d, dim in enumerate(network.dimensions) if dim.size > 1]
+    index = np.full(len(network.dimensions), -1, np.int64)
+    index[keep] = np.arange(len(keep))
+    renumbered = index[np.asarray(orders)]
+    kept = renumbered[renumbered >= 0].reshape(renumbered.shape[0], len(keep))
+    return Network(network.name, tuple(network.dimensions[d] for d in keep)), kept.astype(np.int32)
+
+
 def network_batch(networks: Sequence[Network], max_dims: int | None = None) -> NetworkParams:
     """NetworkParams with a leading batch axis (N, max_dims), for vmap over networks; max_dims
     None: the widest bucket among them."""

@@ -8,7 +8,10 @@ Phase durations follow from the orders alone, so ``phase_table`` computes them u
 simulation only decides *when* each phase starts: a ``lax.fori_loop`` of C·2D decisions (one
 per phase, masked no-ops after the last), each a few (C,) passes and reductions over the
 deciding dimension's waiting phases (the earliest ready time per dimension is kept
-incrementally), and one-index gathers and scatters for the chunk it starts.
+incrementally), and one-index gathers and scatters for the chunk it starts. The completion
+time is carried through the loop (``timeline``), so a caller that keeps only SimResult.time
+compiles no per-phase start array; callers simulate networks without their dimensions of size 1
+where they can (``network.phase_dims``): fewer slots, fewer decisions, the same timeline.
 Everything is float32, jit- and vmap-able over networks, chunk sizes, release times, orders and
 chunk counts; ``scf`` is traced, so both intra-dimension disciplines share one compile.
 """
@@ -212,12 +215,14 @@ def decide(chains: PhaseChains, scf, state):
     chunk's waiting phase; lanes (D, MAX_IN_FLIGHT) s, when each lane of each dimension frees
     (inf past the dimension's in_flight); earliest (D,) s, the earliest ready time among phases
     waiting for each dimension (inf: none), kept exact incrementally; start (P,) s, the start of
-    every phase so far. Only the chosen chunk, lane and two dimensions change, written with
-    one-index scatters (cheaper than masked selects over (C,) here). Returns the next state.
+    every phase so far; finish s, the latest end so far. Only the chosen chunk, lane and two
+    dimensions change, written with one-index scatters (cheaper than masked selects over (C,)
+    here; with one lane per dimension, a select over (D,)). Returns the next state.
     """
-    ready, data, code, lanes, earliest, start = state
+    ready, data, code, lanes, earliest, start, finish = state
     n_chunks, n_phases = ready.shape[0], start.shape[0]
-    free = _row_min(lanes)
+    one_lane = lanes.shape[1] == 1
+    free = lanes[:, 0] if one_lane else _row_min(lanes)
     d, begin = earliest_dimension(jnp.maximum(free, earliest))
     valid = jnp.isfinite(begin)
     row = jnp.where(code_dim(code) == d.astype(jnp.int32), ready, jnp.inf)
@@ -232,21 +237,38 @@ def decide(chains: PhaseChains, scf, state):
     on_d = (dims == d) & valid
     d_row = jnp.where(valid, d.astype(jnp.int32), free.shape[0])  # D: dropped below
     d_index = jnp.minimum(d_row, free.shape[0] - 1)
-    lane = _first_index(lanes[d_index] == free[d_index]).astype(jnp.int32)  # its first free lane
     earliest = jnp.where(on_d, remaining, earliest)
     earliest = jnp.where(dims == code_dim(next_code), jnp.minimum(earliest, end), earliest)
+    if one_lane:
+        lanes = jnp.where(on_d[:, None], end, lanes)
+    else:
+        lanes = lanes.at[d_row, first_lane(lanes, free, d_index)].set(end, mode="drop")
     return (
         ready.at[chunk].set(end, mode="drop"),
         data.at[chunk].set(chains.next_data[started], mode="drop"),
         code.at[chunk].set(next_code, mode="drop"),
-        lanes.at[d_row, lane].set(end, mode="drop"),
+        lanes,
         earliest,
         start.at[started].set(begin, mode="drop"),
+        jnp.where(valid, jnp.maximum(finish, end), finish),
     )
 
 
+def first_lane(lanes, free, d):
+    """The first lane (int32) of dimension d that frees at free[d]."""
+    return _first_index(lanes[d] == free[d]).astype(jnp.int32)
+
+
 def run_decisions(table: PhaseTable, release, scf, in_flight, lanes: int = MAX_IN_FLIGHT):
-    """All decisions in time order -> phase_start (C, 2D) s (0 on skipped slots).
+    """phase_start (C, 2D) s (0 on skipped slots): `timeline`'s starts."""
+    return timeline(table, release, scf, in_flight, lanes)[0]
+
+
+def timeline(table: PhaseTable, release, scf, in_flight, lanes: int = MAX_IN_FLIGHT):
+    """All decisions in time order -> (phase_start (C, 2D) s (0 on skipped slots), the
+    completion time s: the latest phase end or release). The completion time is carried
+    through the loop beside the starts, so a caller that keeps only it (SimResult.time) lets
+    XLA drop the (C·2D,) start array and its scatter from every step.
 
     One decision per step of a fori_loop of a fixed C·2D steps (the most phases there can be;
     masked no-ops once every phase has started): the count stays unbatched under vmap, so no
@@ -271,9 +293,10 @@ def run_decisions(table: PhaseTable, release, scf, in_flight, lanes: int = MAX_I
         jnp.where(jnp.arange(lanes)[None, :] < in_flight[:, None], 0.0, jnp.inf).astype(jnp.float32),
         jnp.min(jnp.where(waits, ready[None, :], jnp.inf), axis=1),
         jnp.zeros((n_phases,), jnp.float32),
+        jnp.max(ready),
     )
     state = jax.lax.fori_loop(0, n_phases, lambda _, s: decide(chains, scf, s), state)
-    return state[-1].reshape(n_chunks, n_slots)
+    return state[-2].reshape(n_chunks, n_slots), state[-1]
 
 
 def busy_per_dim(table: PhaseTable, in_flight):
@@ -296,13 +319,13 @@ def simulate(net: NetworkParams, chunk_bytes, release, orders, chunk_mask, scf) 
     chunk_mask = chunk_mask.astype(bool)
     table = phase_table(net, chunk_bytes.astype(jnp.float32), orders.astype(jnp.int32), chunk_mask)
     release = jnp.where(chunk_mask, release, 0.0).astype(jnp.float32)
-    start = run_decisions(table, release, jnp.asarray(scf).astype(bool), net.in_flight, net.lanes)
+    start, finish = timeline(table, release, jnp.asarray(scf).astype(bool), net.in_flight, net.lanes)
     active = table.dim >= 0
     end = jnp.where(active, start + table.duration, 0.0)
     has_phase = jnp.any(active, axis=1)
     chunk_end = jnp.where(has_phase, jnp.max(end, axis=1), release)
     return SimResult(
-        time=jnp.max(jnp.where(chunk_mask, chunk_end, 0.0)),
+        time=finish,
         busy=busy_per_dim(table, net.in_flight),
         phase_start=start,
         phase_end=end,
