@@ -92,6 +92,8 @@ RANGES: dict[str, Range] = {
     "tp_comm_bytes": LAYER_BYTES,
     "tp_collectives": Range(1, 1e6, "All-Reduces", "a million collectives per layer and pass", zero=True),
     "forward_s": MICRO_BATCH_TIME,
+    "input_move_s": Range(1e-15, 1e9, "s per micro-batch", "as forward_s; 0: nothing to move", zero=True),
+    "gradient_move_s": Range(1e-15, 1e9, "s per micro-batch", "as forward_s; 0: nothing to move", zero=True),
     "measured_call_s": Range(1e-15, 1e9, "s per micro-batch", "as forward_s; 0: a profile found none", zero=True),
     "backward_s": MICRO_BATCH_TIME,
     # parallel plans: resource types, links between sites, jobs and plan stages
@@ -188,6 +190,9 @@ def check_layer_parallel(layer: Layer, source: str, prefix: str) -> None:
         _check_count(measured.micro_batch, "micro_batch", 1, source, f"{path}.micro_batch")
         for name in ("forward_s", "backward_s"):
             _check_number(getattr(measured, name), name, source, f"{path}.{name}", positive=True)
+        for name in ("input_move_s", "gradient_move_s"):
+            if getattr(measured, name) is not None:
+                _check_number(getattr(measured, name), name, source, f"{path}.{name}", positive=False)
 
 
 WORK_FIELDS = ("flops", "mem_bytes", "io_bytes")

@@ -222,13 +222,18 @@ class Layer:
 @dataclass(frozen=True)
 class MeasuredTime:
     """A layer's measured time per micro-batch on one device of a `tp`-way tensor-parallel group of
-    resource type `type`, at `micro_batch` samples per replica: forward and backward seconds."""
+    resource type `type`, at `micro_batch` samples per replica: forward and backward seconds;
+    optionally the seconds to move the layer's input activation onto such a group (a stage
+    starting at the layer receives it) and its gradient (a stage ending before the layer
+    receives it), None where not measured."""
 
     type: str
     tp: int
     micro_batch: int
     forward_s: float
     backward_s: float
+    input_move_s: float | None = None
+    gradient_move_s: float | None = None
 
 
 @dataclass(frozen=True)

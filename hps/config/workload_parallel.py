@@ -45,14 +45,17 @@ from hps.errors import ConfigError
 LAYER_PARALLEL_KEYS = ("cut_after", "stash_bytes", "fp8_stash_bytes", "tp_comm_bytes", "tp_collectives", "measured")
 """Optional [[layer]] keys of the parallel-plan model (omitted: true, act_bytes, act_bytes, 1, none)."""
 MEASURED_KEYS = ("type", "tp", "micro_batch", "forward_s", "backward_s")
+MOVE_KEYS = ("input_move_s", "gradient_move_s")
+"""Optional [[layer.measured]] keys: the moves of the layer's input and of its gradient."""
 DEFAULTS_PARALLEL_KEYS = ("micro_batch", "precision", "zero", "recompute")
 """Optional [defaults] keys of the parallel-plan model (omitted: none, fp32-adam, 0, none)."""
 
 
 def parse_measured(table: dict[str, Any], source: str, prefix: str) -> MeasuredTime:
     """One ``[[layer.measured]]``: type (a name), tp (a power of two), micro_batch (samples, >= 1),
-    forward_s and backward_s (seconds per micro-batch, > 0)."""
-    check_keys(table, MEASURED_KEYS, MEASURED_KEYS, source, prefix)
+    forward_s and backward_s (seconds per micro-batch, > 0), optionally input_move_s and
+    gradient_move_s (seconds per micro-batch, >= 0)."""
+    check_keys(table, (*MEASURED_KEYS, *MOVE_KEYS), MEASURED_KEYS, source, prefix)
     type_name = get_name(table, "type", source, prefix)
     tp = get_int(table, "tp", source, prefix, minimum=1)
     if not is_power_of_two(tp):
@@ -63,6 +66,10 @@ def parse_measured(table: dict[str, Any], source: str, prefix: str) -> MeasuredT
     times = {}
     for key in ("forward_s", "backward_s"):
         times[key] = check_in_range(get_positive(table, key, source, prefix), key, source, field_path(prefix, key))
+    for key in MOVE_KEYS:
+        if key in table:
+            value = get_non_negative(table, key, source, prefix)
+            times[key] = check_in_range(value, key, source, field_path(prefix, key))
     return MeasuredTime(type=type_name, tp=tp, micro_batch=micro_batch, **times)
 
 
@@ -166,4 +173,5 @@ def layer_measured_toml(layer: Layer) -> list[str]:
             f"forward_s = {toml_float(entry.forward_s)}",
             f"backward_s = {toml_float(entry.backward_s)}",
         ]
+        lines += [f"{key} = {toml_float(getattr(entry, key))}" for key in MOVE_KEYS if getattr(entry, key) is not None]
     return lines

@@ -6,8 +6,11 @@ placement model's own terms: compute = (B/k)·Σ t(l,t) (measured per-sample tim
 workload has them, else the roofline) + M·c, with M the micro-batches per iteration and c the
 stage's fixed call cost per micro-batch where the workload has one measured for the type
 (`measured_call_s`, `hps profile`; the schedule model of the planners leaves it out, the
-parallel-plan model counts it); boundary = (B/k)·2·(a_in + a_out)/nic_bw and
-sync = allreduce_t(W, k) with W the bytes the stage All-Reduces.
+parallel-plan model counts it); boundary = (B/k)·2·(a_in + a_out)/nic_bw, or, where the
+workload has the moves measured on the type's devices at the stage's micro-batch per replica
+B/(M·k) (`hps profile`), M times what the stage receives per micro-batch (its input unless it is
+the first stage, its output's gradient unless it is the last); sync = allreduce_t(W, k) with W
+the bytes the stage All-Reduces.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from hps.config.types import Catalog, Job, Workload
 from hps.placement.model import build_params
 from hps.placement.model.allreduce import allreduce_coefficients
 from hps.placement.model.cost import layer_time
+from hps.placement.model.parallel.problem import measured_boundary, measured_moves
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,11 @@ def predict_stages(
         compute = per_replica * float(per_sample[first : last + 1, t].sum()) / split
         compute += micro_batches * workload.measured_call_s.get(catalog.names[t], 0.0)
         boundary = per_replica * 2.0 * (a_in + a_out) / float(params.nic_bw[t])
+        m = job.batch / (micro_batches * k)
+        if m == int(m):
+            inward, gradient = measured_moves(workload.layers, catalog.names[t], split, int(m))
+            received = float(measured_boundary(inward, gradient, first, last))
+            boundary = boundary if np.isnan(received) else micro_batches * received
         sync = 0.0
         if k > 1 and w > 0:
             alpha, beta = allreduce_coefficients(

@@ -12,7 +12,9 @@ and gradient sum to n devices) once, a layer timed alone pays it in full: so the
 adjacent pairs are timed as two-layer stages too, the fixed cost c is what a pair saves against
 its two layers alone (`call_cost`), and each layer's measured time is its time alone less c.
 A stage's time per micro-batch is then Σ of its layers' times + c; c is written per type as
-the workload's `measured_call_s`.
+the workload's `measured_call_s`. Moving each layer's input activation onto the pool, and its
+gradient, is timed too (`moves`), so a stage's boundary term can be what the executor's moves
+cost on these devices rather than the catalogue's network figures.
 
 Per sample (the schedule model's t(l, t)): (forward + backward) / (batch / n), so
 compute = (B/k)·Σ t + M·c matches a stage of k = n replicas run in M micro-batches of `batch`.
@@ -43,7 +45,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from jax.sharding import Mesh
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
 
 from hps.config.types import MeasuredTime, Workload
 from hps.executor.pipeline import compile_pipeline
@@ -81,6 +84,11 @@ class LayerProfile:
     call_forward_s: float = 0.0
     call_backward_s: float = 0.0
     tp: int = 1
+    input_move_s: list | None = None
+    """Per layer, seconds to move its input activation onto the pool (None for layer 0, whose
+    input read is part of its forward); `gradient_move_s` the same for the input's floating
+    entries (the gradient a stage ending before the layer receives). `moves`."""
+    gradient_move_s: list | None = None
 
     @property
     def call_s(self) -> float:
@@ -89,7 +97,16 @@ class LayerProfile:
 
     def measured(self, type_name: str, index: int) -> MeasuredTime:
         """Layer `index`'s entry for the parallel-plan model."""
-        return MeasuredTime(type_name, self.tp, self.micro_batch, self.forward_s[index], self.backward_s[index])
+        moved = self.input_move_s is not None and index > 0
+        return MeasuredTime(
+            type_name,
+            self.tp,
+            self.micro_batch,
+            self.forward_s[index],
+            self.backward_s[index],
+            self.input_move_s[index] if moved else None,
+            self.gradient_move_s[index] if moved else None,
+        )
 
 
 def measurements_per_pool(n_layers: int) -> int:
@@ -155,8 +172,36 @@ def profile_passes(
         forward = [f - call_forward for f, _ in alone]
         backward = [b - call_backward for _, b in alone]
         per_sample = [(f + b) / per_device for f, b in zip(forward, backward)]
-        profiles[name] = LayerProfile(per_device, per_sample, forward, backward, call_forward, call_backward, tensor)
+        inward, gradient = moves(mesh, inputs, repeats)
+        profiles[name] = LayerProfile(
+            per_device, per_sample, forward, backward, call_forward, call_backward, tensor, inward, gradient
+        )
     return profiles
+
+
+def moves(mesh: Mesh, inputs: list, repeats: int) -> tuple[list, list]:
+    """([seconds to move layer i's input activation onto `mesh`], [the same for its floating
+    entries]), None for layer 0: each placed batch-sharded on the same devices in rotated order
+    (every shard on another device, as it comes from another stage) and moved to the mesh's batch
+    sharding as the executor moves an activation between stages, blocked until ready; the median
+    of `repeats` after one unmeasured move."""
+    devices = list(mesh.devices.flat)
+    rotated = Mesh(np.array(devices[1:] + devices[:1]).reshape(mesh.devices.shape), mesh.axis_names)
+    target, source = NamedSharding(mesh, P("d0")), NamedSharding(rotated, P("d0"))
+
+    def seconds(x) -> float:
+        placed = jax.block_until_ready(jax.device_put(x, source))
+        jax.block_until_ready(jax.device_put(placed, target))
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            jax.block_until_ready(jax.device_put(placed, target))
+            times.append(time.perf_counter() - start)
+        return float(np.median(times))
+
+    inward = [None] + [seconds(x) for x in inputs[1:]]
+    gradient = [None] + [seconds(split_float(x)[0]) for x in inputs[1:]]
+    return inward, gradient
 
 
 def span_passes(model, type_name: str, mesh, first: int, last: int, x, repeats: int, optimizer) -> tuple[float, float]:

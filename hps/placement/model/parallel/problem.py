@@ -41,6 +41,30 @@ def _memo(method):
     return cached
 
 
+def measured_moves(layers, type_name: str, tp: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """((L,) seconds to move each layer's input onto a tp-way group of `type_name` at m samples
+    per replica, (L,) the same for its gradient), from the layers' measured entries for exactly
+    (type, tp, m); NaN where none was measured."""
+    inward, gradient = np.full(len(layers), np.nan), np.full(len(layers), np.nan)
+    for i, layer in enumerate(layers):
+        for e in layer.measured:
+            if (e.type, e.tp, e.micro_batch) == (type_name, tp, m):
+                inward[i] = np.nan if e.input_move_s is None else e.input_move_s
+                gradient[i] = np.nan if e.gradient_move_s is None else e.gradient_move_s
+    return inward, gradient
+
+
+def measured_boundary(inward: np.ndarray, gradient: np.ndarray, first, last) -> np.ndarray:
+    """Seconds per micro-batch a stage first..last receives (its input where first > 0, its
+    output's gradient where last is not the final layer), from measured moves (`measured_moves`,
+    indexed by the stage's type; first, last broadcast); NaN where a move it needs is unmeasured."""
+    first, last = np.asarray(first), np.asarray(last)
+    n_layers = inward.shape[-1]
+    take = lambda a, i: np.take_along_axis(a, np.minimum(i, n_layers - 1)[..., None], -1)[..., 0]  # noqa: E731
+    receive = np.where(first > 0, take(inward, first), 0.0)
+    return receive + np.where(last < n_layers - 1, take(gradient, last + 1), 0.0)
+
+
 def divisors(n: int) -> list[int]:
     """The positive divisors of n, ascending."""
     small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
@@ -247,6 +271,11 @@ class ParallelProblem:
                 for m in divisors(batch):
                     least[:, y] = np.minimum(least[:, y], t * self.layer_times(y, t, m) / m)
         return least
+
+    @_memo
+    def moves(self, type_index: int, tp: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+        """`measured_moves` of the workload's layers on (type, tp, m)."""
+        return measured_moves(self.workload.layers, self.catalog.resources[type_index].name, tp, m)
 
     @_memo
     def time_prefix(self, type_index: int, tp: int, m: int) -> np.ndarray:

@@ -11,7 +11,7 @@ import dataclasses
 
 import numpy as np
 
-from hps.placement.model.parallel.problem import BUCKET_BYTES, ZERO3_SYNC, ParallelProblem
+from hps.placement.model.parallel.problem import BUCKET_BYTES, ZERO3_SYNC, ParallelProblem, measured_boundary
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,6 +123,11 @@ def stage_arrays(problem: ParallelProblem, b: int, first, last, types, tp, dp) -
     a_in = np.where(first > 0, problem.act_bytes[np.maximum(first - 1, 0)], 0.0)
     a_out = np.where(last < n_layers - 1, problem.act_bytes[last], 0.0)
     boundary = m * 2 * (a_in + a_out) / (tp * nic)
+    moves = [problem.moves(int(y), int(t), int(mb)) for y, t, mb in keys]
+    if any(not np.all(np.isnan(inward)) for inward, _ in moves):
+        inward, gradient = (np.stack([move[k] for move in moves])[where] for k in (0, 1))
+        measured = measured_boundary(inward, gradient, first, last)
+        boundary = np.where(np.isnan(measured), boundary, measured)
     static, activation, states = stage_memory(problem, b, first, last, tp, dp, types)
 
     grad_bytes = (problem.params_prefix[last + 1] - problem.params_prefix[first]) * problem.precision_bytes[1] / tp
