@@ -65,6 +65,14 @@ class Agent:
     critic: bool = True
 
 
+def with_extra_loss(agent: Agent, params, key, loss, aux: dict):
+    """(loss + the agent's extra loss, aux with the extra loss's aux) — unchanged without one."""
+    if agent.extra_loss is None:
+        return loss, aux
+    extra, extra_aux = agent.extra_loss(params, key)
+    return loss + extra, {**aux, **extra_aux}
+
+
 def on_policy_update(agent: Agent, learn):
     """update(state, context, index) -> (state, metrics) of one on-policy iteration: the state's
     key splits into (next key, draw key, play key, learn key); the agent rolls out with the

@@ -20,7 +20,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from hps.rl.agent import Agent, on_policy_update
+from hps.rl.agent import Agent, on_policy_update, with_extra_loss
 from hps.rl.driver import optimizer_step
 from hps.rl.reinforce import advantages, masked_mean
 
@@ -101,16 +101,12 @@ def make_update(agent: Agent, config, tx):
     minibatches, one optax step each. metrics (means over the minibatches): loss, grad_norm,
     entropy, value_loss, approx_kl, clip_fraction and the extra loss's aux, then the agent's
     episode metrics."""
+    value_coef = config.value_coef if agent.critic else 0.0  # no critic: a constant, left out of the loss
 
     def loss_fn(params, part, key):
         loss, aux = ppo_loss(params, agent.replay, *part, config.clip_eps, value_coef, config.entropy_coef)
-        if agent.extra_loss is not None:
-            extra, extra_aux = agent.extra_loss(params, key)
-            loss = loss + extra
-            aux = {**aux, **extra_aux}
-        return loss, aux
+        return with_extra_loss(agent, params, key, loss, aux)
 
-    value_coef = config.value_coef if agent.critic else 0.0  # no critic: a constant, left out of the loss
     grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
 
     def learn(state, trajectory, key):

@@ -17,7 +17,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from hps.rl.agent import Agent, on_policy_update
+from hps.rl.agent import Agent, on_policy_update, with_extra_loss
 from hps.rl.driver import optimizer_step
 
 
@@ -104,12 +104,7 @@ def make_update(agent: Agent, config, tx):
 
     def loss_fn(params, trajectory, adv, key):
         loss, aux = reinforce_loss(params, agent.replay, trajectory, adv, config.entropy_coef)
-        loss = config.policy_gradient_coef * loss
-        if agent.extra_loss is not None:
-            extra, extra_aux = agent.extra_loss(params, key)
-            loss = loss + extra
-            aux = {**aux, **extra_aux}
-        return loss, aux
+        return with_extra_loss(agent, params, key, config.policy_gradient_coef * loss, aux)
 
     grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
 
