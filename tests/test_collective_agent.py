@@ -211,7 +211,8 @@ def test_ppo_trains_the_collective_policy_through_the_shared_algorithm(instances
     assert 0 < history[-1]["clip_fraction"] < 1 and history[-1]["approx_kl"] > 0
     assert history[-1]["utilization"] > history[0]["utilization"], history
     assert after > 1.12 * before, (before, after)  # 1.85x at seed 5 (0.158 -> 0.292)
-    assert history[-1]["loss"] < history[0]["loss"], history  # 2.21 -> 1.50 at seed 5
+    # PPO's loss (normalised advantages: a surrogate near 0) is no progress measure; the policy sharpens
+    assert history[-1]["entropy"] < 0.8 * history[0]["entropy"], history  # 2.66 -> 1.78 at seed 5
 
 
 def test_suite_evaluation_compares_every_policy_with_the_cli_figures():
