@@ -147,12 +147,13 @@ def test_final_reward_is_minus_simulated_time_over_ideal_for_the_chosen_orders(i
 @jax.vmap
 def themis_played_and_simulated(instance):
     """(time of the episode that always takes obs.themis_order, time of themis_orders)."""
-    obs, state = ENV.reset(None, instance)
+    play = ENV.with_deferred_reward()
+    obs, state = play.reset(None, instance)
 
     def one(carry, _):
         obs, state = carry
-        obs, state, done, actions = ENV.advance(state, obs.themis_order, instance)
-        return (obs, state), (done, actions)
+        obs, state, reward, done, info = play.step(None, state, obs.themis_order, instance)
+        return (obs, state), (done, info["orders"])
 
     _, (dones, actions) = jax.lax.scan(one, (obs, state), None, length=MAX_CHUNKS)
     played = ENV.final_reward(actions[jnp.argmax(dones)], instance)[1]
@@ -165,6 +166,29 @@ def themis_played_and_simulated(instance):
 def test_following_themis_action_plays_themis_orders(instances):
     played, themis = themis_played_and_simulated(instances)
     np.testing.assert_allclose(played, themis, rtol=1e-6)
+
+
+def test_the_deferred_reward_env_steps_alike_and_pays_what_step_pays_where_done(instances):
+    """with_deferred_reward: the same states, observations and done flags as `step`, reward 0,
+    and final_reward of its finished orders is the reward `step` pays where done."""
+    play = ENV.with_deferred_reward()
+    assert play != ENV and play.deferred_reward and play == CollectiveEnv(MAX_CHUNKS, deferred_reward=True)
+    plain = fast_jit(jax.vmap(ENV.step, in_axes=(None, 0, 0, 0)))
+    deferred = fast_jit(jax.vmap(play.step, in_axes=(None, 0, 0, 0)))
+    score = fast_jit(jax.vmap(ENV.final_reward))
+    obs, state = reset_batch(None, instances)
+    for _ in range(MAX_CHUNKS):
+        action = obs.themis_order
+        obs, next_state, reward, done, _ = plain(None, state, action, instances)
+        obs_d, state_d, reward_d, done_d, info_d = deferred(None, state, action, instances)
+        for a, b in zip(jax.tree.leaves((obs, next_state, done)), jax.tree.leaves((obs_d, state_d, done_d))):
+            np.testing.assert_array_equal(a, b)
+        assert (np.asarray(reward_d) == 0).all()
+        finished = np.asarray(done)
+        np.testing.assert_allclose(
+            np.asarray(score(info_d["orders"], instances)[0])[finished], reward[finished], rtol=1e-6
+        )
+        state = next_state
 
 
 def test_orders_are_kept_canonical_and_only_the_order_of_active_dimensions_counts(instances):
@@ -198,7 +222,8 @@ def test_orders_are_kept_canonical_and_only_the_order_of_active_dimensions_count
 
 def test_observation_is_finite_and_padded_dimensions_are_zero(instances):
     obs, state = reset_batch(None, instances)
-    obs, *_ = fast_jit(jax.vmap(ENV.advance))(state, obs.themis_order, instances)
+    step = jax.vmap(ENV.with_deferred_reward().step, in_axes=(None, 0, 0, 0))
+    obs, *_ = fast_jit(step)(None, state, obs.themis_order, instances)
     for leaf in jax.tree.leaves(obs):
         assert np.isfinite(np.asarray(leaf, np.float32)).all()
     padded = ~np.asarray(obs.dim_mask)

@@ -196,7 +196,6 @@ MATRIX = [
     (["train", "--minutes", "0", "--out", "OUT/run"], ["--minutes", "between 0.1 and"]),
     (["train", "--eval-every", "-1", "--out", "OUT/run"], ["--eval-every"]),
     (["train", "--num-processes", "2", "--out", "OUT/run"], ["--num-processes", "--coordinator"]),
-    (["train", "--kind", "collective", "--algorithm", "ppo", "--out", "OUT/run"], ["--algorithm", "REINFORCE only"]),
     (
         ["train", "--kind", "collective", "--envs", "12", "--out", "OUT/run"],
         ["--envs", "multiple of samples_per_instance (8)"],

@@ -137,8 +137,6 @@ def resolve_config(args):
 
             envs, updates = device_recipe_scale()  # the default recipe scales with the device
             config = dataclasses.replace(config, num_envs=envs, updates_per_chunk=updates)
-    if args.algorithm is not None and not hasattr(config, "algorithm"):
-        raise ConfigError("--algorithm", "algorithm", "the collective policy trains with REINFORCE only")
     changes = {name: getattr(args, flag) for name, flag in FLAGS.items() if getattr(args, flag) is not None}
     if args.minutes is not None and args.chunks is None:
         changes["num_chunks"] = UNBOUNDED_CHUNKS

@@ -1,7 +1,8 @@
 """The chunked training driver both agents share.
 
-An agent supplies one update, `update(state, context, index) -> (state, metrics)` (its rollout,
-loss and optax step); `scan_chunk` scans it over a chunk of updates with the metrics averaged
+The algorithm gives one update, `update(state, context, index) -> (state, metrics)` (the agent's
+rollout, the loss and the optax step; `hps.rl.algorithms.make_update` over the `hps.rl.agent`
+contract); `scan_chunk` scans it over a chunk of updates with the metrics averaged
 inside the scan, and the agent jits that. `run_chunks` is the thin Python loop between jitted
 chunks: resume point, time budget, NaN guard and the `on_chunk` hook (progress bars,
 checkpoints, evaluation plug in there). Nothing here prints.
@@ -61,14 +62,24 @@ def check_train_numbers(config) -> None:
         raise bad("num_envs", f"must be a multiple of samples_per_instance ({config.samples_per_instance})")
 
 
+ALGORITHMS = ("reinforce", "ppo")  # hps.rl.reinforce, hps.rl.ppo
+ADVANTAGE_SCALES = ("instance", "batch")  # hps.rl.reinforce.scaled_advantages
+
+
 @dataclass(frozen=True)
 class BaseTrainConfig:
     """The fields every trainer's config has (hashable; each agent's config extends it and
     redeclares the fields whose default differs): num_envs envs per update, samples_per_instance
     consecutive of them sharing an instance; updates_per_chunk updates per jitted chunk,
     num_chunks chunks; Adam at learning_rate after clipping gradients to global norm
-    max_grad_norm (`make_optimizer`); REINFORCE's entropy_coef, baseline_decay of the
-    moving-average baseline and normalize_advantages (`hps.rl.reinforce`); the seed. Checked by
+    max_grad_norm (`make_optimizer`); the seed; the algorithm ("reinforce" or "ppo",
+    `hps.rl.algorithms`) and its options. Both: entropy_coef. REINFORCE (`hps.rl.reinforce`):
+    baseline_decay of the moving-average baseline, normalize_advantages and advantage_scale
+    ("instance": with samples_per_instance > 1 each instance's advantages are divided by the
+    std of its returns, else by the batch's; "batch": all by the batch std of the advantages),
+    top_fraction < 1 for the risk-seeking objective, policy_gradient_coef the weight of the
+    policy-gradient loss beside an agent's extra loss. PPO (`hps.rl.ppo`): gamma, gae_lambda,
+    ppo_epochs, ppo_minibatches (num_envs must be a multiple), clip_eps, value_coef. Checked by
     `check_train_numbers`."""
 
     num_envs: int = 4096
@@ -81,9 +92,31 @@ class BaseTrainConfig:
     baseline_decay: float = 0.9
     normalize_advantages: bool = True
     seed: int = 0
+    algorithm: str = "reinforce"
+    advantage_scale: str = "instance"
+    top_fraction: float = 1.0
+    policy_gradient_coef: float = 1.0
+    gamma: float = 1.0
+    gae_lambda: float = 0.95
+    ppo_epochs: int = 4
+    ppo_minibatches: int = 4
+    clip_eps: float = 0.2
+    value_coef: float = 0.5
 
     def __post_init__(self):
         check_train_numbers(self)
+        source = type(self).__name__
+        if self.algorithm not in ALGORITHMS:
+            raise ConfigError(source, "algorithm", f"must be one of {', '.join(ALGORITHMS)}, got {self.algorithm!r}")
+        if self.advantage_scale not in ADVANTAGE_SCALES:
+            raise ConfigError(
+                source,
+                "advantage_scale",
+                f"must be one of {', '.join(ADVANTAGE_SCALES)}, got {self.advantage_scale!r}",
+            )
+        if self.algorithm == "ppo" and self.num_envs % self.ppo_minibatches:
+            problem = f"must be a multiple of ppo_minibatches ({self.ppo_minibatches}), got {self.num_envs}"
+            raise ConfigError(source, "num_envs", problem)
 
 
 @struct.dataclass

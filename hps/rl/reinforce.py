@@ -6,11 +6,19 @@ batch-mean returns (the first batch sets b to its own mean), optionally divided 
 return standard deviation; the loss is
     −mean_envs[ advantage · Σ_decisions log π(a | s) + entropy_coef · Σ_decisions entropy ]
 and b ← decay · b + (1 − decay) · mean(R) afterwards.
+
+`make_update(agent, config, tx)` is the algorithm for any agent of the `hps.rl.agent` contract:
+the returns are the trajectory's `returns`, the log-probabilities and entropies its replay's,
+and the agent's extra loss (if any) is added to policy_gradient_coef × the loss above.
 """
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
+
+from hps.rl.agent import Agent, on_policy_update, with_extra_loss
+from hps.rl.driver import optimizer_step
 
 
 def advantages(
@@ -42,6 +50,21 @@ def advantages(
     return adv
 
 
+def scaled_advantages(returns, baseline, first_update, config):
+    """(N,) advantages of returns (N,) under a training config's REINFORCE options:
+    `advantages` with normalize_advantages, samples_per_instance and top_fraction when
+    config.advantage_scale is "instance"; with "batch", the unnormalised advantages divided by
+    their batch standard deviation when normalize_advantages."""
+    per_instance = config.advantage_scale == "instance"
+    normalize = config.normalize_advantages
+    adv = advantages(
+        returns, baseline, first_update, normalize and per_instance, config.samples_per_instance, config.top_fraction
+    )
+    if normalize and not per_instance:
+        adv = adv / (jnp.std(adv) + 1e-6)
+    return adv
+
+
 def update_baseline(baseline, returns, first_update, decay: float):
     """b ← decay · b + (1 − decay) · mean(R); the first update starts from mean(R)."""
     mean = jnp.mean(returns)
@@ -70,3 +93,29 @@ def reinforce_loss(params, replay, trajectory, adv, entropy_coef: float):
     episode_entropy = jnp.sum(jnp.where(trajectory.valid, entropy, 0.0), axis=1)
     loss = episode_loss(adv, episode_log_prob, episode_entropy, entropy_coef)
     return loss, {"entropy": masked_mean(entropy, trajectory.valid)}
+
+
+def make_update(agent: Agent, config, tx):
+    """update(state, context, index) -> (state, metrics) of REINFORCE for `agent` (a
+    `hps.rl.agent.Agent`), `config` a training config (entropy_coef, baseline_decay,
+    normalize_advantages, advantage_scale, samples_per_instance, top_fraction,
+    policy_gradient_coef) and `tx` its optax optimizer. metrics: loss, grad_norm, baseline,
+    entropy and the extra loss's aux, then the agent's episode metrics."""
+
+    def loss_fn(params, trajectory, adv, key):
+        loss, aux = reinforce_loss(params, agent.replay, trajectory, adv, config.entropy_coef)
+        return with_extra_loss(agent, params, key, config.policy_gradient_coef * loss, aux)
+
+    grad_fn = jax.value_and_grad(loss_fn, has_aux=True)
+
+    def learn(state, trajectory, key):
+        returns = trajectory.returns
+        first = state.step == 0
+        adv = scaled_advantages(returns, state.baseline, first, config)
+        (loss, aux), grads = grad_fn(state.params, trajectory, adv, key)
+        params, opt_state, grad_norm = optimizer_step(tx, state.params, state.opt_state, grads)
+        baseline = update_baseline(state.baseline, returns, first, config.baseline_decay)
+        metrics = {"loss": loss, "grad_norm": grad_norm, "baseline": baseline, **aux}
+        return state.replace(params=params, opt_state=opt_state, baseline=baseline), metrics
+
+    return on_policy_update(agent, learn)

@@ -1,21 +1,25 @@
-"""Training collective policies with REINFORCE: `make_collective_train(config)` → a pure, jitted
-`train_chunk(state) -> (state, metrics)`.
+"""Training collective policies: `make_collective_train(config)` → a pure, jitted
+`train_chunk(state) -> (state, metrics)`, REINFORCE or PPO (`hps.rl.algorithms`, the same code
+as the placement agent's) over the collective agent (`collective_agent`, the `hps.rl.agent`
+contract).
 
 An update draws num_envs / samples_per_instance fresh instances from the generator
-(`hps.collective.env.generator`), plays samples_per_instance episodes of each (`collective_rollout`: one
-`lax.scan` over chunks, vmapped over envs; the simulator runs once per finished episode), and
-takes an optax step (gradient clipping + Adam) on
+(`hps.collective.env.generator`) and plays samples_per_instance episodes of each
+(`collective_rollout`: one `lax.scan` over chunks of the env's `step`, vmapped over envs; the
+simulator runs once per finished episode). REINFORCE takes an optax step (gradient clipping +
+Adam) on
     −mean_envs[ adv · Σ_chunks log π(a | s) + entropy_coef · Σ_chunks entropy ].
-The advantage works on log utilization, log(T_ideal / T) = −log(−reward), so every instance
-counts by its *relative* gain (raw rewards span 1 to 1000 between bandwidth- and latency-bound
-instances): with samples_per_instance K > 1 it is the episode's value minus the mean of the
-instance's other K − 1 episodes (leave-one-out), with K = 1 minus a moving average
-(`hps.rl.reinforce`); then divided by its batch standard deviation when normalize_advantages.
-The chunk counts of a batch are stratified (`stratified_chunks`), so its number of real
-decisions is known when tracing and the update replays exactly those, packed (about a third of
-the padded (envs × max_chunks) grid). A chunk scans `updates_per_chunk` updates; metrics are
-averaged inside the scan. The env batch is
-sharded over a 1-D device mesh ("envs",); parameters stay replicated.
+The return is the log utilization, log(T_ideal / T) = −log(−reward), so every instance counts by
+its *relative* gain (raw rewards span 1 to 1000 between bandwidth- and latency-bound
+instances): with samples_per_instance K > 1 the advantage is the episode's return minus the mean
+of the instance's other K − 1 episodes (leave-one-out), with K = 1 minus a moving average; then
+divided by its batch standard deviation when normalize_advantages (advantage_scale "batch").
+PPO: the policy has no value head, so its advantages are those episode advantages at every
+decision of the episode (`hps.rl.ppo.advantage_targets`). The chunk counts of a batch are
+stratified (`stratified_chunks`), so its number of real decisions is known when tracing and
+the replay scores exactly those, packed (about a third of the padded (envs × max_chunks)
+grid). A chunk scans `updates_per_chunk` updates; metrics are averaged inside the scan. The env
+batch is sharded over a 1-D device mesh ("envs",); parameters stay replicated.
 
 The train state is `hps.rl.driver.TrainState` (params, opt_state, baseline, key, step): plain
 pytrees for orbax. `run_collective_training` is the thin Python driver (prints nothing).
@@ -40,7 +44,9 @@ from hps.collective.env.generator import (
     stratified_chunks,
 )
 from hps.errors import ConfigError
-from hps.rl import driver, reinforce
+from hps.rl import driver
+from hps.rl.agent import Agent
+from hps.rl.algorithms import make_update
 from hps.rl.driver import BaseTrainConfig, TrainState
 from hps.rl.policy_kind import PolicyKind, register_policy_kind
 from hps.rl.sharding import check_divisible, env_mesh, replicated, shard_envs
@@ -49,14 +55,16 @@ from hps.rl.sharding import check_divisible, env_mesh, replicated, shard_envs
 @dataclass(frozen=True)
 class CollectiveTrainConfig(BaseTrainConfig):
     """Everything a training run depends on (hashable; JSON-able via `to_dict`): the fields of
-    `hps.rl.driver.BaseTrainConfig`, with fewer envs, 8 samples per instance and less entropy
-    bonus by default, and these. max_chunks and scf configure the env (the padded chunk count
+    `hps.rl.driver.BaseTrainConfig` (the algorithm and its options among them), with fewer envs,
+    8 samples per instance, less entropy bonus and advantages scaled by their batch standard
+    deviation by default, and these. max_chunks and scf configure the env (the padded chunk count
     and the intra-dimension discipline of the reward's simulation); the split's max_chunks must
     not exceed it."""
 
     num_envs: int = 512
     samples_per_instance: int = 8
     entropy_coef: float = 0.003
+    advantage_scale: str = "batch"
     policy: CollectivePolicySpec = field(default_factory=CollectivePolicySpec)
     split: NetworkSplit = TRAIN_NETWORKS
     max_chunks: int = 64
@@ -64,6 +72,8 @@ class CollectiveTrainConfig(BaseTrainConfig):
 
     def __post_init__(self):
         super().__post_init__()
+        if not self.policy_gradient_coef > 0:
+            raise ConfigError("CollectiveTrainConfig", "policy_gradient_coef", "must be > 0 (no other loss)")
         if self.split.max_chunks > self.max_chunks:
             raise ConfigError(
                 "CollectiveTrainConfig",
@@ -99,16 +109,36 @@ def policy_from_spec(spec: dict) -> CollectivePolicyFunctions:
     return CollectivePolicyFunctions(CollectivePolicySpec.from_dict(fields))
 
 
-def log_utilization(reward):
-    """log(T_ideal / T) of rewards −T / T_ideal."""
-    return -jnp.log(jnp.maximum(-reward, 1e-30))
+def collective_agent(config: CollectiveTrainConfig, policy, env, mesh) -> Agent:
+    """The collective agent of the `hps.rl.agent` contract: its rollout generates
+    num_envs / samples_per_instance fresh instances (stratified chunk counts) from draw_key,
+    each played by samples_per_instance consecutive envs for split.max_chunks steps; its replay
+    scores the valid decisions packed (their number is fixed by the stratification); no critic,
+    no extra loss. Episode metrics: reward, utilization, log_utilization (means)."""
+    k = config.samples_per_instance
+    draws = config.num_envs // k
+    num_steps = config.split.max_chunks
+    capacity = k * int(stratified_chunks(draws, config.split).sum())  # decisions per update
 
+    def play(params, _context, _index, draw_key, play_key):
+        drawn = generate_collectives(draw_key, draws, config.split, stratified=True)
+        batch = shard_envs(jax.tree.map(lambda x: jnp.repeat(x, k, axis=0), drawn), mesh)
+        return shard_envs(collective_rollout(policy, params, env, batch, play_key, num_steps), mesh)
 
-def collective_loss(params, policy, trajectory, adv, entropy_coef: float, capacity: int):
-    """(loss, {"entropy": mean entropy per decision}) for advantages adv (N,)."""
-    episode_log_prob, episode_entropy, entropy = replay(policy, params, trajectory, capacity)
-    loss = reinforce.episode_loss(adv, episode_log_prob, episode_entropy, entropy_coef)
-    return loss, {"entropy": entropy}
+    def episode_metrics(trajectory) -> dict:
+        return {
+            "reward": jnp.mean(trajectory.reward),
+            "utilization": jnp.mean(-1.0 / trajectory.reward),
+            "log_utilization": jnp.mean(trajectory.returns),
+        }
+
+    return Agent(
+        rollout=play,
+        replay=lambda params, trajectory: replay(policy, params, trajectory, capacity),
+        episode_metrics=episode_metrics,
+        shard=lambda tree: shard_envs(tree, mesh),
+        critic=False,
+    )
 
 
 def init_collective_state(config: CollectiveTrainConfig, *, devices=None) -> TrainState:
@@ -118,47 +148,18 @@ def init_collective_state(config: CollectiveTrainConfig, *, devices=None) -> Tra
 
 def make_collective_train(config: CollectiveTrainConfig, *, devices=None, compiler_options=None):
     """The jitted `train_chunk(state) -> (state, metrics)` of `config`. metrics (chunk means):
-    reward, utilization, log_utilization, loss, grad_norm, entropy, baseline. compiler_options
+    reward, utilization, log_utilization, loss, grad_norm, entropy and REINFORCE's baseline or
+    PPO's value_loss, approx_kl, clip_fraction. compiler_options
     go to `jax.jit` (e.g. {"xla_backend_optimization_level": 0} compiles faster and runs slower:
     worth it for short runs and tests)."""
     mesh = env_mesh(devices)
     check_divisible(config.num_envs, mesh, "num_envs")
     policy = CollectivePolicyFunctions(config.policy)
-    env = config.env()
-    tx = driver.make_optimizer(config)
-    k = config.samples_per_instance
-    draws = config.num_envs // k
-    num_steps = config.split.max_chunks
-    capacity = k * int(stratified_chunks(draws, config.split).sum())  # decisions per update
-    grad_fn = jax.value_and_grad(collective_loss, has_aux=True)
-
-    def one_update(state: TrainState, _context, _index):
-        key, draw_key, rollout_key = jax.random.split(state.key, 3)
-        drawn = generate_collectives(draw_key, draws, config.split, stratified=True)
-        batch = shard_envs(jax.tree.map(lambda x: jnp.repeat(x, k, axis=0), drawn), mesh)
-        trajectory = shard_envs(collective_rollout(policy, state.params, env, batch, rollout_key, num_steps), mesh)
-        returns = log_utilization(trajectory.reward)
-        first = state.step == 0
-        adv = reinforce.advantages(returns, state.baseline, first, False, k)
-        if config.normalize_advantages:
-            adv = adv / (jnp.std(adv) + 1e-6)
-        (loss, aux), grads = grad_fn(state.params, policy, trajectory, adv, config.entropy_coef, capacity)
-        params, opt_state, grad_norm = driver.optimizer_step(tx, state.params, state.opt_state, grads)
-        baseline = reinforce.update_baseline(state.baseline, returns, first, config.baseline_decay)
-        metrics = {
-            "reward": jnp.mean(trajectory.reward),
-            "utilization": jnp.mean(-1.0 / trajectory.reward),
-            "log_utilization": jnp.mean(returns),
-            "loss": loss,
-            "grad_norm": grad_norm,
-            "baseline": baseline,
-            **aux,
-        }
-        state = state.replace(params=params, opt_state=opt_state, baseline=baseline, key=key, step=state.step + 1)
-        return state, metrics
+    agent = collective_agent(config, policy, config.env(), mesh)
+    update = make_update(agent, config, driver.make_optimizer(config))
 
     def train_chunk(state: TrainState):
-        return driver.scan_chunk(one_update, state, None, config.updates_per_chunk)
+        return driver.scan_chunk(update, state, None, config.updates_per_chunk)
 
     return jax.jit(train_chunk, out_shardings=replicated(mesh), compiler_options=compiler_options)
 

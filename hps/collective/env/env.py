@@ -19,8 +19,10 @@ are fixed by the env's static max_chunks. `reset` is deterministic; the keys are
 the common interface.
 
 Under `vmap`, `step` runs the simulation on every step (a select, not a branch). Rollouts that
-play whole episodes use `advance` (dynamics and auto-reset, no simulation) and `final_reward`
-once per episode instead; `step` is exactly `advance` plus `final_reward` where done.
+play whole episodes step the env of `with_deferred_reward()` instead: the same `step` (dynamics,
+auto-reset, observation) paying reward 0, whose info["orders"] hold the finished episode's
+orders where done; they score each episode once with `final_reward(info["orders"])`, which is
+what `step` pays where done.
 """
 
 from __future__ import annotations
@@ -76,17 +78,26 @@ def identity_orders(max_chunks: int, n_dims: int):
 class CollectiveEnv(Environment):
     """The chunk-ordering MDP over instances of up to max_chunks chunks (static size)."""
 
-    def __init__(self, max_chunks: int = 64, scf: bool = True):
+    def __init__(self, max_chunks: int = 64, scf: bool = True, deferred_reward: bool = False):
         if not 1 <= max_chunks <= MAX_CHUNKS:
             raise ValueError(f"max_chunks must be in 1..{MAX_CHUNKS}, got {max_chunks}")
         self.max_chunks = max_chunks
         self.scf = scf
+        self.deferred_reward = deferred_reward
+
+    def _key(self):
+        return (self.max_chunks, self.scf, self.deferred_reward)
 
     def __eq__(self, other):  # equal envs share compiled functions (jit static arguments, caches)
-        return type(other) is type(self) and (self.max_chunks, self.scf) == (other.max_chunks, other.scf)
+        return type(other) is type(self) and self._key() == other._key()
 
     def __hash__(self):
-        return hash((type(self).__name__, self.max_chunks, self.scf))
+        return hash((type(self).__name__, *self._key()))
+
+    def with_deferred_reward(self) -> CollectiveEnv:
+        """This env with its reward deferred: `step` pays 0 and skips the simulation; the
+        episode's reward is `final_reward(info["orders"])` where done."""
+        return CollectiveEnv(self.max_chunks, self.scf, deferred_reward=True)
 
     def initial_state(self, instance: CollectiveInstance) -> CollectiveState:
         n_dims = instance.net.size.shape[-1]
@@ -122,15 +133,6 @@ class CollectiveEnv(Environment):
         del key  # deterministic: the instance is the randomness
         return self.initial_state(instance)
 
-    def advance(self, state: CollectiveState, action, instance: CollectiveInstance):
-        """`step` without the simulation, for rollouts that score whole episodes: order the
-        current chunk and auto-reset after the last real chunk. Returns (obs, next_state, done,
-        finished_orders): the finished episode's (or so far) orders (max_chunks, D), before any
-        reset."""
-        new_state, done = self.transition(state, action, instance)
-        next_state = self.auto_reset(None, done, new_state, instance)
-        return self.observation(next_state, instance), next_state, done, new_state.orders
-
     def transition(self, state: CollectiveState, action, instance: CollectiveInstance):
         """(state after ordering the current chunk by `action` (D,) int32, a permutation of the
         padded dimensions; done after the last real chunk)."""
@@ -161,9 +163,12 @@ class CollectiveEnv(Environment):
         """Order the current chunk; returns (state, reward, done, info). info: "orders"
         (max_chunks, D) of the episode that just ended (or so far), "time" (s) and
         "utilization" (T_ideal / T) of those orders (meaningful where done). Under `vmap` the
-        simulation runs on every step (a select, not a branch)."""
+        simulation runs on every step (a select, not a branch). With deferred_reward the
+        reward is 0 and info holds the orders only."""
         del key
         new_state, done = self.transition(state, action, instance)
+        if self.deferred_reward:
+            return new_state, jnp.zeros((), jnp.float32), done, {"orders": new_state.orders}
         reward, time = self.final_reward(new_state.orders, instance)
         info = {"orders": new_state.orders, "time": time, "utilization": -1.0 / reward}
         return new_state, jnp.where(done, reward, 0.0), done, info

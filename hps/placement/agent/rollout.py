@@ -26,9 +26,9 @@ from hps.rl.batching import over_envs
 class Trajectory:
     """actions, log_probs, values, valid: (N, S); valid marks the decisions of each env's first
     episode. episode_reward, cost_ratio (cost / cost_scale, +inf when infeasible), feasible: (N,)
-    outcome of that episode. obs: (I, …) first observation of each instance, truncated to S
-    layers (what `evaluate_actions` needs to replay the episodes); samples: envs per instance
-    (static), N = I × samples."""
+    outcome of that episode (`returns` is episode_reward, for `hps.rl.agent`). obs: (I, …) first
+    observation of each instance, truncated to S layers (what `evaluate_actions` needs to replay
+    the episodes); samples: envs per instance (static), N = I × samples."""
 
     actions: jnp.ndarray
     log_probs: jnp.ndarray
@@ -39,6 +39,11 @@ class Trajectory:
     feasible: jnp.ndarray
     obs: PlacementObs
     samples: int = struct.field(pytree_node=False, default=1)
+
+    @property
+    def returns(self) -> jnp.ndarray:
+        """(N,) the episode's return for the algorithms (`hps.rl.agent.Trajectory`): its reward."""
+        return self.episode_reward
 
 
 def truncate_obs(obs: PlacementObs, num_layers: int) -> PlacementObs:

@@ -2,9 +2,10 @@
 chunk program fed the chunk's pool of instances.
 
 A chunk draws a pool of instances (fresh from the generator's own jitted program, or a fixed
-pool given by the caller), then scans `updates_per_chunk` updates; each update draws
-`num_envs` instances from the pool, rolls out one episode per env (`rollout`), computes the
-REINFORCE or PPO loss and takes an optax step (gradient clipping + Adam). Metrics are averaged
+pool given by the caller), then scans `updates_per_chunk` updates of REINFORCE or PPO
+(`hps.rl.algorithms`, written once for both agents); the placement agent (`placement_agent`, the
+`hps.rl.agent` contract) supplies the rollout (each update draws `num_envs` instances from the
+pool and plays one episode per env, `rollout`), its replay and the imitation term. Metrics are averaged
 inside the scan. The env batch is sharded over a 1-D device mesh ("envs",); parameters stay
 replicated.
 
@@ -28,24 +29,21 @@ from hps.placement.agent.policy import PolicyFunctions, PolicySpec
 from hps.placement.agent.rollout import replay, rollout
 from hps.placement.env.env import PlacementEnv
 from hps.placement.env.generator import TRAIN, InstanceSplit, generate_instances
-from hps.rl import driver, ppo, reinforce
-from hps.rl.driver import BaseTrainConfig, TrainState
+from hps.rl import driver
+from hps.rl.agent import Agent
+from hps.rl.algorithms import make_update
+from hps.rl.driver import ALGORITHMS, BaseTrainConfig, TrainState
 from hps.rl.policy_kind import PolicyKind, register_policy_kind
-from hps.rl.sharding import (
-    check_divisible,
-    env_mesh,
-    env_shardings,
-    replicated,
-    shard_envs,
-)
+from hps.rl.sharding import check_divisible, env_mesh, env_shardings, replicated, shard_envs
 
-TRAIN_ALGORITHMS = ("reinforce", "ppo")
+TRAIN_ALGORITHMS = ALGORITHMS
 
 
 @dataclass(frozen=True)
 class TrainConfig(BaseTrainConfig):
     """Everything a training run depends on (hashable; JSON-able via `dataclasses.asdict`); the
-    fields both trainers have come from `hps.rl.driver.BaseTrainConfig`.
+    fields both trainers have come from `hps.rl.driver.BaseTrainConfig` (the algorithm and
+    its options among them).
 
     pool_size: instances generated per chunk; each update draws num_envs / samples_per_instance
     of them at random (samples_per_instance consecutive envs share an instance). 0: every update
@@ -56,43 +54,24 @@ class TrainConfig(BaseTrainConfig):
     samples_per_instance > 1 replaces the moving average by the mean of the other samples of
     the same instance (leave-one-out) and normalises per instance; top_fraction < 1 makes it
     risk-seeking (only each instance's best samples learn; see `reinforce.advantages`).
-    PPO: gamma, gae_lambda, ppo_epochs, ppo_minibatches,
-    clip_eps, value_coef. Both: entropy_coef. Imitation (REINFORCE only): demonstrations > 0
+    PPO: gamma, gae_lambda, ppo_epochs, ppo_minibatches, clip_eps, value_coef (each PPO env
+    plays its own copy of its instance). Both: entropy_coef. Imitation (REINFORCE only): demonstrations > 0
     labels that many instances of the split with `teacher` ("exact": the exact solver's optimum;
     "climb": the stage-move hill climb; `hps.placement.agent.demonstrations`) before training;
     each update then adds imitation_coef × the cross-entropy of the teacher's plans on
     demo_batch of them to the loss, and policy_gradient_coef (1; 0 for imitation alone)
     weighs the REINFORCE loss."""
 
-    algorithm: str = "reinforce"
     policy: PolicySpec = field(default_factory=PolicySpec)
     split: InstanceSplit = TRAIN
     pool_size: int = 0
-    top_fraction: float = 1.0
-    gamma: float = 1.0
-    gae_lambda: float = 0.95
-    ppo_epochs: int = 4
-    ppo_minibatches: int = 4
-    clip_eps: float = 0.2
-    value_coef: float = 0.5
     demonstrations: int = 0
     demo_batch: int = 256
     imitation_coef: float = 1.0
     teacher: str = "exact"
-    policy_gradient_coef: float = 1.0
 
     def __post_init__(self):
         super().__post_init__()
-        if self.algorithm not in TRAIN_ALGORITHMS:
-            raise ConfigError(
-                "TrainConfig", "algorithm", f"must be one of {', '.join(TRAIN_ALGORITHMS)}, got {self.algorithm!r}"
-            )
-        if self.algorithm == "ppo" and self.num_envs % self.ppo_minibatches:
-            raise ConfigError(
-                "TrainConfig",
-                "num_envs",
-                f"must be a multiple of ppo_minibatches ({self.ppo_minibatches}), got {self.num_envs}",
-            )
         if self.teacher not in TEACHERS:
             raise ConfigError("TrainConfig", "teacher", f"must be one of {', '.join(TEACHERS)}, got {self.teacher!r}")
         if not self.demonstrations and not self.policy_gradient_coef > 0:
@@ -156,6 +135,43 @@ def _episode_metrics(trajectory) -> dict:
     }
 
 
+def placement_agent(config: TrainConfig, policy, env, mesh, num_steps: int, demos=None, *, fixed_pool=False) -> Agent:
+    """The placement agent of the `hps.rl.agent` contract. Its rollout draws config.draws
+    instances of the chunk's pool (the update's own slice of fresh instances, or at random from
+    a fixed or shared pool), each played by samples_per_instance envs (PPO: each env its own
+    copy, so minibatches can split envs) for num_steps decisions. Its extra loss, with
+    demonstrations `demos`, is imitation_coef × the cross-entropy of the teacher's plans on
+    demo_batch of them drawn at random (aux: imitation, agreement)."""
+
+    def play(params, pool, index, draw_key, play_key):
+        pool_size = jax.tree.leaves(pool)[0].shape[0]
+        draws = config.draws
+        if not fixed_pool and config.fresh_instances:
+            chosen = index * draws + jnp.arange(draws)
+        else:
+            chosen = jax.random.randint(draw_key, (draws,), 0, pool_size)
+        samples = config.samples_per_instance
+        if config.algorithm == "ppo":  # PPO's minibatches split envs, so each env keeps its own copy
+            chosen, samples = jnp.repeat(chosen, samples), 1
+        batch = shard_envs(jax.tree.map(lambda x: x[chosen], pool), mesh)
+        trajectory = rollout(policy, params, env, batch, play_key, num_steps, samples=samples)
+        return shard_envs(trajectory, mesh)
+
+    def imitation(params, key):
+        index = jax.random.randint(key, (config.demo_batch,), 0, config.demonstrations)
+        demo_batch = shard_envs(jax.tree.map(lambda x: x[index], demos), mesh)
+        loss, agreement = imitation_loss(params, policy, demo_batch)
+        return config.imitation_coef * loss, {"imitation": loss, "agreement": agreement}
+
+    return Agent(
+        rollout=play,
+        replay=lambda params, trajectory: replay(policy, params, trajectory),
+        extra_loss=None if demos is None else imitation,
+        episode_metrics=_episode_metrics,
+        shard=lambda tree: shard_envs(tree, mesh),
+    )
+
+
 @dataclass(frozen=True)
 class TrainChunk:
     """`train_chunk(state) -> (state, metrics)`: draw_pool(state) -> (state, pool) picks the
@@ -195,88 +211,11 @@ def make_train(config: TrainConfig, *, devices=None, instances=None) -> TrainChu
         check_divisible(config.demo_batch, mesh, "demo_batch")
         demo_key = jax.random.fold_in(jax.random.PRNGKey(config.seed), DEMO_SALT)
         demos = make_demonstrations(demo_key, config.demonstrations, config.split, num_steps, config.teacher)
-
-    def replay_policy(params, trajectory):
-        return replay(policy, params, trajectory)
-
-    def reinforce_loss(params, trajectory, adv, demo_batch):
-        loss, aux = reinforce.reinforce_loss(params, replay_policy, trajectory, adv, config.entropy_coef)
-        loss = config.policy_gradient_coef * loss
-        if demo_batch is not None:
-            imitation, agreement = imitation_loss(params, policy, demo_batch)
-            loss = loss + config.imitation_coef * imitation
-            aux = {**aux, "imitation": imitation, "agreement": agreement}
-        return loss, aux
-
-    def reinforce_update(state, trajectory, key):
-        returns = trajectory.episode_reward
-        first = state.step == 0
-        adv = reinforce.advantages(
-            returns,
-            state.baseline,
-            first,
-            config.normalize_advantages,
-            config.samples_per_instance,
-            config.top_fraction,
-        )
-        demo_batch = None
-        if demos is not None:
-            index = jax.random.randint(key, (config.demo_batch,), 0, config.demonstrations)
-            demo_batch = shard_envs(jax.tree.map(lambda x: x[index], demos), mesh)
-        grad_fn = jax.value_and_grad(reinforce_loss, has_aux=True)
-        (loss, aux), grads = grad_fn(state.params, trajectory, adv, demo_batch)
-        params, opt_state, grad_norm = driver.optimizer_step(tx, state.params, state.opt_state, grads)
-        baseline = reinforce.update_baseline(state.baseline, returns, first, config.baseline_decay)
-        metrics = {"loss": loss, "grad_norm": grad_norm, "baseline": baseline, **aux}
-        return state.replace(params=params, opt_state=opt_state, baseline=baseline), metrics
-
-    def ppo_update(state, trajectory, key):
-        adv, targets = ppo.gae(
-            trajectory.values, trajectory.valid, trajectory.episode_reward, config.gamma, config.gae_lambda
-        )
-        grad_fn = jax.value_and_grad(ppo.ppo_loss, has_aux=True)
-
-        def minibatch(carry, index):
-            params, opt_state = carry
-            part = shard_envs(jax.tree.map(lambda x: x[index], (trajectory, adv, targets)), mesh)
-            (loss, aux), grads = grad_fn(
-                params, replay_policy, *part, config.clip_eps, config.value_coef, config.entropy_coef
-            )
-            params, opt_state, grad_norm = driver.optimizer_step(tx, params, opt_state, grads)
-            return (params, opt_state), {"loss": loss, "grad_norm": grad_norm, **aux}
-
-        def epoch(carry, epoch_key):
-            indices = ppo.minibatch_indices(epoch_key, config.num_envs, config.ppo_minibatches)
-            return jax.lax.scan(minibatch, carry, indices)
-
-        keys = jax.random.split(key, config.ppo_epochs)
-        (params, opt_state), metrics = jax.lax.scan(epoch, (state.params, state.opt_state), keys)
-        metrics = jax.tree.map(jnp.mean, metrics)
-        return state.replace(params=params, opt_state=opt_state), metrics
-
-    def one_update(state, pool, update):
-        key, draw_key, rollout_key, update_key = jax.random.split(state.key, 4)
-        pool_size = jax.tree.leaves(pool)[0].shape[0]
-        draws = config.draws
-        if instances is None and config.fresh_instances:
-            index = update * draws + jnp.arange(draws)
-        else:
-            index = jax.random.randint(draw_key, (draws,), 0, pool_size)
-        samples = config.samples_per_instance
-        if config.algorithm == "ppo":  # PPO's minibatches split envs, so each env keeps its own copy
-            index, samples = jnp.repeat(index, samples), 1
-        batch = shard_envs(jax.tree.map(lambda x: x[index], pool), mesh)
-        trajectory = rollout(policy, state.params, env, batch, rollout_key, num_steps, samples=samples)
-        trajectory = shard_envs(trajectory, mesh)
-        if config.algorithm == "reinforce":
-            state, metrics = reinforce_update(state, trajectory, update_key)
-        else:
-            state, metrics = ppo_update(state, trajectory, update_key)
-        metrics.update(_episode_metrics(trajectory))
-        return state.replace(key=key, step=state.step + 1), metrics
+    agent = placement_agent(config, policy, env, mesh, num_steps, demos, fixed_pool=instances is not None)
+    update = make_update(agent, config, tx)
 
     def chunk(state: TrainState, pool):
-        return driver.scan_chunk(one_update, state, shard_envs(pool, mesh), config.updates_per_chunk)
+        return driver.scan_chunk(update, state, shard_envs(pool, mesh), config.updates_per_chunk)
 
     program = jax.jit(chunk, out_shardings=replicated(mesh))
     if instances is not None:
