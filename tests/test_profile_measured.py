@@ -258,3 +258,65 @@ def test_the_parallel_model_adds_the_call_cost_once_per_stage_and_micro_batch():
     counted = score_plan(ParallelProblem(costly, catalog, job), plan, 16)
     for before, after, extra in zip(plain.stages, counted.stages, (0.002, 0.0005)):
         assert after.time_per_microbatch_s - before.time_per_microbatch_s == pytest.approx(extra)
+
+
+def test_the_moves_are_written_and_a_stage_receives_its_input_and_its_output_gradient(tmp_path, capsys):
+    from hps.config.types import ParallelStage
+    from hps.executor.predict import predict_stages
+    from hps.placement.model.parallel.score import score_plan
+
+    out = tmp_path / "mlp-measured.toml"
+    profile(capsys, "mlp", out, 16)
+    workload = load_workload(out)
+    catalog = load_catalog(PODS)
+    last = len(workload.layers) - 1
+    moves = {}
+    for i, layer in enumerate(workload.layers):
+        for e in layer.measured:
+            if i == 0:  # the first layer's input read belongs to its forward
+                assert e.input_move_s is None and e.gradient_move_s is None
+            else:
+                assert 0 <= e.gradient_move_s and 0 < e.input_move_s < 1
+                moves[e.type, i] = (e.input_move_s, e.gradient_move_s)
+    # two stages at the profiled 16 samples a micro-batch: 64 / 16 = 4 micro-batches, m = 16 / pool size
+    job = Job(batch=64, throughput=1.0, samples=1e6)
+    cpu, gpu = catalog.names.index("cpu"), catalog.names.index("gpu")
+    first, second = predict_stages(workload, catalog, job, [(0, 1, cpu, 2), (2, last, gpu, 4)], [0.0, 0.0], 4)
+    assert first.boundary == pytest.approx(4 * moves["cpu", 2][1])  # only its output's gradient comes in
+    assert second.boundary == pytest.approx(4 * moves["gpu", 2][0])  # only its input comes in
+    # the parallel-plan model charges the same per micro-batch (b = 16: m = 8 on cpu, 4 on gpu)
+    plan = (ParallelStage(0, 1, "cpu", 1, 2), ParallelStage(2, last, "gpu", 1, 4))
+    problem = ParallelProblem(workload, catalog, job)
+    scored = score_plan(problem, plan, 16)
+    unmoved = dataclasses.replace(
+        workload,
+        layers=tuple(
+            dataclasses.replace(
+                layer,
+                measured=tuple(dataclasses.replace(e, input_move_s=None, gradient_move_s=None) for e in layer.measured),
+            )
+            for layer in workload.layers
+        ),
+    )
+    formula = score_plan(ParallelProblem(unmoved, catalog, job), plan, 16)
+    act = workload.layers[1].act_bytes
+    nic = {name: catalog.resources[catalog.names.index(name)].nic_bw for name in ("cpu", "gpu")}
+    catalogue = (8 * 2 * act / nic["cpu"], 4 * 2 * act / nic["gpu"])  # m·2·(a_in + a_out)/(t·nic_bw)
+    received = (moves["cpu", 2][1], moves["gpu", 2][0])
+    for stage, before, nic_s, moved in zip(scored.stages, formula.stages, catalogue, received):
+        assert stage.time_per_microbatch_s == pytest.approx(before.time_per_microbatch_s - nic_s + moved)
+
+
+def test_a_bad_move_is_refused_naming_the_file_and_the_field(tmp_path):
+    from hps.config.loaders import workload_to_toml
+    from hps.errors import ConfigError
+    from hps.workloads import resolve_workload
+
+    body = workload_to_toml(resolve_workload("mlp"))
+    entry = '[[layer.measured]]\ntype = "cpu"\ntp = 1\nmicro_batch = 4\nforward_s = 0.1\nbackward_s = 0.1\n'
+    for extra, needle in (("input_move_s = -1\n", "input_move_s"), ('gradient_move_s = "x"\n', "gradient_move_s")):
+        path = tmp_path / "w.toml"
+        path.write_text(body + entry + extra)
+        with pytest.raises(ConfigError) as error:
+            load_workload(path)
+        assert str(path) in str(error.value) and needle in str(error.value) and "layer[" in str(error.value)

@@ -127,7 +127,14 @@ def run(args) -> int:
             for tp in degrees:
                 step = lambda *_: bar.update()  # noqa: E731
                 runs[size, tp] = profile_passes(
-                    model, pools, size, repeats=args.repeats, seed=args.seed, progress=step, tensor=tp
+                    model,
+                    pools,
+                    size,
+                    repeats=args.repeats,
+                    seed=args.seed,
+                    progress=step,
+                    tensor=tp,
+                    micro_batches=max(1, round(job.batch / size)),
                 )
                 workload = with_profiles(workload, runs[size, tp])
     write_workload(workload, out)

@@ -29,9 +29,10 @@ splits it, and the entry is `MeasuredTime(type, t, batch / (n / t), ...)`:
 forward_s is the jitted `jax.vjp` forward that keeps the residuals (layer 0: with the move of its
 input from the host, the io term), backward_s the pullback on those stored residuals and a ready
 cotangent (no forward recomputation; the input's gradient too, except for layer 0) and the sum of
-its parameter gradients into the running totals, as the executor's backward pass does (counted on
-every micro-batch: it runs on all but the first of an iteration's, so it is over-counted by one
-in M, which matters only where a layer's parameters outweigh its work, e.g. an embedding table).
+its parameter gradients into the running totals, as the executor's backward pass does: it runs on
+all but the first of an iteration's M micro-batches, so (M − 1)/M of it is counted (M the
+micro-batches of an iteration at the profiled size; it matters where a layer's parameters
+outweigh its work, e.g. an embedding table).
 The pool's n devices run in parallel, so the wall time of a call is one device's time for its m
 samples.
 """
@@ -140,6 +141,7 @@ def profile_passes(
     seed: int = 0,
     progress=None,
     tensor: int = 1,
+    micro_batches: int = 1,
 ) -> dict[str, LayerProfile]:
     """{type name: LayerProfile} measured on each type's device pool of n devices, as n / tensor
     data-parallel replicas of `tensor`-way tensor-parallel groups (the executor's layer roles,
@@ -147,9 +149,13 @@ def profile_passes(
 
     Every layer is timed alone, then the CALL_PAIRS cheapest adjacent pairs as two-layer stages,
     which give the stage's fixed call cost (`call_cost`); each layer's share is its time alone
-    less that cost. progress: optional callable(type name, first layer, last layer), called
-    before each measurement (`measurements_per_pool` of them a pool).
+    less that cost. micro_batches: M, the micro-batches of an iteration at this size; the
+    executor sums a micro-batch's gradients into the stage's totals on all but the first of
+    them, so the backward counts (M − 1)/M of that sum. progress: optional callable(type name,
+    first layer, last layer), called before each measurement (`measurements_per_pool` of them a
+    pool).
     """
+    summed = (micro_batches - 1) / micro_batches
     optimizer = optax.sgd(0.0)
     check_sample_batch(model, batch, "profiling")
     inputs = layer_inputs(model, model.sample_batch(jax.random.key(seed), batch))
@@ -163,7 +169,7 @@ def profile_passes(
         def timed(first: int, last: int, name=name, mesh=mesh) -> tuple[float, float]:
             if progress:
                 progress(name, first, last)
-            return span_passes(model, name, mesh, first, last, inputs[first], repeats, optimizer)
+            return span_passes(model, name, mesh, first, last, inputs[first], repeats, optimizer, summed)
 
         alone = [timed(i, i) for i in range(len(inputs))]
         cheapest = sorted(range(len(inputs) - 1), key=lambda i: sum(alone[i]) + sum(alone[i + 1]))
@@ -204,27 +210,28 @@ def moves(mesh: Mesh, inputs: list, repeats: int) -> tuple[list, list]:
     return inward, gradient
 
 
-def span_passes(model, type_name: str, mesh, first: int, last: int, x, repeats: int, optimizer) -> tuple[float, float]:
-    """(forward, backward) seconds of layers first..last as one stage on `mesh`, on activation x."""
+def span_passes(model, type_name, mesh, first, last, x, repeats, optimizer, summed=1.0) -> tuple[float, float]:
+    """(forward, backward) seconds of layers first..last as one stage on `mesh`, on activation x,
+    the backward counting `summed` of the gradient sum (`measured_layer_passes`)."""
     stage = build_stage(0, type_name, first, last, model, mesh, ("d0",), np.zeros((1, 1), np.int32), optimizer)
     piece = compile_pipeline([stage], optimizer)[0]
-    ((forward, backward),) = measured_layer_passes(piece, [x], repeats, first == 0)
-    return forward, backward
+    ((forward, pullback, summing),) = measured_layer_passes(piece, [x], repeats, first == 0)
+    return forward, pullback + summed * summing
 
 
-def measured_layer_passes(piece, batches: list, repeats: int, reads_input: bool) -> list[tuple[float, float]]:
-    """(forward, backward) seconds of a stage on each activation in `batches`, timed as the
+def measured_layer_passes(piece, batches: list, repeats: int, reads_input: bool) -> list[tuple[float, float, float]]:
+    """(forward, pullback, sum) seconds of a stage on each activation in `batches`, timed as the
     executor's measurement pass times a stage (`hps.executor.measure`): each piece blocked until
     ready, the first layer's move of its input from the host included in the forward (the io
-    term); backward is the pullback on the stored residuals and the sum of its parameter gradients
-    into the micro-batch totals (the executor's backward pass adds each micro-batch's gradients to
-    the stage's running sums, a pass over all of the stage's parameters). Making the cotangent is
+    term); the pullback on the stored residuals; the sum of its parameter gradients into the
+    micro-batch totals (the executor's backward pass adds each micro-batch's gradients but the
+    first's to the stage's running sums, a pass over all of the stage's parameters). Making the cotangent is
     not timed (the executor receives it from the next stage). Each is the median of `repeats`
     rounds after a compiling one; the batches are timed in turn within each round, so drift on a
     shared machine hits them alike."""
     stage = piece.stage
 
-    def one_call(x, placed) -> tuple[float, float]:
+    def one_call(x, placed) -> tuple[float, float, float]:
         start = time.perf_counter()
         inputs = jax.block_until_ready(jax.device_put(x, stage.batch_sharding)) if reads_input else placed
         x_float, x_other = split_float(inputs)
@@ -237,14 +244,14 @@ def measured_layer_passes(piece, batches: list, repeats: int, reads_input: bool)
         total = jax.block_until_ready(jax.tree.map(jnp.copy, grads))  # donated by accumulate
         summing = time.perf_counter()
         jax.block_until_ready(piece.accumulate(total, grads))
-        return forward, pullback + time.perf_counter() - summing
+        return forward, pullback, time.perf_counter() - summing
 
     placed = [jax.device_put(x, stage.batch_sharding) for x in batches]
     for x, p in zip(batches, placed):
         one_call(x, p)
     rounds = [[one_call(x, p) for x, p in zip(batches, placed)] for _ in range(repeats)]
-    medians = np.median(np.asarray(rounds), axis=0)  # (batches, 2)
-    return [(float(f), float(b)) for f, b in medians]
+    medians = np.median(np.asarray(rounds), axis=0)  # (batches, 3)
+    return [(float(f), float(p), float(s)) for f, p, s in medians]
 
 
 def with_measured_times(workload: Workload, times: dict[str, list[float]]) -> Workload:

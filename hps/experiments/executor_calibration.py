@@ -90,7 +90,8 @@ def profile(config: ExecutorCalibrationConfig, workload, catalog, batch: int) ->
     from hps.models.registry import build_model
 
     model = build_model(workload.name, seed=config.seed)
-    return profile_passes(model, _pools(config, catalog), batch // 2, repeats=config.repeats, seed=config.seed)
+    pools = _pools(config, catalog)
+    return profile_passes(model, pools, batch // 2, repeats=config.repeats, seed=config.seed, micro_batches=2)
 
 
 def execute(config: ExecutorCalibrationConfig, workload, catalog, schedule, batch: int) -> dict:

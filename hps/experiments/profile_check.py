@@ -112,7 +112,9 @@ def run_item(config: ProfileCheckConfig, width: int) -> dict:
     b = config.batch // config.micro_batches
     profiled = workload
     for size in (2 * b, b):  # the stage's own micro-batch last: its per-sample table is the one kept
-        profiled = with_profiles(profiled, profile_passes(model, pools, size, repeats=config.repeats, seed=config.seed))
+        micro = config.batch // size
+        passes = profile_passes(model, pools, size, repeats=config.repeats, seed=config.seed, micro_batches=micro)
+        profiled = with_profiles(profiled, passes)
     roofline_s, _ = predicted_compute(workload, catalog, config)
     profile_s, source = predicted_compute(profiled, catalog, config)
     job = Job(batch=float(config.batch), throughput=1e-6, samples=float(config.batch))
