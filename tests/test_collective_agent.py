@@ -150,9 +150,9 @@ def sampled_utilization(params, instances, key):
     return float(np.mean(-1.0 / np.asarray(traj.reward)))
 
 
-@pytest.mark.slow
-def test_training_improves_over_the_initial_random_policy(instances):
-    config = CollectiveTrainConfig(
+def small_training(**overrides) -> CollectiveTrainConfig:
+    """Two chunks of 10 updates of 64 envs (4 samples an instance) on the small split, seed 5."""
+    fields = dict(
         policy=POLICY.spec,
         split=SMALL,
         num_envs=64,
@@ -163,6 +163,12 @@ def test_training_improves_over_the_initial_random_policy(instances):
         max_chunks=MAX_CHUNKS,
         seed=5,
     )
+    return CollectiveTrainConfig(**{**fields, **overrides})
+
+
+@pytest.mark.slow
+def test_training_improves_over_the_initial_random_policy(instances):
+    config = small_training()
     devices = jax.devices()[:1]
     key = jax.random.PRNGKey(6)
     before = sampled_utilization(init_collective_state(config, devices=devices).params, instances, key)
@@ -185,20 +191,7 @@ def test_training_improves_over_the_initial_random_policy(instances):
 def test_ppo_trains_the_collective_policy_through_the_shared_algorithm(instances):
     """The same PPO as the placement agent's (hps.rl.ppo), critic-free: episode advantages at
     every decision, clipped ratios over epochs of minibatches."""
-    config = CollectiveTrainConfig(
-        policy=POLICY.spec,
-        split=SMALL,
-        algorithm="ppo",
-        num_envs=64,
-        samples_per_instance=4,
-        ppo_epochs=2,
-        ppo_minibatches=2,
-        updates_per_chunk=10,
-        num_chunks=2,
-        learning_rate=1e-2,
-        max_chunks=MAX_CHUNKS,
-        seed=5,
-    )
+    config = small_training(algorithm="ppo", ppo_epochs=2, ppo_minibatches=2)
     devices = jax.devices()[:1]
     key = jax.random.PRNGKey(6)
     before = sampled_utilization(init_collective_state(config, devices=devices).params, instances, key)
