@@ -27,9 +27,23 @@ def profile(capsys, workload: str, out: Path, micro_batch: int, devices: str = "
     return json.loads(capsys.readouterr().out)
 
 
-def test_every_layer_has_a_finite_forward_and_backward_per_type(tmp_path, capsys):
-    out = tmp_path / "mlp-measured.toml"
-    report = profile(capsys, "mlp", out, 16)
+@pytest.fixture(scope="module")
+def mlp_profile(tmp_path_factory) -> tuple[Path, dict]:
+    """(workload file, JSON report) of one `hps profile` of the mlp at micro-batch 16 on both pools."""
+    import contextlib
+    import io
+
+    out = tmp_path_factory.mktemp("profile") / "mlp-measured.toml"
+    argv = ["profile", "--workload", "mlp", "--catalog", PODS, "--devices", "cpu=0-1,gpu=2-5", "--batch", "64"]
+    argv += ["--micro-batch", "16", "--repeats", "1", "--out", str(out), "--json"]
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(argv) == 0
+    return out, json.loads(printed.getvalue())
+
+
+def test_every_layer_has_a_finite_forward_and_backward_per_type(mlp_profile):
+    out, report = mlp_profile
     workload = load_workload(out)
     for name, devices in POOLS.items():
         m = 16 // devices
@@ -160,11 +174,10 @@ def test_the_call_cost_is_what_a_fused_pair_saves_capped_by_the_cheapest_layer()
     assert call_cost(alone[:1], {}) == (0.0, 0.0)
 
 
-def test_profile_writes_the_stage_call_cost_and_the_prediction_counts_it_once_per_micro_batch(tmp_path, capsys):
+def test_profile_writes_the_stage_call_cost_and_the_prediction_counts_it_once_per_micro_batch(mlp_profile):
     from hps.executor.predict import predict_stages
 
-    out = tmp_path / "mlp-measured.toml"
-    report = profile(capsys, "mlp", out, 16)
+    out, report = mlp_profile
     workload = load_workload(out)
     assert set(workload.measured_call_s) == set(POOLS)
     for name in POOLS:
@@ -260,13 +273,12 @@ def test_the_parallel_model_adds_the_call_cost_once_per_stage_and_micro_batch():
         assert after.time_per_microbatch_s - before.time_per_microbatch_s == pytest.approx(extra)
 
 
-def test_the_moves_are_written_and_a_stage_receives_its_input_and_its_output_gradient(tmp_path, capsys):
+def test_the_moves_are_written_and_a_stage_receives_its_input_and_its_output_gradient(mlp_profile):
     from hps.config.types import ParallelStage
     from hps.executor.predict import predict_stages
     from hps.placement.model.parallel.score import score_plan
 
-    out = tmp_path / "mlp-measured.toml"
-    profile(capsys, "mlp", out, 16)
+    out, _ = mlp_profile
     workload = load_workload(out)
     catalog = load_catalog(PODS)
     last = len(workload.layers) - 1
