@@ -222,7 +222,7 @@ def test_profile_check_predicts_with_and_without_a_profile_and_executes(tmp_path
     from hps.experiments.profile_check import ProfileCheckConfig
 
     config = ProfileCheckConfig(
-        name="pc", widths=(64,), layers=1, seq_len=8, batch=8, micro_batches=2, replicas=2, repeats=1
+        name="pc", widths=(64,), layers=1, seq_len=8, batch=8, micro_batches=2, replicas=2, repeats=1, sizes=(1,)
     )
     ran = run_experiment(config, tmp_path / "pc", progress=False)
     (item,) = ran["results"]["results"]["items"].values()
@@ -232,3 +232,5 @@ def test_profile_check_predicts_with_and_without_a_profile_and_executes(tmp_path
     assert item["roofline_ms"] < item["profiled_ms"]  # an h200's roofline is far faster than a host CPU
     with pytest.raises(ValueError, match="batch"):
         ProfileCheckConfig(batch=10, micro_batches=2, replicas=2)
+    with pytest.raises(ValueError, match="sizes"):
+        ProfileCheckConfig(sizes=(1, 2))

@@ -27,7 +27,8 @@ class ProfileCheckConfig(ExperimentConfig):
     sequence; batch: global batch (sequences); micro_batches: per iteration; replicas: devices of
     the stage (data-parallel); type: the catalogue type the devices are taken as (its roofline is
     the unprofiled prediction); catalog: shipped name or file; repeats: measurements per profiled
-    layer (the median is kept)."""
+    layer (the median is kept); sizes: the micro-batches profiled, as multiples of the stage's
+    own (profiled last; 2 beside 1 brackets the stage for interpolation)."""
 
     name: str = "profile_check"
     widths: tuple[int, ...] = (256, 1024)
@@ -39,6 +40,7 @@ class ProfileCheckConfig(ExperimentConfig):
     type: str = "h200"
     catalog: str = "cloud-2026"
     repeats: int = 5
+    sizes: tuple[int, ...] = (2, 1)
 
     def check(self) -> None:
         if self.batch % (self.micro_batches * self.replicas):
@@ -48,6 +50,8 @@ class ProfileCheckConfig(ExperimentConfig):
             )
         if any(w % 64 for w in self.widths):
             raise ValueError(f"widths: must be multiples of 64 (heads of 64), got {self.widths!r}")
+        if not self.sizes or self.sizes[-1] != 1 or any(not isinstance(f, int) or f < 1 for f in self.sizes):
+            raise ValueError(f"sizes: positive integers ending with 1 (the stage's own), got {self.sizes!r}")
 
 
 def _catalog(config: ProfileCheckConfig):
@@ -111,8 +115,8 @@ def run_item(config: ProfileCheckConfig, width: int) -> dict:
     pools = device_pools(catalog, [config.type], devices)
     b = config.batch // config.micro_batches
     profiled = workload
-    for size in (2 * b, b):  # the stage's own micro-batch last: its per-sample table is the one kept
-        micro = config.batch // size
+    for size in (f * b for f in config.sizes):  # the stage's own micro-batch last: its per-sample table is kept
+        micro = max(1, config.batch // size)
         passes = profile_passes(model, pools, size, repeats=config.repeats, seed=config.seed, micro_batches=micro)
         profiled = with_profiles(profiled, passes)
     roofline_s, _ = predicted_compute(workload, catalog, config)
