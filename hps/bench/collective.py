@@ -83,14 +83,12 @@ def batched_simulation(nets: list[Network], orders: list[np.ndarray], chunks: in
     compact = [
         phase_dims(net, rows) if any(d.size > 1 for d in net.dimensions) else None for net, rows in zip(nets, orders)
     ]
-    groups: dict[int, list[int]] = {}
-    for i, pair in enumerate(compact):
-        if pair is not None:
-            groups.setdefault(len(pair[0].dimensions), []).append(i)
-    by_dims = sorted(groups.items())
+    kept = [i for i, pair in enumerate(compact) if pair is not None]
+    grouped = batches_by_dims([compact[i][0] for i in kept])
+    by_dims = [(n_dims, [kept[j] for j in indices]) for n_dims, (indices, _) in grouped.items()]
     batches = [
-        (network_batch([compact[i][0] for i in indices], max_dims=n_dims), np.stack([compact[i][1] for i in indices]))
-        for n_dims, indices in by_dims
+        (params, np.stack([compact[i][1] for i in indices]))
+        for (_, indices), (_, params) in zip(by_dims, grouped.values())
     ]
     run_all = prepared_calls(simulate, batches, pool, costs=[float(n_dims) for n_dims, _ in by_dims])
 

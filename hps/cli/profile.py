@@ -123,9 +123,9 @@ def run(args) -> int:
     total = len(types) * measurements_per_pool(len(workload.layers)) * len(sizes) * len(degrees)
     runs = {}
     with tqdm(total=total, desc="profile", unit="layer", file=sys.stderr, disable=args.json) as bar:
+        step = lambda *_: bar.update()  # noqa: E731
         for size in sizes:
             for tp in degrees:
-                step = lambda *_: bar.update()  # noqa: E731
                 runs[size, tp] = profile_passes(
                     model,
                     pools,

@@ -54,15 +54,16 @@ def measured_moves(layers, type_name: str, tp: int, m: int) -> tuple[np.ndarray,
     return inward, gradient
 
 
-def measured_boundary(inward: np.ndarray, gradient: np.ndarray, first, last) -> np.ndarray:
+def measured_boundary(inward: np.ndarray, gradient: np.ndarray, first, last, row=0) -> np.ndarray:
     """Seconds per micro-batch a stage first..last receives (its input where first > 0, its
-    output's gradient where last is not the final layer), from measured moves (`measured_moves`,
-    indexed by the stage's type; first, last broadcast); NaN where a move it needs is unmeasured."""
+    output's gradient where last is not the final layer), from measured moves: inward and gradient
+    (K, L) or (L,), `measured_moves` of K (type, tp, m) keys, `row` the stage's key (first, last
+    and row broadcast); NaN where a move it needs is unmeasured."""
+    inward, gradient = np.atleast_2d(inward), np.atleast_2d(gradient)
     first, last = np.asarray(first), np.asarray(last)
     n_layers = inward.shape[-1]
-    take = lambda a, i: np.take_along_axis(a, np.minimum(i, n_layers - 1)[..., None], -1)[..., 0]  # noqa: E731
-    receive = np.where(first > 0, take(inward, first), 0.0)
-    return receive + np.where(last < n_layers - 1, take(gradient, last + 1), 0.0)
+    receive = np.where(first > 0, inward[row, first], 0.0)
+    return receive + np.where(last < n_layers - 1, gradient[row, np.minimum(last + 1, n_layers - 1)], 0.0)
 
 
 def divisors(n: int) -> list[int]:

@@ -125,8 +125,8 @@ def stage_arrays(problem: ParallelProblem, b: int, first, last, types, tp, dp) -
     boundary = m * 2 * (a_in + a_out) / (tp * nic)
     moves = [problem.moves(int(y), int(t), int(mb)) for y, t, mb in keys]
     if any(not np.all(np.isnan(inward)) for inward, _ in moves):
-        inward, gradient = (np.stack([move[k] for move in moves])[where] for k in (0, 1))
-        measured = measured_boundary(inward, gradient, first, last)
+        inward, gradient = (np.stack([move[k] for move in moves]) for k in (0, 1))  # (keys, L) each
+        measured = measured_boundary(inward, gradient, first, last, where)
         boundary = np.where(np.isnan(measured), boundary, measured)
     static, activation, states = stage_memory(problem, b, first, last, tp, dp, types)
 
