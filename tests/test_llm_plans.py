@@ -198,7 +198,8 @@ def test_llm_plans_on_a_small_case_runs_through_the_runner_and_draws_its_figures
 @pytest.mark.slow
 def test_a_live_llm_plan_is_realizable():
     """GPT-3 175B at half its default floor, proven optimal in seconds, and 0.5 s per single-type
-    plan (the limits are checked between stage tables, so a busy machine takes longer)."""
+    plan (the limits are checked between stage counts and regions, so a busy machine takes a
+    little longer)."""
     config = LlmPlansConfig(workloads=("gpt3-175b",), seconds=20.0, single_seconds=0.5)
     point = run_item(config, ("gpt3-175b", 0.5))
     assert point["plan"]["feasible"] or best_single(point) is None

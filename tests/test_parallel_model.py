@@ -151,11 +151,25 @@ def test_a_type_sequence_is_completed_exactly():
         assert keeps(result.plan) and result.gap == 0.0
 
 
-def test_the_work_floor_and_a_spent_deadline_bound_the_optimum_from_below():
+def test_the_work_floor_and_a_spent_deadline_bound_the_optimum_from_below(monkeypatch):
     """work_floor ≤ the brute-force optimum on every instance with a plan; with no time at all
     the solver returns at once with a bound no higher than the optimum (unsearched micro-batches
-    bounded by the work floor), never a plan dearer than it claims."""
+    bounded by the work floor), never a plan dearer than it claims; and so with a deadline that
+    passes after its first few checks (between micro-batches, stage counts or regions)."""
+    from hps.placement.exact.parallel import solver
     from hps.placement.exact.parallel.solver import work_floor
+
+    class AfterChecks:
+        """A deadline that passes after `checks` looks at it."""
+
+        checks = 0
+
+        def __init__(self, at: float):
+            self.left = AfterChecks.checks
+
+        def passed(self) -> bool:
+            self.left -= 1
+            return self.left < 0
 
     checked = 0
     for seed in range(16):
@@ -169,6 +183,14 @@ def test_the_work_floor_and_a_spent_deadline_bound_the_optimum_from_below():
         assert hurried.bound <= cost * (1 + 1e-9), seed
         if hurried.plan is not None:
             assert hurried.score.cost >= cost * (1 - 1e-9)
+        for checks in (1, 2, 4, 8):
+            monkeypatch.setattr(AfterChecks, "checks", checks)
+            with monkeypatch.context() as patched:
+                patched.setattr(solver, "Deadline", AfterChecks)
+                cut = solve_parallel(problem)
+            assert cut.bound <= cost * (1 + 1e-9), (seed, checks)
+            if cut.plan is not None:
+                assert cut.score.cost >= cost * (1 - 1e-9) and cut.bound <= cut.score.cost * (1 + 1e-12)
         checked += 1
     assert checked >= 6
 

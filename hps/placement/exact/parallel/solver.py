@@ -149,10 +149,14 @@ class _Micro:
         names = self.problem.catalog.names
         return tuple(ParallelStage(f, l, names[y], t, d) for f, l, y, t, d in map(self.table.stage, entries))
 
+    def work_bound(self, counts: np.ndarray) -> np.ndarray:
+        """The least cost ($) of any plan of each of `counts` stages: (N/B)·(M + S − 1)·least Σ r·τ."""
+        return self.scale * (self.table.micro_batches + counts - 1) * self.work[counts]
+
     def open_counts(self) -> np.ndarray:
         """Stage counts whose work bound is below the best cost, by that bound, least first."""
         counts = np.arange(1, self.table.max_stages + 1)
-        first = self.scale * (self.table.micro_batches + counts - 1) * self.work[counts]
+        first = self.work_bound(counts)
         keep = first < self.best.cost * (1 - ROUNDING)
         return counts[keep][np.argsort(first[keep], kind="stable")]
 
@@ -264,6 +268,9 @@ def solve_parallel(
         for stages in micro.open_counts():
             if stages not in micro.open_counts():
                 continue
+            if deadline.passed():  # this and the stage counts left (bounded no lower): their work bound
+                open_bound = min(open_bound, float(micro.work_bound(stages)))
+                break
             if not math.isfinite(best.cost):  # no incumbent yet: solve for this stage count alone
                 micro.most = int(stages)
                 open_bound = min(open_bound, micro.stage_count(int(stages), deadline))

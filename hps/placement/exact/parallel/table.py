@@ -85,9 +85,11 @@ class StageTable:
             f"the stage table of {len(self.span_first):,} spans x {len(self.options):,} options (micro-batch {b})",
             CANDIDATE_BYTES * len(self.span_first) * len(self.options),
         )
-        index = {int(layer): k for k, layer in enumerate(self.starts)} | {n: len(self.starts)}
-        self._spans_at = [np.flatnonzero(self.span_first == start) for start in self.starts]
-        self._after_at = [np.array([index[int(self.span_last[i]) + 1] for i in spans]) for spans in self._spans_at]
+        # spans are first-major: those starting at boundary k are a contiguous range, ending at
+        # ends[k:], so the boundaries after them are k + 1 … len(starts)
+        low = np.searchsorted(self.span_first, self.starts)
+        self._spans_at = [slice(int(a), int(z)) for a, z in zip(low, [*low[1:], len(self.span_first)])]
+        self._after_at = [slice(k + 1, len(self.starts) + 1) for k in range(len(self.starts))]
         self._build()
 
     def _build(self):
@@ -152,12 +154,13 @@ class StageTable:
         return int(self.span_first[s]), int(self.span_last[s]), int(y), int(t), int(d)
 
     def _groups(self, most: int):
-        """(order, group starts, group keys) of the entries sorted by (span, site, in-flight
-        count clipped to `most`, rate, τ); cached."""
+        """(order, group starts, group keys) of the entries sorted by (in-flight count clipped to
+        `most`, span, site, rate, τ); a group's key is its flat index in a (most + 1, spans,
+        sites) array; cached."""
         if most in self._group_cache:
             return self._group_cache[most]
-        n_sites = len(self.problem.sites)
-        key = (self.entry_span * n_sites + self.site) * (most + 1) + np.minimum(self.fits, most)
+        n_spans, n_sites = len(self.span_first), len(self.problem.sites)
+        key = (np.minimum(self.fits, most) * n_spans + self.entry_span) * n_sites + self.site
         order = np.lexsort((self.time, self.rate, key))
         starts = np.flatnonzero(np.concatenate([[len(key) > 0], key[order][1:] != key[order][:-1]]))
         self._group_cache[most] = (order, starts, key[order][starts])
@@ -165,11 +168,11 @@ class StageTable:
 
     def cheapest(
         self, allowed: np.ndarray, weight: np.ndarray | None = None, most: int | None = None
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """(weight, entry), each (spans, sites, f_max + 1) with f_max = min(depth, most): the
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(weight, τ, entry), each (f_max + 1, spans, sites) with f_max = min(depth, most): the
         least weight ($/hour unless given) of an allowed entry of each span and site that holds at
-        least f micro-batches in flight (entry −1: none); ties: the least τ (with a weight, the
-        least rate, then τ)."""
+        least f micro-batches in flight, its τ (s) and index (−1, weight and τ inf: none); ties:
+        the least τ (with a weight, the least rate, then τ), then the fewest in flight."""
         n_spans, n_sites = len(self.span_first), len(self.problem.sites)
         f_max = min(self.depth, most or self.depth)
         order, starts, keys = self._groups(f_max)
@@ -182,19 +185,16 @@ class StageTable:
             position = np.where((w <= least[member]) & np.isfinite(w), position, len(order))
         first = np.minimum.reduceat(position, starts) if len(starts) else position[:0]
         found = first < len(order)
-        entry = np.full(n_spans * n_sites * (f_max + 1), -1, np.int64)
-        entry[keys[found]] = order[first[found]]
-        entry = entry.reshape(n_spans, n_sites, f_max + 1)
-        if not len(values):  # no stage fits anywhere
-            return np.full(entry.shape, np.inf), entry
-        rate = np.where(entry >= 0, values[np.maximum(entry, 0)], np.inf)
-        time = np.where(entry >= 0, self.time[np.maximum(entry, 0)], np.inf)
+        chosen, at = order[first[found]], keys[found]
+        shape = (f_max + 1, n_spans * n_sites)
+        entry, rate, time = np.full(shape, -1, np.int64), np.full(shape, np.inf), np.full(shape, np.inf)
+        entry.reshape(-1)[at], rate.reshape(-1)[at], time.reshape(-1)[at] = chosen, values[chosen], self.time[chosen]
         for f in range(f_max - 1, 0, -1):  # an entry holding f + 1 in flight holds f
-            here, there = rate[:, :, f], rate[:, :, f + 1]
-            better = (there < here) | ((there == here) & (time[:, :, f + 1] < time[:, :, f]))
+            better = (rate[f + 1] < rate[f]) | ((rate[f + 1] == rate[f]) & (time[f + 1] < time[f]))
             for array in (rate, time, entry):
-                array[:, :, f] = np.where(better, array[:, :, f + 1], array[:, :, f])
-        return rate, entry
+                np.copyto(array[f], array[f + 1], where=better)
+        shape = (f_max + 1, n_spans, n_sites)
+        return rate.reshape(shape), time.reshape(shape), entry.reshape(shape)
 
     def link_ok(self, theta: float) -> np.ndarray:
         """(L, sites, sites) bool: a stage ending at layer k on one site may hand over to a stage on
@@ -212,28 +212,26 @@ class StageTable:
         Returns (least (Q + 1,) with least[S], back) for `plan_of`."""
         allowed = (self.time <= theta) & (self.tail <= phi)
         q_max, n_sites = min(self.max_stages, most or self.max_stages), len(self.problem.sites)
-        rate, entry = self.cheapest(allowed, weight, q_max)
-        time = np.where(entry >= 0, self.time[np.maximum(entry, 0)], np.inf) if len(self.time) else rate
+        rate, time, entry = self.cheapest(allowed, weight, q_max)
         n = self.problem.num_layers
         in_flight = np.minimum(np.arange(q_max + 1), self.depth)
-        by_q = rate[:, :, in_flight].transpose(0, 2, 1)  # (spans, Q + 1, sites)
-        time_q = time[:, :, in_flight].transpose(0, 2, 1)
+        by_q = rate[in_flight].transpose(1, 0, 2)  # (spans, Q + 1, sites)
+        time_q = time[in_flight].transpose(1, 0, 2)
         ok = self.link_ok(theta)
         boundaries = len(self.starts) + 1  # index k: layer starts[k], the last one: n (the end)
         sh_value = np.full((boundaries, q_max + 1, n_sites), np.inf)
         sh_slow = np.full((boundaries, q_max + 1, n_sites), np.inf)
         value, slow, choice, nxt_site = {}, {}, {}, {}
+        q_index, s_index = np.arange(q_max + 1)[:, None], np.arange(n_sites)[None, :]
 
         def shift(k: int, layer: int, v: np.ndarray, u: np.ndarray) -> None:
             """The least value (and its τ) after a stage ending before boundary k, one stage fewer."""
             if layer == n:
-                w, tw, arg = np.broadcast_to(v[:, :1], v.shape), np.broadcast_to(u[:, :1], v.shape), None
+                w, tw, arg = v[:, :1], u[:, :1], None
             else:  # w[q, s] = min over s' reachable from s of v[q, s']
                 masked = np.where(ok[layer - 1][None], v[:, None, :], np.inf)
-                slow_s = np.broadcast_to(u[:, None, :], masked.shape)
-                arg = _lex_argmin(masked, slow_s, axis=2)
-                w = np.take_along_axis(masked, arg[:, :, None], 2)[:, :, 0]
-                tw = np.take_along_axis(slow_s, arg[:, :, None], 2)[:, :, 0]
+                arg = _lex_argmin(masked, u[:, None, :], axis=2)
+                w, tw = masked[q_index, s_index, arg], u[q_index, arg]
             sh_value[k, 1:], sh_slow[k, 1:] = w[:-1], tw[:-1]
             nxt_site[layer] = np.zeros(v.shape, np.int64) if arg is None else np.vstack([arg[:1] * 0, arg[:-1]])
 
@@ -247,9 +245,8 @@ class StageTable:
             cand_slow = np.maximum(time_q[spans], sh_slow[after])
             best = _lex_argmin(cand, cand_slow, axis=0)
             start = int(self.starts[k])
-            value[start] = np.take_along_axis(cand, best[None], 0)[0]
-            slow[start] = np.take_along_axis(cand_slow, best[None], 0)[0]
-            choice[start] = spans[best]
+            value[start], slow[start] = cand[best, q_index, s_index], cand_slow[best, q_index, s_index]
+            choice[start] = best + spans.start
             if k > 0:
                 shift(k, start, value[start], slow[start])
         back = (choice, nxt_site, entry, in_flight)
@@ -262,7 +259,7 @@ class StageTable:
         start, q, out = 0, stages, []
         while q > 0:
             span = choice[start][q, site]
-            out.append(int(entry[span, site, in_flight[q]]))
+            out.append(int(entry[in_flight[q], span, site]))
             after = int(self.span_last[span]) + 1
             site = int(nxt_site[after][q, site]) if after < self.problem.num_layers else site
             start, q = after, q - 1
