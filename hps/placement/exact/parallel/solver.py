@@ -102,10 +102,8 @@ class _Micro:
         t = self.table
         self.scale = problem.job.samples / problem.job.batch / 3600  # $ per (Σ r · seconds)
         self.limit = problem.job.batch / problem.job.throughput * (1 + FLOOR_TOLERANCE)  # longest iteration
-        covers = (t.span_first[:, None] <= np.arange(problem.num_layers)) & (
-            np.arange(problem.num_layers) <= t.span_last[:, None]
-        )
-        self.covers = covers
+        # spans are first-major over boundaries i ≤ j: span (i, j) is cell (i, j) of the upper triangle
+        self.triangle = np.triu_indices(len(t.starts))
         self.refresh()
         self.cache = {}
         self.most = t.max_stages  # the largest stage count still open
@@ -127,12 +125,17 @@ class _Micro:
         t = self.table
         if not allowed.any() or not len(self.span_start):
             return math.inf, math.inf
+        n = len(t.starts)
         out = []
         for values in (t.time, t.tail):
             per = np.minimum.reduceat(np.where(allowed, values, np.inf), self.span_start)
             spans = np.full(len(t.span_first), np.inf)
             spans[t.entry_span[self.span_start]] = per
-            out.append(float(np.where(self.covers, spans[:, None], np.inf).min(axis=0).max()))
+            grid = np.full((n, n), np.inf)  # grid[i, j]: the least over spans from boundary i to segment j
+            grid[self.triangle] = spans
+            # segment k is covered by the spans (i, j) with i ≤ k ≤ j: a suffix min over j, a prefix min over i
+            covering = np.minimum.accumulate(np.minimum.accumulate(grid[:, ::-1], axis=1)[:, ::-1], axis=0)
+            out.append(float(covering.diagonal().max()))
         return out[0], out[1]
 
     def solve(self, theta: float, phi: float, stages: int):
