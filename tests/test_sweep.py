@@ -111,6 +111,42 @@ def test_an_infeasible_floor_has_no_plan(base):
     assert not point.feasible and point.plan is None and math.isinf(point.cost)
 
 
+def test_a_floor_proven_infeasible_rules_out_higher_floors_at_every_price_scale(base, monkeypatch):
+    """The solver proves floors 2e12 and 1e12 have no plan at price scale 1; at scale 0.5 both
+    are answered without calling the solver, and the points below keep their optima."""
+    from hps.placement import sweep as module
+
+    solved = []
+
+    def counted(problem, **kwargs):
+        solved.append((problem.job.throughput, problem.price.max()))
+        return solve_parallel(problem, **kwargs)
+
+    monkeypatch.setattr(module, "solve_parallel", counted)
+    sweep = Sweep(base)
+    points = sweep.run([30.0, 1e12, 2e12], [1.0, 0.5])
+    assert sweep.no_plan_from == 1e12
+    full_price = base.price.max()
+    assert {floor for floor, top in solved if top < full_price} == {30.0}  # scale 0.5: only floor 30
+    assert {floor for floor, top in solved if top == full_price} == {30.0, 1e12, 2e12}
+    by_point = {(p.floor, p.price_scale): p for p in points}
+    for key in ((2e12, 1.0), (1e12, 1.0), (1e12, 0.5), (2e12, 0.5)):
+        assert not by_point[key].feasible and by_point[key].completions == 0
+    for scale in (1.0, 0.5):
+        found = solve_parallel(point_problem(base, 30.0, scale), seconds=60)
+        assert found.gap == 0.0 and by_point[(30.0, scale)].cost == pytest.approx(found.score.cost, rel=1e-9)
+
+
+def test_a_sequence_proven_without_a_plan_stays_so_at_higher_floors_and_other_scales(base):
+    sweep = Sweep(base)
+    sequence = (0,) * len(sweep.segments)
+    problem = point_problem(base, 1e12, 1.0)
+    done, solved = sweep._complete(problem, 1e12, 1.0, sequence, None, math.inf)
+    assert solved and done.plan is None and done.proven and sweep.no_plan[sequence] == 1e12
+    reused, solved = sweep._complete(point_problem(base, 2e12, 0.5), 2e12, 0.5, sequence, None, math.inf)
+    assert not solved and reused.plan is None and reused.proven
+
+
 def test_a_warm_started_exact_solve_keeps_the_cold_answer_and_certificate(base):
     """The exact solver started from a sweep point's plan (a policy's sequence completed and
     refined, as hps search --warm-start builds it) proves the same optimum as cold."""

@@ -11,6 +11,8 @@ model, each exact:
   sequence's proven completion at floor R₁ whose plan runs at ≥ R samples/s is its proven
   completion at every R in [R₁, that throughput], and a sequence proven to have no feasible plan
   at R₁ has none at any higher floor;
+- prices do not change feasibility: a sequence, or a whole point, proven to have no plan at
+  floor R₁ under one price scale has none at any floor ≥ R₁ under any scale;
 - a completion offered the point's best plan so far as its incumbent either beats it or proves
   that no plan of the sequence does (the solver's result does not depend on the incumbent);
 - a plan that meets a floor meets every lower one at the same cost, and prices do not change
@@ -142,9 +144,16 @@ class Sweep:
         self.known: dict[Sequence, tuple[tuple[ParallelStage, ...], int]] = {}
         self.recent: list[Sequence] = []
         self.plans: list[tuple[tuple[ParallelStage, ...], int]] = []
+        # prices do not change feasibility: the least floor at which a sequence (or the whole
+        # problem) is proven to have no plan, at any price scale
+        self.no_plan: dict[Sequence, float] = {}
+        self.no_plan_from = math.inf
 
     def _reused(self, sequence: Sequence, floor: float, scale: float) -> _Done | None:
-        """A proven completion of `sequence` at a lower floor (same scale) that holds at `floor`."""
+        """A proven completion of `sequence` at a lower floor (same scale) that holds at `floor`,
+        or its proven lack of a plan at a floor no higher (any scale)."""
+        if floor >= self.no_plan.get(sequence, math.inf):
+            return _Done(None, None, None, math.inf, True)
         for lower, done in self.done.get((sequence, scale), ()):
             if lower > floor or not done.proven:
                 continue
@@ -183,6 +192,8 @@ class Sweep:
             done = _Done(found.plan, found.micro_batch, found.score, found.score.cost, proven)
         if done.plan is not None:
             self.known[sequence] = (done.plan, done.micro_batch)
+        elif proven:
+            self.no_plan[sequence] = min(floor, self.no_plan.get(sequence, math.inf))
         self.done.setdefault((sequence, scale), []).append((floor, done))
         return done, True
 
@@ -211,6 +222,8 @@ class Sweep:
         """The best plan found at (floor, scale); `proposals` are completed right after the best
         sequences of the points before."""
         started = time.perf_counter()
+        if floor >= self.no_plan_from:  # proven at a floor no higher: no plan meets it
+            return PointPlan(floor, scale, None, None, None, math.inf, None, 0, time.perf_counter() - started)
         deadline = started + (self.first_seconds if not self.recent else self.point_seconds)
         problem = point_problem(self.base, floor, scale, self.scaled)
         bound = WorkBound(problem, self.segments)
@@ -242,6 +255,8 @@ class Sweep:
             found = solve_parallel(problem, seconds=seconds, tables=self.tables)
             if found.plan is not None:
                 offer(self.sequence_of(found.plan), check_bound=False)
+            elif found.gap == 0.0:  # proven: no plan at this floor, nor at any higher one
+                self.no_plan_from = min(self.no_plan_from, floor)
         self._descend(bound, offer, lambda: best, lambda: best_sequence, deadline)
         order = bounds_of(bound, self.heuristic)
         types = problem.num_types

@@ -154,32 +154,34 @@ class StageTable:
         return int(self.span_first[s]), int(self.span_last[s]), int(y), int(t), int(d)
 
     def _groups(self, most: int):
-        """(order, group starts, group keys) of the entries sorted by (in-flight count clipped to
-        `most`, span, site, rate, τ); a group's key is its flat index in a (most + 1, spans,
-        sites) array; cached."""
+        """(order, group starts, group keys, τ, φ) of the entries sorted by (in-flight count
+        clipped to `most`, span, site, rate, τ), with τ and φ in that order; a group's key is its
+        flat index in a (most + 1, spans, sites) array; cached."""
         if most in self._group_cache:
             return self._group_cache[most]
         n_spans, n_sites = len(self.span_first), len(self.problem.sites)
         key = (np.minimum(self.fits, most) * n_spans + self.entry_span) * n_sites + self.site
         order = np.lexsort((self.time, self.rate, key))
         starts = np.flatnonzero(np.concatenate([[len(key) > 0], key[order][1:] != key[order][:-1]]))
-        self._group_cache[most] = (order, starts, key[order][starts])
+        self._group_cache[most] = (order, starts, key[order][starts], self.time[order], self.tail[order])
         return self._group_cache[most]
 
     def cheapest(
-        self, allowed: np.ndarray, weight: np.ndarray | None = None, most: int | None = None
+        self, theta: float, phi: float, weight: np.ndarray | None = None, most: int | None = None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(weight, τ, entry), each (f_max + 1, spans, sites) with f_max = min(depth, most): the
-        least weight ($/hour unless given) of an allowed entry of each span and site that holds at
-        least f micro-batches in flight, its τ (s) and index (−1, weight and τ inf: none); ties:
-        the least τ (with a weight, the least rate, then τ), then the fewest in flight."""
+        least weight ($/hour unless given) of an entry with τ ≤ theta and φ ≤ phi of each span
+        and site that holds at least f micro-batches in flight, its τ (s) and index (−1, weight
+        and τ inf: none); ties: the least τ (with a weight, the least rate, then τ), then the
+        fewest in flight."""
         n_spans, n_sites = len(self.span_first), len(self.problem.sites)
         f_max = min(self.depth, most or self.depth)
-        order, starts, keys = self._groups(f_max)
+        order, starts, keys, time_sorted, tail_sorted = self._groups(f_max)
         values = self.rate if weight is None else weight
-        position = np.where(allowed[order], np.arange(len(order)), len(order))
+        allowed = (time_sorted <= theta) & (tail_sorted <= phi)  # in group order
+        position = np.where(allowed, np.arange(len(order)), len(order))
         if weight is not None and len(starts):  # the least weight of each group, the first of it in rate order
-            w = np.where(allowed[order], weight[order], np.inf)
+            w = np.where(allowed, weight[order], np.inf)
             least = np.minimum.reduceat(w, starts)
             member = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(order))))
             position = np.where((w <= least[member]) & np.isfinite(w), position, len(order))
@@ -210,9 +212,8 @@ class StageTable:
         theta), each stage holding its in-flight micro-batches (with `weight`, the least Σ of that
         per-entry weight); among plans of equal Σ r, one of least largest τ.
         Returns (least (Q + 1,) with least[S], back) for `plan_of`."""
-        allowed = (self.time <= theta) & (self.tail <= phi)
         q_max, n_sites = min(self.max_stages, most or self.max_stages), len(self.problem.sites)
-        rate, time, entry = self.cheapest(allowed, weight, q_max)
+        rate, time, entry = self.cheapest(theta, phi, weight, q_max)
         n = self.problem.num_layers
         in_flight = np.minimum(np.arange(q_max + 1), self.depth)
         by_q = rate[in_flight].transpose(1, 0, 2)  # (spans, Q + 1, sites)
