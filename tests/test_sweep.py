@@ -147,6 +147,40 @@ def test_a_sequence_proven_without_a_plan_stays_so_at_higher_floors_and_other_sc
     assert not solved and reused.plan is None and reused.proven
 
 
+def test_a_plan_found_at_another_price_scale_answers_a_point_left_no_time(base):
+    """Feasibility does not depend on prices: a point given no search time (no earlier point at
+    its scale) takes the plan found at another scale that meets its floor, costed at its own
+    prices."""
+    floor = 100.0
+    found = solve_parallel(point_problem(base, floor, 1.0), seconds=60)
+    assert found.plan is not None and found.gap == 0.0
+    sweep = Sweep(base, point_seconds=1e-9, first_seconds=1e-9, seed_seconds=0.0)
+    sweep.found[found.plan] = (found.micro_batch, found.score.throughput)
+    point = sweep.plan_point(floor, 0.5)
+    from hps.placement.model.parallel.score import score_plan
+
+    want = score_plan(point_problem(base, floor, 0.5), found.plan, found.micro_batch)
+    assert point.plan == found.plan and point.cost == pytest.approx(want.cost, rel=1e-12)
+    assert sweep.plan_point(found.score.throughput * 1.01, 0.5).plan is None  # too slow for that floor
+
+
+def test_no_point_costs_more_than_a_plan_found_elsewhere_that_meets_its_floor(base):
+    """With little time per point, every point still ends at most as dear as each plan found at
+    any point (any scale) that runs fast enough for its floor, costed at its own prices."""
+    from hps.placement.model.parallel.score import score_plan
+
+    sweep = Sweep(base, point_seconds=0.02, first_seconds=5.0)
+    floors, scales = [20.0, 60.0, 100.0, 300.0], [0.5, 1.0, 2.0]
+    points = sweep.run(floors, scales)
+    assert len(sweep.found) >= 2
+    for p in points:
+        problem = point_problem(base, p.floor, p.price_scale)
+        for plan, (b, _) in sweep.found.items():
+            score = score_plan(problem, plan, b)
+            if score.feasible:
+                assert p.feasible and p.cost <= score.cost * (1 + 1e-12)
+
+
 def test_a_warm_started_exact_solve_keeps_the_cold_answer_and_certificate(base):
     """The exact solver started from a sweep point's plan (a policy's sequence completed and
     refined, as hps search --warm-start builds it) proves the same optimum as cold."""

@@ -17,16 +17,18 @@ model, each exact:
   that no plan of the sequence does (the solver's result does not depend on the incumbent);
 - a plan that meets a floor meets every lower one at the same cost, and prices do not change
   feasibility: the best plans of the points before, scored at the point, are its first incumbent
-  (floors are planned highest first).
+  (floors are planned highest first), and where none of them meets the floor, the cheapest here
+  of every point's plan that runs fast enough, whatever its price scale; a point left without a
+  plan is planned again at the end from the plans found after it.
 
 Per point the candidate sequences are, in order: the best sequences of the points planned
 before (most recent first) and the proposals given (a trained policy's); where none of them has
-a plan, the sequence of the exact solver's best plan after `seed_seconds`; then run moves around
-the best sequence (`run_moves`, least work bound (`WorkBound`) first); then every one-type and
-two-run sequence, least bound first, skipping those whose bound reaches the best cost; then run
-moves again. A sequence whose bound reaches the best cost is not completed.
-Each completion runs at most `completion_seconds`, each point at most `point_seconds`
-(`first_seconds` while no point before it has a plan).
+a plan, the sequence of the exact solver's best plan after `seed_seconds` (at most half the
+point's time left); then run moves around the best sequence (`run_moves`, least work bound
+(`WorkBound`) first); then every one-type and two-run sequence, least bound first, skipping
+those whose bound reaches the best cost; then run moves again. A sequence whose bound reaches
+the best cost is not completed. Each completion runs at most `completion_seconds`, each point at
+most `point_seconds` (`first_seconds` while no point before it has a plan).
 """
 
 from __future__ import annotations
@@ -144,6 +146,8 @@ class Sweep:
         self.known: dict[Sequence, tuple[tuple[ParallelStage, ...], int]] = {}
         self.recent: list[Sequence] = []
         self.plans: list[tuple[tuple[ParallelStage, ...], int]] = []
+        # every point's best plan: (micro-batch, samples/s); throughput is price-independent
+        self.found: dict[tuple[ParallelStage, ...], tuple[int, float]] = {}
         # prices do not change feasibility: the least floor at which a sequence (or the whole
         # problem) is proven to have no plan, at any price scale
         self.no_plan: dict[Sequence, float] = {}
@@ -232,6 +236,13 @@ class Sweep:
             score = score_plan(problem, plan, b)
             if score.feasible and (best is None or score.cost < best.cost):
                 best, best_sequence = _Done(plan, b, score, score.cost, False), self.sequence_of(plan)
+        if best is None:  # any point's plan fast enough for this floor, at any price scale
+            for plan, (b, throughput) in self.found.items():
+                if throughput < floor * (1 - FLOOR_TOLERANCE):
+                    continue
+                score = score_plan(problem, plan, b)
+                if score.feasible and (best is None or score.cost < best.cost):
+                    best, best_sequence = _Done(plan, b, score, score.cost, False), self.sequence_of(plan)
 
         def offer(sequence: Sequence, check_bound: bool) -> bool:
             """Complete `sequence` unless its bound reaches the best; False once out of time."""
@@ -251,7 +262,8 @@ class Sweep:
             if not offer(tuple(int(y) for y in sequence), check_bound=True):
                 break
         if best is None and self.seed_seconds > 0:  # the exact solver's first plan seeds the search
-            seconds = max(0.0, min(self.seed_seconds, deadline - time.perf_counter()))
+            # at most half the time left: the one-type sequences below often find a plan sooner
+            seconds = max(0.0, min(self.seed_seconds, (deadline - time.perf_counter()) / 2))
             found = solve_parallel(problem, seconds=seconds, tables=self.tables)
             if found.plan is not None:
                 offer(self.sequence_of(found.plan), check_bound=False)
@@ -272,6 +284,7 @@ class Sweep:
         if best_sequence is not None:
             self.recent = [s for s in self.recent if s != best_sequence][-7:] + [best_sequence]
             self.plans = [p for p in self.plans if p[0] != best.plan][-7:] + [(best.plan, best.micro_batch)]
+            self.found[best.plan] = (best.micro_batch, best.score.throughput)
         return PointPlan(
             floor=floor,
             price_scale=scale,
@@ -285,14 +298,49 @@ class Sweep:
         )
 
     def run(self, floors, scales, proposals: list[Sequence] = ()) -> list[PointPlan]:
-        """Every (floor, scale) point: per scale, floors descending (a plan meeting a floor meets
-        every lower one, so each point starts from a feasible incumbent); returned in the order
-        of `scales`, then `floors`, as given."""
+        """Every (floor, scale) point: first the lowest floor at the first scale, then per scale
+        floors descending (a plan meeting a floor meets every lower one, so each point starts
+        from a feasible incumbent; the first point is planned again in turn); then once more each
+        point left without a plan (and not proven to have none) that a plan found at another
+        point runs fast enough for; each point ends with the cheapest of its plan and every
+        found plan that meets its floor. Returned in the order of `scales`, then `floors`, as given."""
         out = {}
+        start = (min(floors), scales[0])  # the likeliest to have a plan: its sequence seeds the rest
+        out[start] = self.plan_point(*start, proposals)
         for scale in scales:
             for floor in sorted(floors, reverse=True):
-                out[(floor, scale)] = self.plan_point(floor, scale, proposals)
+                point = self.plan_point(floor, scale, proposals)
+                if (floor, scale) in out:  # the start, again with the plans of higher floors
+                    point = self._merged(out[(floor, scale)], point)
+                out[(floor, scale)] = point
+        for (floor, scale), point in out.items():
+            reachable = any(t >= floor * (1 - FLOOR_TOLERANCE) for _, t in self.found.values())
+            if point.plan is None and floor < self.no_plan_from and reachable:
+                point = self._merged(point, self.plan_point(floor, scale, proposals))
+            out[(floor, scale)] = self._cheapest_found(point)
         return [out[(floor, scale)] for scale in scales for floor in floors]
+
+    def _cheapest_found(self, point: PointPlan) -> PointPlan:
+        """`point`, or the cheapest at its prices of the plans found at every point that run
+        fast enough for its floor, where cheaper."""
+        problem = point_problem(self.base, point.floor, point.price_scale, self.scaled)
+        best = point
+        for plan, (b, throughput) in self.found.items():
+            if throughput < point.floor * (1 - FLOOR_TOLERANCE) or plan == best.plan:
+                continue
+            score = score_plan(problem, plan, b)
+            if score.feasible and score.cost < best.cost:
+                best = dataclasses.replace(
+                    point, plan=plan, micro_batch=b, score=score, cost=score.cost, sequence=self.sequence_of(plan)
+                )
+        return best
+
+    @staticmethod
+    def _merged(first: PointPlan, second: PointPlan) -> PointPlan:
+        """The cheaper of two plans of one point, with the completions and time of both."""
+        best = second if second.cost < first.cost else first
+        total = first.completions + second.completions, first.seconds + second.seconds
+        return dataclasses.replace(best, completions=total[0], seconds=total[1])
 
 
 def certify(
