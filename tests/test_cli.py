@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -88,3 +89,49 @@ def test_broken_catalog_file_exits_2_without_traceback(tmp_path):
     assert proc.returncode == 2
     assert str(broken) in proc.stderr and "Traceback" not in proc.stderr
     assert proc.stdout == ""
+
+
+def _glibc_at_least(major: int, minor: int) -> bool:
+    try:
+        version = os.confstr("CS_GNU_LIBC_VERSION").split()[1]
+    except (ValueError, OSError, AttributeError, IndexError):
+        return False
+    return tuple(int(x) for x in version.split(".")[:2]) >= (major, minor)
+
+
+RESTART_PROBE = """
+import os, sys
+sys.argv = [{script!r}, *{argv!r}]
+def execve(path, args, env):
+    print("RESTART", env["GLIBC_TUNABLES"], args[1:] == sys.argv, path == sys.executable)
+    sys.exit(0)
+os.execve = execve
+from hps.cli.main import main
+sys.exit(main())
+"""
+
+
+@pytest.mark.skipif(not _glibc_at_least(2, 35), reason="glibc's hugetlb tunable needs glibc >= 2.35")
+@pytest.mark.parametrize(
+    ("argv", "environ", "restarts"),
+    [
+        (["profile", "--help"], {}, True),
+        (["execute", "--help"], {"GLIBC_TUNABLES": "glibc.malloc.arena_max=2"}, True),
+        (["profile", "--help"], {"GLIBC_TUNABLES": "glibc.malloc.hugetlb=0"}, False),
+        (["profile", "--help"], {"HPS_HUGE_PAGES": "0"}, False),
+        (["sweep", "--help"], {}, False),
+    ],
+)
+def test_the_console_script_restarts_device_commands_with_huge_pages(argv, environ, restarts):
+    """`hps profile|execute|run|quickstart` start once more with glibc's hugetlb tunable (kept
+    beside the caller's tunables); planning commands, HPS_HUGE_PAGES=0 and a caller's own hugetlb
+    setting do not."""
+    env = {k: v for k, v in os.environ.items() if k not in ("GLIBC_TUNABLES", "HPS_HUGE_PAGES")} | environ
+    code = RESTART_PROBE.format(script=__file__, argv=argv)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    if restarts:
+        want = ":".join(filter(None, (environ.get("GLIBC_TUNABLES"), "glibc.malloc.hugetlb=1")))
+        assert done.stdout.strip() == f"RESTART {want} True True"
+    else:
+        assert "RESTART" not in done.stdout and "usage: hps" in done.stdout

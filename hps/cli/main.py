@@ -86,6 +86,34 @@ def use_host_devices(argv: list[str]) -> None:
         os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={HOST_DEVICES}".strip()
 
 
+HUGE_PAGES_TUNABLE = "glibc.malloc.hugetlb=1"
+"""glibc's allocator asks for transparent huge pages on the memory it maps (glibc ≥ 2.35). Host
+devices that free and allocate buffers of tens of MB each micro-batch otherwise fault in every
+4 KiB page of them again; HPS_HUGE_PAGES=0 turns it off."""
+
+
+def exec_with_huge_pages(argv: list[str]) -> None:
+    """Start the console script again with HUGE_PAGES_TUNABLE in GLIBC_TUNABLES (glibc reads it
+    only at start-up) when the command runs stages on device pools, on glibc ≥ 2.35, before JAX
+    is imported; otherwise return and run in this process."""
+    if not any(arg in HOST_DEVICE_COMMANDS for arg in argv[:1]) or "jax" in sys.modules:
+        return
+    tunables = os.environ.get("GLIBC_TUNABLES", "")
+    if os.environ.get("HPS_HUGE_PAGES") == "0" or "glibc.malloc.hugetlb" in tunables:
+        return
+    try:
+        major, minor = os.confstr("CS_GNU_LIBC_VERSION").split()[1].split(".")[:2]
+    except (ValueError, OSError, AttributeError, IndexError):  # not glibc
+        return
+    script = sys.argv[0]
+    if (int(major), int(minor)) < (2, 35) or not os.path.isfile(script):
+        return
+    environ = {**os.environ, "GLIBC_TUNABLES": ":".join(filter(None, (tunables, HUGE_PAGES_TUNABLE)))}
+    if sys.stdout is not None:
+        sys.stdout.flush()
+    os.execve(sys.executable, [sys.executable, script, *argv], environ)
+
+
 CLOSED_STDOUT_STATUS = 128 + signal.SIGPIPE
 """Exit status when standard output's reader has gone: 141, what a shell reports for a tool
 that SIGPIPE ended. Python ignores SIGPIPE (a write gets EPIPE instead), and hps keeps it so,
@@ -126,6 +154,8 @@ def _run_command(argv: list[str] | None) -> int:
     half-written (`hps.runfolder.stop`), one line on stderr, exit status 128 + signum."""
     from hps.runfolder import stop
 
+    if argv is None:  # the console script: the process is ours to start again
+        exec_with_huge_pages(sys.argv[1:])
     argv = sys.argv[1:] if argv is None else list(argv)
     use_host_devices(argv)
     parser = build_parser()
