@@ -195,3 +195,19 @@ def test_a_warm_started_exact_solve_keeps_the_cold_answer_and_certificate(base):
     warm = solve(problem, "exact", 60.0, None, 0, incumbent=(start.plan, start.micro_batch))
     assert cold.gap == warm.gap == 0.0
     assert warm.cost == pytest.approx(cold.cost, rel=1e-12) and start.cost >= cold.cost * (1 - 1e-12)
+
+
+def test_hps_search_warm_start_without_a_checkpoint_certifies_the_cold_optimum(capsys):
+    """`--warm-start` alone: the incumbent comes from the one- and two-run sequence search (no
+    policy), and the solver still proves the cold optimum; the report says no checkpoint."""
+    workload, catalog, overrides = SMALL
+    argv = ["search", "--workload", workload, "--catalog", catalog, "--set", "layers=2", "--parallel"]
+    assert main([*argv, "--seconds", "60", "--json"]) == 0
+    cold = json.loads(capsys.readouterr().out)
+    assert main([*argv, "--seconds", "60", "--warm-start", "--json"]) == 0
+    warm = json.loads(capsys.readouterr().out)
+    assert cold["gap"] == warm["gap"] == 0.0 and warm["cost"] == pytest.approx(cold["cost"], rel=1e-12)
+    report = warm["warm_start"]
+    assert report["checkpoint_step"] is None and report["sequences"] == 0
+    assert report["incumbent_cost"] >= cold["cost"] * (1 - 1e-12)
+    assert report["certificate_seconds"] == pytest.approx(report["incumbent_seconds"] + report["solver_seconds"])

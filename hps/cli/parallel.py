@@ -159,7 +159,8 @@ def search_parallel(args, workload: Workload, catalog, job: Job, seconds: float)
     if warm_report is not None:
         w = warm_report
         cost = "none found" if w["incumbent_cost"] is None else f"${w['incumbent_cost']:,.0f}"
-        print(f"warm start  policy's plan {cost} in {w['incumbent_seconds']:.2f} s, then the solver "
+        source = "policy's plan" if w["checkpoint_step"] is not None else "sequence search's plan"
+        print(f"warm start  {source} {cost} in {w['incumbent_seconds']:.2f} s, then the solver "
               f"{w['solver_seconds']:.2f} s" + ("" if w["certificate_seconds"] is None else
               f": certificate after {w['certificate_seconds']:.2f} s in all"))  # fmt: skip
     if out is not None:
@@ -172,23 +173,28 @@ WARM_SHARE = 0.1
 
 
 def _warm_start(checkpoint: str, problem, seconds: float, seed: int) -> tuple:
-    """((stages, micro-batch) or None, the warm_start report): the policy's sequences completed
-    exactly and refined by run moves (`hps.placement.sweep.policy_plan`)."""
+    """((stages, micro-batch) or None, the warm_start report): the policy's sequences (none where
+    `checkpoint` is empty) completed exactly and refined by run moves, then the one- and two-run
+    sequences (`hps.placement.sweep.policy_plan`)."""
     import time
 
-    from hps.placement.agent.checkpoint import load_policy
-    from hps.placement.agent.planner import policy_sequences
-    from hps.placement.planners.completion import segments
     from hps.placement.sweep import policy_plan
 
     started = time.perf_counter()
-    policy, params, spec = load_policy(checkpoint)
     base = problem.parallel_problem
-    proposals = policy_sequences(policy, params, problem.workload, problem.catalog, problem.job, segments(base),
-                                 seed=seed)  # fmt: skip
+    proposals, step = [], None
+    if checkpoint:
+        from hps.placement.agent.checkpoint import load_policy
+        from hps.placement.agent.planner import policy_sequences
+        from hps.placement.planners.completion import segments
+
+        policy, params, spec = load_policy(checkpoint)
+        proposals = policy_sequences(policy, params, problem.workload, problem.catalog, problem.job, segments(base),
+                                     seed=seed)  # fmt: skip
+        step = spec["step"]
     point = policy_plan(base, proposals, WARM_SHARE * seconds)
     report = {
-        "checkpoint_step": spec["step"],
+        "checkpoint_step": step,
         "sequences": len(proposals),
         "incumbent_cost": point.cost if point.feasible else None,
         "incumbent_seconds": time.perf_counter() - started,

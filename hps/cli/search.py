@@ -58,8 +58,11 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--warm-start",
         metavar="CHECKPOINT",
-        help="parallel-plan exact solver only: start it from a trained placement policy's plan (its sequences "
-        "completed exactly and refined, within a tenth of --seconds); the time to certificate counts both",
+        nargs="?",
+        const="",
+        help="parallel-plan exact solver only: start it from a plan of type sequences completed exactly and "
+        "refined, within a tenth of --seconds: a trained placement policy's sequences first where CHECKPOINT is "
+        "given, then every one- and two-run sequence; the time to certificate counts both",
     )
     add_parallel_args(parser)
     parser.set_defaults(run=run)
