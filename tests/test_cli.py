@@ -103,7 +103,7 @@ RESTART_PROBE = """
 import os, sys
 sys.argv = [{script!r}, *{argv!r}]
 def execve(path, args, env):
-    print("RESTART", env["GLIBC_TUNABLES"], args[1:] == sys.argv, path == sys.executable)
+    print("RESTART", env["GLIBC_TUNABLES"], args == [sys.executable, *sys.orig_argv[1:]], path == sys.executable)
     sys.exit(0)
 os.execve = execve
 from hps.cli.main import main
@@ -127,7 +127,7 @@ def test_the_console_script_restarts_device_commands_with_huge_pages(argv, envir
     beside the caller's tunables); planning commands, HPS_HUGE_PAGES=0 and a caller's own hugetlb
     setting do not."""
     env = {k: v for k, v in os.environ.items() if k not in ("GLIBC_TUNABLES", "HPS_HUGE_PAGES")} | environ
-    code = RESTART_PROBE.format(script=__file__, argv=argv)
+    code = RESTART_PROBE.format(script=os.path.join(os.path.dirname(sys.executable), "hps"), argv=argv)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     if restarts:
@@ -135,3 +135,11 @@ def test_the_console_script_restarts_device_commands_with_huge_pages(argv, envir
         assert done.stdout.strip() == f"RESTART {want} True True"
     else:
         assert "RESTART" not in done.stdout and "usage: hps" in done.stdout
+
+
+@pytest.mark.skipif(not _glibc_at_least(2, 35), reason="glibc's hugetlb tunable needs glibc >= 2.35")
+def test_a_users_own_script_calling_main_is_not_restarted():
+    env = {k: v for k, v in os.environ.items() if k not in ("GLIBC_TUNABLES", "HPS_HUGE_PAGES")}
+    code = RESTART_PROBE.format(script="/somewhere/my_job.py", argv=["profile", "--help"])
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0 and "RESTART" not in done.stdout and "usage: hps" in done.stdout

@@ -93,9 +93,14 @@ devices that free and allocate buffers of tens of MB each micro-batch otherwise 
 
 
 def exec_with_huge_pages(argv: list[str]) -> None:
-    """Start the console script again with HUGE_PAGES_TUNABLE in GLIBC_TUNABLES (glibc reads it
-    only at start-up) when the command runs stages on device pools, on glibc ≥ 2.35, before JAX
-    is imported; otherwise return and run in this process."""
+    """Start the process again, with the interpreter arguments it was started with and
+    HUGE_PAGES_TUNABLE added to GLIBC_TUNABLES (glibc reads it only at start-up), when the
+    process is the `hps` script or `python -m hps.cli.main`, the command runs stages on device
+    pools, glibc is ≥ 2.35 and JAX is not yet imported; otherwise return."""
+    main_module = sys.modules.get("__main__")
+    spec = getattr(main_module, "__spec__", None)
+    if os.path.basename(sys.argv[0]) != "hps" and getattr(spec, "name", None) != "hps.cli.main":
+        return
     if not any(arg in HOST_DEVICE_COMMANDS for arg in argv[:1]) or "jax" in sys.modules:
         return
     tunables = os.environ.get("GLIBC_TUNABLES", "")
@@ -105,13 +110,13 @@ def exec_with_huge_pages(argv: list[str]) -> None:
         major, minor = os.confstr("CS_GNU_LIBC_VERSION").split()[1].split(".")[:2]
     except (ValueError, OSError, AttributeError, IndexError):  # not glibc
         return
-    script = sys.argv[0]
-    if (int(major), int(minor)) < (2, 35) or not os.path.isfile(script):
+    if (int(major), int(minor)) < (2, 35) or len(sys.orig_argv) < 2:
         return
     environ = {**os.environ, "GLIBC_TUNABLES": ":".join(filter(None, (tunables, HUGE_PAGES_TUNABLE)))}
     if sys.stdout is not None:
         sys.stdout.flush()
-    os.execve(sys.executable, [sys.executable, script, *argv], environ)
+    # the interpreter arguments as given: the script or -m hps.cli.main, and any -X or -W
+    os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], environ)
 
 
 CLOSED_STDOUT_STATUS = 128 + signal.SIGPIPE
