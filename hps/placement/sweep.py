@@ -237,12 +237,8 @@ class Sweep:
             if score.feasible and (best is None or score.cost < best.cost):
                 best, best_sequence = _Done(plan, b, score, score.cost, False), self.sequence_of(plan)
         if best is None:  # any point's plan fast enough for this floor, at any price scale
-            for plan, (b, throughput) in self.found.items():
-                if throughput < floor * (1 - FLOOR_TOLERANCE):
-                    continue
-                score = score_plan(problem, plan, b)
-                if score.feasible and (best is None or score.cost < best.cost):
-                    best, best_sequence = _Done(plan, b, score, score.cost, False), self.sequence_of(plan)
+            best = self._cheapest_found(problem)
+            best_sequence = None if best is None else self.sequence_of(best.plan)
 
         def offer(sequence: Sequence, check_bound: bool) -> bool:
             """Complete `sequence` unless its bound reaches the best; False once out of time."""
@@ -317,22 +313,26 @@ class Sweep:
             reachable = any(t >= floor * (1 - FLOOR_TOLERANCE) for _, t in self.found.values())
             if point.plan is None and floor < self.no_plan_from and reachable:
                 point = self._merged(point, self.plan_point(floor, scale, proposals))
-            out[(floor, scale)] = self._cheapest_found(point)
+            problem = point_problem(self.base, floor, scale, self.scaled)
+            found = self._cheapest_found(problem)
+            if found is not None and found.cost < point.cost:
+                point = dataclasses.replace(
+                    point, plan=found.plan, micro_batch=found.micro_batch, score=found.score, cost=found.cost,
+                    sequence=self.sequence_of(found.plan),
+                )  # fmt: skip
+            out[(floor, scale)] = point
         return [out[(floor, scale)] for scale in scales for floor in floors]
 
-    def _cheapest_found(self, point: PointPlan) -> PointPlan:
-        """`point`, or the cheapest at its prices of the plans found at every point that run
-        fast enough for its floor, where cheaper."""
-        problem = point_problem(self.base, point.floor, point.price_scale, self.scaled)
-        best = point
+    def _cheapest_found(self, problem: ParallelProblem) -> _Done | None:
+        """The cheapest at `problem`'s prices of the plans found at every point that run fast
+        enough for its floor (unproven), or None."""
+        floor, best = problem.job.throughput, None
         for plan, (b, throughput) in self.found.items():
-            if throughput < point.floor * (1 - FLOOR_TOLERANCE) or plan == best.plan:
+            if throughput < floor * (1 - FLOOR_TOLERANCE):
                 continue
             score = score_plan(problem, plan, b)
-            if score.feasible and score.cost < best.cost:
-                best = dataclasses.replace(
-                    point, plan=plan, micro_batch=b, score=score, cost=score.cost, sequence=self.sequence_of(plan)
-                )
+            if score.feasible and (best is None or score.cost < best.cost):
+                best = _Done(plan, b, score, score.cost, False)
         return best
 
     @staticmethod
