@@ -75,11 +75,16 @@ HOST_DEVICE_COMMANDS = ("execute", "profile", "quickstart", "run")
 HOST_DEVICES = 8
 
 
+def runs_device_pools(argv: list[str]) -> bool:
+    """Whether the command `argv` runs stages on device pools (HOST_DEVICE_COMMANDS)."""
+    return bool(argv) and argv[0] in HOST_DEVICE_COMMANDS
+
+
 def use_host_devices(argv: list[str]) -> None:
     """Ask XLA for HOST_DEVICES CPU devices when the command runs stages on device pools, so
     `--devices cpu=0-3,v100=4-7` has devices to name on a machine with one CPU device. Only
     before JAX is imported and when XLA_FLAGS does not already set a count."""
-    if not any(arg in HOST_DEVICE_COMMANDS for arg in argv[:1]) or "jax" in sys.modules:
+    if not runs_device_pools(argv) or "jax" in sys.modules:
         return
     flags = os.environ.get("XLA_FLAGS", "")
     if "xla_force_host_platform_device_count" not in flags:
@@ -101,16 +106,16 @@ def exec_with_huge_pages(argv: list[str]) -> None:
     spec = getattr(main_module, "__spec__", None)
     if os.path.basename(sys.argv[0]) != "hps" and getattr(spec, "name", None) != "hps.cli.main":
         return
-    if not any(arg in HOST_DEVICE_COMMANDS for arg in argv[:1]) or "jax" in sys.modules:
+    if not runs_device_pools(argv) or "jax" in sys.modules:
         return
     tunables = os.environ.get("GLIBC_TUNABLES", "")
     if os.environ.get("HPS_HUGE_PAGES") == "0" or "glibc.malloc.hugetlb" in tunables:
         return
     try:
-        major, minor = os.confstr("CS_GNU_LIBC_VERSION").split()[1].split(".")[:2]
-    except (ValueError, OSError, AttributeError, IndexError):  # not glibc
+        major, minor = (int(x) for x in os.confstr("CS_GNU_LIBC_VERSION").split()[1].split(".")[:2])
+    except (ValueError, OSError, AttributeError, IndexError):  # not glibc, or a version it cannot read
         return
-    if (int(major), int(minor)) < (2, 35) or len(sys.orig_argv) < 2:
+    if (major, minor) < (2, 35) or len(sys.orig_argv) < 2:
         return
     environ = {**os.environ, "GLIBC_TUNABLES": ":".join(filter(None, (tunables, HUGE_PAGES_TUNABLE)))}
     if sys.stdout is not None:
