@@ -29,6 +29,7 @@ from hps.experiments import (  # noqa: E402,F401
     heterps_zoo,
     hostile,
     llm_plans,
+    parallel_hard,
     placement_at_scale,
     placement_policy,
     profile_check,

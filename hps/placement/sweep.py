@@ -359,6 +359,7 @@ def certify(
 def policy_plan(base: ParallelProblem, proposals: list[Sequence], seconds: float) -> PointPlan:
     """One problem planned as a sweep point (its own floor, list prices) from `proposals` (a
     policy's sequences) without the exact solver's seed, within `seconds`: the policy's best
-    sequence completed exactly and refined by run moves, e.g. as the exact solver's warm start."""
-    sweep = Sweep(base, point_seconds=seconds, first_seconds=seconds, seed_seconds=0.0)
+    sequence completed exactly and refined by run moves, e.g. as the exact solver's warm start.
+    Each completion may take what is left of `seconds`, as in every planner's contract."""
+    sweep = Sweep(base, point_seconds=seconds, first_seconds=seconds, seed_seconds=0.0, completion_seconds=seconds)
     return sweep.plan_point(base.job.throughput, 1.0, proposals)
