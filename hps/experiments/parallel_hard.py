@@ -22,6 +22,7 @@ from hps.experiments.figures import grouped_bars
 from hps.experiments.files import json_ready
 
 PLANNERS = {
+    "policy": "policy's sequences, completed exactly and refined",
     "sequence": "sequence search (the sweep's point search)",
     "single": "best single type",
     "greedy": "greedy range moves",
@@ -35,7 +36,9 @@ class ParallelHardConfig(ExperimentConfig):
     """split: a name of `instances.SPLITS`; seeds: the instances `first_seed` ..
     `first_seed + count − 1`; catalog: the catalogue the types are drawn from; seconds: the exact
     solver's limit per solve (cold and warm); planner_seconds: each planner's; warm_from: the
-    least cold time (s) at which the warm solve runs (0: on every instance)."""
+    least cold time (s) at which the warm solve runs (0: on every instance); checkpoint: a
+    placement policy whose `samples` sampled schedules and greedy one, as type sequences, the
+    point search completes first (`policy`; None: no policy planner)."""
 
     name: str = "parallel_hard"
     split: str = "held-out"
@@ -45,6 +48,8 @@ class ParallelHardConfig(ExperimentConfig):
     seconds: float = 60.0
     planner_seconds: float = 5.0
     warm_from: float = 10.0
+    checkpoint: str | None = None
+    samples: int = 64
 
     AT_LEAST = {"first_seed": 0, "warm_from": 0.0}
 
@@ -76,6 +81,28 @@ def _solve(instance, seconds: float, incumbent=None) -> dict:
     }
 
 
+def _policy(config: ParallelHardConfig, instance, seed: int) -> dict:
+    """The policy planner: its sequences (checkpoint loading and sampling timed), then the point
+    search from them within `planner_seconds`."""
+    import time
+
+    from hps.placement.agent.checkpoint import load_policy
+    from hps.placement.agent.planner import policy_sequences
+    from hps.placement.planners.completion import segments
+    from hps.placement.sweep import policy_plan
+
+    started = time.perf_counter()
+    policy, params, _ = load_policy(config.checkpoint)
+    problem = instance.problem
+    proposals = policy_sequences(
+        policy, params, instance.workload, instance.catalog, instance.job, segments(problem),
+        samples=config.samples, seed=seed,
+    )  # fmt: skip
+    sampled = time.perf_counter() - started
+    point = policy_plan(problem, proposals, config.planner_seconds)
+    return {"cost": _cost(point.score), "seconds": sampled + point.seconds, "sample_seconds": sampled}
+
+
 def run_item(config: ParallelHardConfig, seed: int) -> dict:
     from hps.config.loaders import load_catalog
     from hps.config.paths import resolve_topology
@@ -86,7 +113,7 @@ def run_item(config: ParallelHardConfig, seed: int) -> dict:
     base = load_catalog(resolve_topology(config.catalog, "catalogs", "catalog"))
     instance = generate(SPLITS[config.split], seed, base)
     exact = _solve(instance, config.seconds)
-    planners = {}
+    planners = {} if config.checkpoint is None else {"policy": _policy(config, instance, seed)}
     sequence = policy_plan(instance.problem, [], config.planner_seconds)
     planners["sequence"] = {"cost": _cost(sequence.score), "seconds": sequence.seconds}
     for name in ("single", "greedy", "refine"):
@@ -126,7 +153,8 @@ def planner_table(results: list[dict]) -> dict[str, dict]:
     with a known plan where it found one, and its median seconds."""
     out = {}
     planned = [r for r in results if r["exact"]["cost"] is not None or any(p["cost"] for p in r["planners"].values())]
-    for name in PLANNERS:
+    names = [n for n in PLANNERS if all(n in r["planners"] for r in results)]
+    for name in names:
         over_optimum, over_bound, found, seconds = [], [], 0, []
         for r in planned:
             mine, exact = r["planners"][name], r["exact"]
@@ -174,8 +202,8 @@ def summarize(config: ParallelHardConfig, results: dict[str, dict]) -> Summary:
     certified = sum(r["exact"]["proven"] for r in rows_in)
     headers = ["planner", "mean / opt", "p95 / opt", "worst / opt", "mean / bound", "worst / bound", "feasible", "s"]
     rows = []
-    for name, label in PLANNERS.items():
-        t = table[name]
+    for name, t in table.items():
+        label = PLANNERS[name]
         o, b = t["optimum"], t["bound"]
         figures = (o["mean"], o["p95"], o["worst"], b["mean"], b["worst"], t["feasible"], t["seconds"])
         rows.append([label, *map(_fmt, figures)])
@@ -192,7 +220,7 @@ def summarize(config: ParallelHardConfig, results: dict[str, dict]) -> Summary:
     )
     series = {
         PLANNERS[n]: [table[n]["optimum"]["mean"] or 0.0, table[n]["bound"]["mean"] or 0.0]
-        for n in PLANNERS
+        for n in table
         if table[n]["optimum"]["mean"] is not None or table[n]["bound"]["mean"] is not None
     }
     figure = grouped_bars(
