@@ -195,7 +195,11 @@ def test_a_stale_lock_is_taken_over_with_a_message(tmp_path, experiment, contest
 
 @pytest.mark.slow
 @pytest.mark.parametrize("point", list(KILL_POINTS))
-def test_a_kill_at_any_point_of_a_chunk_boundary_loses_and_repeats_nothing(point, tmp_path, experiment, contested):
+def test_a_kill_at_any_point_of_a_chunk_boundary_loses_and_repeats_nothing(
+    point, tmp_path, experiment, contested, capsys
+):
+    """The kill needs its own process; the resume is `hps train` in this one (the same command,
+    without another interpreter's start and compiles)."""
     out = tmp_path / "run"
     argv = train_argv(experiment, out)
     script = [sys.executable, "-c", KILLING_RUN, point, str(KILL_CHUNK), str(KILL_STEP), *argv]
@@ -206,8 +210,8 @@ def test_a_kill_at_any_point_of_a_chunk_boundary_loses_and_repeats_nothing(point
     assert steps(out)[-1] == latest
     if point == "mid-save":
         assert [p for p in (out / "checkpoints").iterdir() if "tmp" in p.name]  # orbax's unfinished step
-    resumed = subprocess.run(hps(*argv), cwd=REPO, env=env(), capture_output=True, text=True, timeout=600)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    code = main(argv)
+    assert code == 0, capsys.readouterr().err[-3000:]
     assert_same_run(out, contested.out)
     assert not [p for p in (out / "checkpoints").iterdir() if "tmp" in p.name]
 
