@@ -103,8 +103,9 @@ def test_hps_run_of_the_at_scale_kind_tables_every_planner_per_split(tmp_path, m
     policy = PolicyFunctions(PolicySpec(hidden=16))
     stub = (policy, policy.init(jax.random.PRNGKey(1)), {"step": 0})
     monkeypatch.setattr("hps.placement.agent.checkpoint.load_policy", lambda folder: stub)
+    # samples and budget as the first test's on the same (64, 16) padding: its compiled planners serve this one too
     config = PlacementAtScaleConfig(
-        name="s", checkpoint=str(tmp_path), splits=((40, 44, 7, 8),), count=2, samples=4, budget=32
+        name="s", checkpoint=str(tmp_path), splits=((40, 44, 7, 8),), count=2, samples=8, budget=64
     )
     ran = run_experiment(config, tmp_path / "out", progress=False)
     assert ran["computed"] == ["scale-40-44x7-8"]
