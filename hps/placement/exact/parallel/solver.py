@@ -28,7 +28,7 @@ import numpy as np
 from hps.config.types import ParallelStage
 from hps.placement.exact.parallel.caps import CapPrices
 from hps.placement.exact.parallel.dfs import search_region
-from hps.placement.exact.parallel.table import SharedTables, StageTable
+from hps.placement.exact.parallel.table import SharedTables, StageTable, TableUnfinished
 from hps.placement.model.parallel.problem import FLOOR_TOLERANCE, ParallelProblem
 from hps.placement.model.parallel.score import PlanScore, score_plan
 
@@ -96,9 +96,10 @@ def work_floor(problem: ParallelProblem) -> float:
 class _Micro:
     """The search under one micro-batch b."""
 
-    def __init__(self, problem: ParallelProblem, b: int, best: _Best, tables: SharedTables | None = None):
+    def __init__(self, problem, b: int, best: _Best, tables: SharedTables | None = None, deadline=None):
+        """TableUnfinished where `deadline` passes while its stage table is built."""
         self.problem, self.b, self.best = problem, b, best
-        self.table = StageTable(problem, b) if tables is None else tables.get(problem, b)
+        self.table = StageTable(problem, b, deadline) if tables is None else tables.get(problem, b, deadline)
         t = self.table
         self.scale = problem.job.samples / problem.job.batch / 3600  # $ per (Σ r · seconds)
         self.limit = problem.job.batch / problem.job.throughput * (1 + FLOOR_TOLERANCE)  # longest iteration
@@ -265,7 +266,11 @@ def solve_parallel(
         if deadline.passed():  # the micro-batches left unsearched: bound them by the work alone
             open_bound = min(open_bound, work_floor(problem))
             break
-        micro = _Micro(problem, b, best, tables)
+        try:
+            micro = _Micro(problem, b, best, tables, deadline)
+        except TableUnfinished:  # this micro-batch and those left: bounded by the work alone
+            open_bound = min(open_bound, work_floor(problem))
+            break
         searched.append(micro)
         # stage counts by their work bound, least first: good plans come early and prune the rest
         for stages in micro.open_counts():

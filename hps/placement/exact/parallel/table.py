@@ -59,10 +59,15 @@ def _lex_argmin(primary: np.ndarray, secondary: np.ndarray, axis: int) -> np.nda
     return np.where(tied, secondary, np.inf).argmin(axis=axis)
 
 
+class TableUnfinished(Exception):
+    """A deadline passed while a stage table was built."""
+
+
 class StageTable:
     """The stages of `problem` under micro-batch b, and the least-rate dynamic program."""
 
-    def __init__(self, problem: ParallelProblem, b: int):
+    def __init__(self, problem: ParallelProblem, b: int, deadline=None):
+        """`deadline`: anything with `passed()`, checked between types (TableUnfinished)."""
         self.problem, self.b = problem, b
         n = problem.num_layers
         self.micro_batches = int(problem.job.batch) // b
@@ -90,13 +95,35 @@ class StageTable:
         low = np.searchsorted(self.span_first, self.starts)
         self._spans_at = [slice(int(a), int(z)) for a, z in zip(low, [*low[1:], len(self.span_first)])]
         self._after_at = [slice(k + 1, len(self.starts) + 1) for k in range(len(self.starts))]
-        self._build()
+        self._build(deadline)
 
-    def _build(self):
+    def _build(self, deadline) -> None:
+        """The entries, type by type (dominance is within a type), in (span, option) order;
+        TableUnfinished where `deadline` (anything with `passed()`) passes between types."""
+        parts = []
+        for y in range(self.problem.num_types):
+            if deadline is not None and deadline.passed():
+                raise TableUnfinished(f"the stage table of micro-batch {self.b} was left unfinished at its deadline")
+            options = np.flatnonzero(self.options[:, 0] == y)
+            if len(options):
+                parts.append(self._entries(options))
+        span, opt, f, time, tail, rate, units = (np.concatenate(column) for column in zip(*parts))
+        order = np.lexsort((opt, span))
+        self.entry_span, self.entry_opt = span[order], opt[order]
+        self.time, self.tail, self.rate = time[order], tail[order], rate[order]
+        self.fits = f[order].astype(np.int64)
+        self.site = self.problem.type_site[self.options[self.entry_opt, 0]]
+        self.units = units[order]
+        self._group_cache = {}
+        self.compacted_to = self.depth
+
+    def _entries(self, options: np.ndarray):
+        """(span, option, in-flight count, τ, φ, $/hour, units) of the undominated entries of
+        `options` (indices into self.options, one type), in (span, option) order."""
         problem, b = self.problem, self.b
-        n_spans, n_opt = len(self.span_first), len(self.options)
+        n_spans, n_opt = len(self.span_first), len(options)
         span = np.repeat(np.arange(n_spans), n_opt)
-        opt = np.tile(np.arange(n_opt), n_spans)
+        opt = np.tile(options, n_spans)
         ok = problem.span_allowed(self.span_first[span], self.span_last[span], self.options[opt, 0])
         span, opt = span[ok], opt[ok]
         y, t, d = (self.options[opt, i] for i in range(3))
@@ -117,13 +144,8 @@ class StageTable:
         keep = np.flatnonzero(f >= 1)
         keep = keep[_undominated(span[keep] * problem.num_types + y[keep], f[keep],
                                  arrays.rate[keep], arrays.time[keep], arrays.tail[keep])]  # fmt: skip
-        self.entry_span, self.entry_opt = span[keep], opt[keep]
-        self.time, self.tail, self.rate = arrays.time[keep], arrays.tail[keep], arrays.rate[keep]
-        self.fits = f[keep].astype(np.int64)
-        self.site = problem.type_site[y[keep]]
-        self.units = arrays.units[keep]
-        self._group_cache = {}
-        self.compacted_to = self.depth
+        columns = (span, opt, f, arrays.time, arrays.tail, arrays.rate, arrays.units)
+        return tuple(column[keep] for column in columns)
 
     def compact(self, most: int) -> None:
         """Drop the entries no plan of at most `most` stages needs (in-flight counts above `most`
@@ -279,9 +301,10 @@ class SharedTables:
         self.shape = None
         self.hits = self.builds = 0
 
-    def get(self, problem: ParallelProblem, b: int) -> StageTable:
+    def get(self, problem: ParallelProblem, b: int, deadline=None) -> StageTable:
         """The table of `problem` under micro-batch b; ValueError when `problem` differs from the
-        first problem seen in more than the floor, the samples and the prices."""
+        first problem seen in more than the floor, the samples and the prices; TableUnfinished
+        (nothing kept) where `deadline` passes while it is built."""
         shape = problem.shape()
         self.shape = shape[:-1] if self.shape is None else self.shape
         if shape[:-1] != self.shape:
@@ -289,7 +312,7 @@ class SharedTables:
         key = (b, shape[-1])
         table = self.tables.pop(key, None)
         if table is None:
-            table = StageTable(problem, b)
+            table = StageTable(problem, b, deadline)
             self.builds += 1
         else:
             self.hits += 1
