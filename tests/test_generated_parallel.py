@@ -114,3 +114,12 @@ def test_the_summary_by_hand():
     assert warm == {"instances": 2, "cold": 30.0, "warm": 27.5, "only_warm": 1}
     unproven_warm = [_result(10.0, 10.0, True, 20.0, [10.0] * 5, {"proven": False, "to_certificate": 70.0})]
     assert math.isinf(warm_table(unproven_warm)["warm"])
+
+
+def test_numpy_bools_and_numbers_are_written_as_json():
+    """An item's result holds numpy scalars (a certificate is `gap == 0.0` of a numpy float)."""
+    from hps.experiments.files import json_ready, json_text
+
+    ready = json_ready({"proven": np.float64(0.0) == 0.0, "bound": np.float64(np.inf), "n": [np.int64(3)]})
+    assert ready == {"proven": True, "bound": None, "n": [3]} and type(ready["proven"]) is bool
+    assert json_text(ready) == '{\n  "bound": null,\n  "n": [\n    3\n  ],\n  "proven": true\n}\n'

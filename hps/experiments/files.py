@@ -13,13 +13,13 @@ from hps.config.files import atomic_write_text
 
 
 def json_ready(value):
-    """`value` with NaN / inf as None and numpy scalars as Python numbers, recursively (dicts,
-    lists, tuples), so that strict JSON (allow_nan=False) can hold it."""
+    """`value` with NaN / inf as None and numpy scalars as Python numbers and bools, recursively
+    (dicts, lists, tuples), so that strict JSON (allow_nan=False) can hold it."""
     if isinstance(value, dict):
         return {k: json_ready(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [json_ready(v) for v in value]
-    if isinstance(value, (np.floating, np.integer)):
+    if isinstance(value, (np.floating, np.integer, np.bool_)):
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
         return None
