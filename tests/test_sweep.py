@@ -211,3 +211,33 @@ def test_hps_search_warm_start_without_a_checkpoint_certifies_the_cold_optimum(c
     assert report["checkpoint_step"] is None and report["sequences"] == 0
     assert report["incumbent_cost"] >= cold["cost"] * (1 - 1e-12)
     assert report["certificate_seconds"] == pytest.approx(report["incumbent_seconds"] + report["solver_seconds"])
+
+
+def test_proposals_go_least_bound_first_and_leave_half_the_point_to_the_search(base, monkeypatch):
+    """On a clock that advances one second a completion, a point of ten seconds completes the
+    proposals in order of their work bound for five seconds, then the search's own sequences."""
+    from hps.placement import sweep as module
+    from hps.placement.planners.completion import WorkBound
+
+    clock = [0.0]
+    monkeypatch.setattr(module.time, "perf_counter", lambda: clock[0])
+    done = []
+
+    def complete(self, problem, floor, scale, sequence, best, deadline):
+        clock[0] += 1.0
+        done.append(sequence)
+        return module._Done(None, None, None, math.inf, False), True
+
+    monkeypatch.setattr(module.Sweep, "_complete", complete)
+    sweep = Sweep(base, point_seconds=10.0, first_seconds=10.0, seed_seconds=0.0)
+    count, types = len(sweep.segments), base.num_types
+    proposals = [tuple((k + j) % types for j in range(count)) for k in range(types)]  # every rotation
+    proposals += [tuple((k + j) % types for j in range(count))[::-1] for k in range(types)]
+    bound = WorkBound(point_problem(base, 10.0, 1.0), sweep.segments)
+    given = proposals[::-1]
+    fresh = list(dict.fromkeys(given))
+    sweep.plan_point(10.0, 1.0, given)
+    tried = [s for s in done if s in fresh]
+    assert len(tried) == 5 and done[:5] == tried  # five seconds of proposals, then the search's own
+    assert tried == sorted(fresh, key=bound)[:5]
+    assert len(done) == 10 and set(done[5:]).isdisjoint(tried)

@@ -22,7 +22,8 @@ model, each exact:
   plan is planned again at the end from the plans found after it.
 
 Per point the candidate sequences are, in order: the best sequences of the points planned
-before (most recent first) and the proposals given (a trained policy's); where none of them has
+before (most recent first); the proposals given (a trained policy's), least work bound first,
+within `PROPOSAL_SHARE` of the point's time; where none of them has
 a plan, the sequence of the exact solver's best plan after `seed_seconds` (at most half the
 point's time left); then run moves around the best sequence (`run_moves`, least work bound
 (`WorkBound`) first); then every one-type and two-run sequence, least bound first, skipping
@@ -45,6 +46,10 @@ from hps.placement.exact.parallel.table import SharedTables
 from hps.placement.model.parallel.problem import FLOOR_TOLERANCE, ParallelProblem
 from hps.placement.model.parallel.score import PlanScore, score_plan
 from hps.placement.planners.completion import PRUNE_SLACK, Sequence, WorkBound, run_moves, segments
+
+PROPOSAL_SHARE = 0.5
+"""The most of a point's time that proposals (a policy's sequences) may take before the search's
+own candidates: a policy that proposes poorly leaves the rest of the time to them."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -254,9 +259,15 @@ class Sweep:
                 best, best_sequence = done, sequence
             return True
 
-        for sequence in dict.fromkeys([*self.recent[::-1], *map(tuple, proposals)]):
-            if not offer(tuple(int(y) for y in sequence), check_bound=True):
+        for sequence in self.recent[::-1]:
+            if not offer(sequence, check_bound=True):
                 break
+        fresh = [s for s in dict.fromkeys(tuple(int(y) for y in s) for s in proposals) if s not in self.recent]
+        if fresh:  # least bound first, within their share of the point's time
+            share = started + PROPOSAL_SHARE * (deadline - started)
+            for row in np.argsort(bounds_of(bound, np.array(fresh, np.int64)), kind="stable"):
+                if time.perf_counter() >= share or not offer(fresh[row], check_bound=True):
+                    break
         if best is None and self.seed_seconds > 0:  # the exact solver's first plan seeds the search
             # at most half the time left: the one-type sequences below often find a plan sooner
             seconds = max(0.0, min(self.seed_seconds, (deadline - time.perf_counter()) / 2))
