@@ -241,3 +241,39 @@ def test_proposals_go_least_bound_first_and_leave_half_the_point_to_the_search(b
     assert len(tried) == 5 and done[:5] == tried  # five seconds of proposals, then the search's own
     assert tried == sorted(fresh, key=bound)[:5]
     assert len(done) == 10 and set(done[5:]).isdisjoint(tried)
+
+
+@pytest.mark.parametrize("paying", [False, True])
+def test_proposals_keep_their_share_only_while_one_of_them_gives_a_point_its_best_plan(base, monkeypatch, paying):
+    """Proposals none of which ever gives a point's best plan are completed at the first three
+    points only; where one does, they are offered at every point."""
+    from hps.placement import sweep as module
+
+    optimum = solve_parallel(point_problem(base, 10.0, 1.0))
+    clock, tried = [0.0], []
+    monkeypatch.setattr(module.time, "perf_counter", lambda: clock[0])
+    sweep = Sweep(base, point_seconds=10.0, first_seconds=10.0, seed_seconds=0.0)
+    winner = sweep.sequence_of(optimum.plan)
+    count, types = len(sweep.segments), base.num_types
+    others = [tuple((k + j) % types for j in range(count)) for k in range(types)]
+    others = [s for s in others if s != winner]
+    proposals = [winner, *others] if paying else others
+
+    def complete(self, problem, floor, scale, sequence, best, deadline):
+        clock[0] += 1.0
+        tried.append(sequence)
+        if sequence == winner and paying:
+            score = module.score_plan(problem, optimum.plan, optimum.micro_batch)
+            return module._Done(optimum.plan, optimum.micro_batch, score, score.cost, True), True
+        return module._Done(None, None, None, math.inf, False), True
+
+    monkeypatch.setattr(module.Sweep, "_complete", complete)
+    per_point = []
+    for _ in range(5):
+        before = len(tried)
+        sweep.plan_point(10.0, 1.0, proposals)
+        per_point.append(sum(s in others for s in tried[before:]))
+    if paying:  # the others' bounds reach the optimum's cost, so they are offered but not completed
+        assert sweep.proposal_points == 5 and sweep.proposal_wins == 1
+    else:
+        assert all(n > 0 for n in per_point[:3]) and per_point[3:] == [0, 0] and sweep.proposal_points == 3

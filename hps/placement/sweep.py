@@ -23,7 +23,8 @@ model, each exact:
 
 Per point the candidate sequences are, in order: the best sequences of the points planned
 before (most recent first); the proposals given (a trained policy's), least work bound first,
-within `PROPOSAL_SHARE` of the point's time; where none of them has
+within `PROPOSAL_SHARE` of the point's time, at the first `PROPOSAL_TRIALS` points and past them
+only once one of them has given a point's best plan; where none of them has
 a plan, the sequence of the exact solver's best plan after `seed_seconds` (at most half the
 point's time left); then run moves around the best sequence (`run_moves`, least work bound
 (`WorkBound`) first); then every one-type and two-run sequence, least bound first, skipping
@@ -50,6 +51,9 @@ from hps.placement.planners.completion import PRUNE_SLACK, Sequence, WorkBound, 
 PROPOSAL_SHARE = 0.5
 """The most of a point's time that proposals (a policy's sequences) may take before the search's
 own candidates: a policy that proposes poorly leaves the rest of the time to them."""
+PROPOSAL_TRIALS = 3
+"""Points at which proposals are tried; past them, only while one of them has given some point's
+best plan."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -157,6 +161,8 @@ class Sweep:
         # problem) is proven to have no plan, at any price scale
         self.no_plan: dict[Sequence, float] = {}
         self.no_plan_from = math.inf
+        # points at which proposals were tried, and at which one of them gave the best plan
+        self.proposal_points = self.proposal_wins = 0
 
     def _reused(self, sequence: Sequence, floor: float, scale: float) -> _Done | None:
         """A proven completion of `sequence` at a lower floor (same scale) that holds at `floor`,
@@ -263,7 +269,10 @@ class Sweep:
             if not offer(sequence, check_bound=True):
                 break
         fresh = [s for s in dict.fromkeys(tuple(int(y) for y in s) for s in proposals) if s not in self.recent]
+        if not (self.proposal_points < PROPOSAL_TRIALS or self.proposal_wins):
+            fresh = []  # they have not paid: the point's time goes to the search's own sequences
         if fresh:  # least bound first, within their share of the point's time
+            self.proposal_points += 1
             share = started + PROPOSAL_SHARE * (deadline - started)
             for row in np.argsort(bounds_of(bound, np.array(fresh, np.int64)), kind="stable"):
                 if time.perf_counter() >= share or not offer(fresh[row], check_bound=True):
@@ -288,6 +297,7 @@ class Sweep:
             if not offer(tuple(self.heuristic[row].tolist()), check_bound=False):
                 break
         self._descend(bound, offer, lambda: best, lambda: best_sequence, deadline)
+        self.proposal_wins += best_sequence is not None and best_sequence in fresh
         if best_sequence is not None:
             self.recent = [s for s in self.recent if s != best_sequence][-7:] + [best_sequence]
             self.plans = [p for p in self.plans if p[0] != best.plan][-7:] + [(best.plan, best.micro_batch)]
@@ -305,7 +315,8 @@ class Sweep:
         )
 
     def run(self, floors, scales, proposals: list[Sequence] = ()) -> list[PointPlan]:
-        """Every (floor, scale) point: first the lowest floor at the first scale, then per scale
+        """Every (floor, scale) point: first the lowest floor at the first scale (without the
+        proposals, so that they compete with the search's plan from then on), then per scale
         floors descending (a plan meeting a floor meets every lower one, so each point starts
         from a feasible incumbent; the first point is planned again in turn); then once more each
         point left without a plan (and not proven to have none) that a plan found at another
@@ -313,7 +324,7 @@ class Sweep:
         found plan that meets its floor. Returned in the order of `scales`, then `floors`, as given."""
         out = {}
         start = (min(floors), scales[0])  # the likeliest to have a plan: its sequence seeds the rest
-        out[start] = self.plan_point(*start, proposals)
+        out[start] = self.plan_point(*start)  # by the search alone: proposals then compete with its plan
         for scale in scales:
             for floor in sorted(floors, reverse=True):
                 point = self.plan_point(floor, scale, proposals)
