@@ -219,7 +219,7 @@ def summarize(config: ParallelHardConfig, results: dict[str, dict]) -> Summary:
         f"{_fmt(warm['warm'])} s warm; {warm['only_warm']} instances certified only warm."
     )
     series = {
-        PLANNERS[n]: [table[n]["optimum"]["mean"] or 0.0, table[n]["bound"]["mean"] or 0.0]
+        n.replace("_", " "): [table[n]["optimum"]["mean"] or 0.0, table[n]["bound"]["mean"] or 0.0]
         for n in table
         if table[n]["optimum"]["mean"] is not None or table[n]["bound"]["mean"] is not None
     }
