@@ -44,6 +44,10 @@ KIND_DESCRIPTIONS = {
         "hps.experiments.llm_plans",
         "large language models on a catalogue at several floors: the exact optimum and its Pareto front",
     ),
+    "ParallelHardConfig": (
+        "hps.experiments.parallel_hard",
+        "generated parallel-plan instances: every planner vs the proven optimum or bound, and the warm start",
+    ),
     "ProfileCheckConfig": (
         "hps.experiments.profile_check",
         "a transformer stage predicted with and without a measured profile, then executed",
