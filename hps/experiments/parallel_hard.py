@@ -74,7 +74,7 @@ def _solve(instance, seconds: float, incumbent=None) -> dict:
 
     found = solve_parallel(instance.problem, seconds=seconds, incumbent=incumbent)
     return {
-        "cost": None if found.plan is None else _cost(found.score),
+        "cost": _cost(found.score),
         "bound": float(found.bound),
         "proven": found.gap == 0.0,
         "seconds": found.seconds,

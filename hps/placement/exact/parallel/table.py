@@ -104,9 +104,7 @@ class StageTable:
         for y in range(self.problem.num_types):
             if deadline is not None and deadline.passed():
                 raise TableUnfinished(f"the stage table of micro-batch {self.b} was left unfinished at its deadline")
-            options = np.flatnonzero(self.options[:, 0] == y)
-            if len(options):
-                parts.append(self._entries(options))
+            parts.append(self._entries(np.flatnonzero(self.options[:, 0] == y)))
         span, opt, f, time, tail, rate, units = (np.concatenate(column) for column in zip(*parts))
         order = np.lexsort((opt, span))
         self.entry_span, self.entry_opt = span[order], opt[order]

@@ -9,14 +9,15 @@ where its ranges do, in its sizes:
 - workload: a `DecoderLM` of (rows − 2)/2 blocks (an embedding row, an attention and an FFN row a
   block, a head row), hidden 2,048–8,192 in heads of 128, grouped-query (8 KV heads) or full
   attention, a SwiGLU FFN of 3.5·hidden or a GELU one of 4·hidden, 2,048–8,192 tokens, one of
-  three published vocabularies; bf16 activations and FlashAttention (`LLAMA_NUMERICS`);
+  three published vocabularies; the zoo's rows (`hps.workloads.llm`: bf16 activations,
+  FlashAttention, and Megatron-LM's dropout in the GELU family only);
 - catalogue: types of the base catalogue (cloud-2026 by default), each with its list price
   times a log-uniform factor in [0.8, 1.25]; where the split asks for more types than the base
   has, or at random, a type also appears as a second pool of the same hardware and site (reserved
   or spot capacity) at 0.5–0.9 of its price and a small cap; every cap is drawn log-uniform
-  between 8 devices and the type's own cap, so a cheap pool cannot carry the floor alone;
-- job: batch 256–2,048 sequences, 8–32 micro-batches, `bf16-adam`, ZeRO 1, the micro-batch left
-  to the solver; the floor is `reach` times the best single type's throughput bound
+  between 8 devices and the type's own cap;
+- job: batch 256–2,048 sequences, `bf16-adam`, ZeRO 1, the micro-batch left to the solver (a
+  micro-batch count of 8–32 only orders its search); the floor is `reach` times the best single type's throughput bound
   (`single_type_reach`, about twice what plans reach), `reach` drawn in the split's range.
 """
 
@@ -122,7 +123,7 @@ def random_catalog(rng: np.random.Generator, base: Catalog, count: int) -> Catal
     pools = []
     for i in rng.choice(distinct, size=count - distinct, replace=count - distinct > distinct):
         r = types[int(i)]
-        copy = sum(p.site == r.site and p.name.startswith(f"{r.name}-pool") for p in pools) + 2
+        copy = sum(p.name.startswith(f"{r.name}-pool") for p in pools) + 2
         cap = int(_log_uniform(rng, min(LEAST_CAP, r.max_units), max(LEAST_CAP, r.max_units / 4)))
         price = r.price_per_hour * rng.uniform(*POOL_DISCOUNT)
         pools.append(dataclasses.replace(r, name=f"{r.name}-pool{copy}", price_per_hour=price, max_units=cap))
