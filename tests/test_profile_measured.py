@@ -174,6 +174,41 @@ def test_the_call_cost_is_what_a_fused_pair_saves_capped_by_the_cheapest_layer()
     assert call_cost(alone[:1], {}) == (0.0, 0.0)
 
 
+def test_the_rounds_after_the_warm_passes_are_the_ones_timed(monkeypatch):
+    """A stage whose first WARM_PASSES forwards are slow (as the first calls after a compile are
+    on host devices) is timed at its later speed; with fewer warm passes the slow calls would
+    make the median. A fake clock advances by what each piece is scripted to cost."""
+    from types import SimpleNamespace
+
+    import jax
+    import jax.numpy as jnp
+
+    import hps.executor.profile as profile_module
+    from hps.executor.measure import WARM_PASSES
+
+    clock = SimpleNamespace(now=0.0, forwards=0)
+    monkeypatch.setattr(profile_module, "time", SimpleNamespace(perf_counter=lambda: clock.now))
+
+    def forward(params, x_float, x_other):
+        clock.forwards += 1
+        clock.now += 100.0 if clock.forwards <= WARM_PASSES else 1.0
+        return x_float, {}, x_float
+
+    def backward(residuals, seed):
+        clock.now += 2.0
+        return residuals, None
+
+    def accumulate(total, grads):
+        clock.now += 0.5
+        return total
+
+    stage = SimpleNamespace(params=None, batch_sharding=jax.sharding.SingleDeviceSharding(jax.devices()[0]))
+    piece = SimpleNamespace(stage=stage, forward=forward, backward=backward, accumulate=accumulate)
+    timed = profile_module.measured_layer_passes(piece, [jnp.ones((4, 2))], repeats=3, reads_input=False)
+    assert timed == [(1.0, 2.0, 0.5)]
+    assert clock.forwards == WARM_PASSES + 3
+
+
 def test_profile_writes_the_stage_call_cost_and_the_prediction_counts_it_once_per_micro_batch(mlp_profile):
     from hps.executor.predict import predict_stages
 

@@ -8,6 +8,10 @@ its devices: the model's io term), transfer = moving its inputs in and its outpu
 in (the boundary term), sync = its planned All-Reduce. This pass does not apply
 updates, so it leaves the training untouched. The step time is the wall time of whole pipelined
 training steps, where stages on different devices overlap.
+
+Every timing here and in `hps profile` is a median over rounds taken after WARM_PASSES unmeasured
+ones: the first calls after a compile run slower than the rest while the host's allocator grows
+its heap (docs/executor.md, "Calibration").
 """
 
 from __future__ import annotations
@@ -23,6 +27,12 @@ from hps.executor.pipeline import (
     forward_pass,
     split_batch,
 )
+
+WARM_PASSES = 5
+"""Unmeasured passes before a timing's measured rounds. On host CPU devices the first calls after
+a compile page-fault freshly mapped buffers: a 256-wide transformer's embedding backward (a 31 MB
+dense table gradient on each of 4 devices) took 50–170 ms on its first 5–15 calls and 9–16 ms
+after, and ctr-dnn-small's embedding 3–12 ms on its first 5, 2–3 ms after."""
 
 
 @dataclass
@@ -67,8 +77,10 @@ def measure_stage_terms(pipeline: list[CompiledStage], batch: dict, micro_batche
 
 
 def median_stage_terms(pipeline, batch, micro_batches, repeats: int = 3) -> list[StageTimes]:
-    """Per-term medians over `repeats` measurements (after one unmeasured pass that compiles)."""
-    measure_stage_terms(pipeline, batch, micro_batches)
+    """Per-term medians over `repeats` measurements, after WARM_PASSES unmeasured ones (the first
+    compiles)."""
+    for _ in range(WARM_PASSES):
+        measure_stage_terms(pipeline, batch, micro_batches)
     runs = [measure_stage_terms(pipeline, batch, micro_batches) for _ in range(repeats)]
     median = lambda values: sorted(values)[len(values) // 2]  # noqa: E731
     return [

@@ -165,7 +165,7 @@ def execute_plan(
     batches = [model.sample_batch(jax.random.key(options.seed + step), batch) for step in range(options.steps)]
     precision = CHECK_PRECISION if options.check else None
     with jax.default_matmul_precision(precision):
-        terms = median_stage_terms(pipeline, batches[0], micro, repeats=5)
+        terms = median_stage_terms(pipeline, batches[0], micro, repeats=7)
         losses, step_seconds = train_steps(pipeline, batches, micro)
     step_time = float(np.median(step_seconds[1:] if len(step_seconds) > 1 else step_seconds))
 

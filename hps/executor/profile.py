@@ -5,7 +5,8 @@ A layer is timed as the executor runs it: a one-layer stage on the type's whole 
 (a data-parallel mesh, so the devices contend for the host as a stage's replicas do), its
 forward (with vjp residuals) and backward each blocked until ready, on the activation the
 preceding layers produce for a micro-batch of `batch` samples (batch / n per device). Each time
-is the median of `repeats` runs, compile excluded (`measured_layer_passes`).
+is the median of `repeats` runs after WARM_PASSES unmeasured ones, the first of which compiles
+(`measured_layer_passes`).
 
 A stage of several layers pays the fixed cost of its calls (dispatching its forward, backward
 and gradient sum to n devices) once, a layer timed alone pays it in full: so the cheapest
@@ -50,6 +51,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from hps.config.types import MeasuredTime, Workload
+from hps.executor.measure import WARM_PASSES
 from hps.executor.pipeline import compile_pipeline
 from hps.executor.stages import build_stage, split_float
 from hps.executor.tensor import TENSOR_AXIS
@@ -190,14 +192,15 @@ def moves(mesh: Mesh, inputs: list, repeats: int) -> tuple[list, list]:
     entries]), None for layer 0: each placed batch-sharded on the same devices in rotated order
     (every shard on another device, as it comes from another stage) and moved to the mesh's batch
     sharding as the executor moves an activation between stages, blocked until ready; the median
-    of `repeats` after one unmeasured move."""
+    of `repeats` after WARM_PASSES unmeasured moves."""
     devices = list(mesh.devices.flat)
     rotated = Mesh(np.array(devices[1:] + devices[:1]).reshape(mesh.devices.shape), mesh.axis_names)
     target, source = NamedSharding(mesh, P("d0")), NamedSharding(rotated, P("d0"))
 
     def seconds(x) -> float:
         placed = jax.block_until_ready(jax.device_put(x, source))
-        jax.block_until_ready(jax.device_put(placed, target))
+        for _ in range(WARM_PASSES):
+            jax.block_until_ready(jax.device_put(placed, target))
         times = []
         for _ in range(repeats):
             start = time.perf_counter()
@@ -227,8 +230,8 @@ def measured_layer_passes(piece, batches: list, repeats: int, reads_input: bool)
     micro-batch totals (the executor's backward pass adds each micro-batch's gradients but the
     first's to the stage's running sums, a pass over all of the stage's parameters). Making the cotangent is
     not timed (the executor receives it from the next stage). Each is the median of `repeats`
-    rounds after a compiling one; the batches are timed in turn within each round, so drift on a
-    shared machine hits them alike."""
+    rounds after WARM_PASSES unmeasured ones (the first compiles); the batches are timed in turn
+    within each round, so drift on a shared machine hits them alike."""
     stage = piece.stage
 
     def one_call(x, placed) -> tuple[float, float, float]:
@@ -247,8 +250,9 @@ def measured_layer_passes(piece, batches: list, repeats: int, reads_input: bool)
         return forward, pullback, time.perf_counter() - summing
 
     placed = [jax.device_put(x, stage.batch_sharding) for x in batches]
-    for x, p in zip(batches, placed):
-        one_call(x, p)
+    for _ in range(WARM_PASSES):
+        for x, p in zip(batches, placed):
+            one_call(x, p)
     rounds = [[one_call(x, p) for x, p in zip(batches, placed)] for _ in range(repeats)]
     medians = np.median(np.asarray(rounds), axis=0)  # (batches, 3)
     return [(float(f), float(p), float(s)) for f, p, s in medians]
