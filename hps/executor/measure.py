@@ -11,7 +11,7 @@ training steps, where stages on different devices overlap.
 
 Every timing here and in `hps profile` is a median over rounds taken after WARM_PASSES unmeasured
 ones: the first calls after a compile run slower than the rest while the host's allocator grows
-its heap (docs/executor.md, "Calibration").
+its heap (docs/executor.md, "Warm rounds").
 """
 
 from __future__ import annotations
@@ -29,10 +29,9 @@ from hps.executor.pipeline import (
 )
 
 WARM_PASSES = 5
-"""Unmeasured passes before a timing's measured rounds. On host CPU devices the first calls after
-a compile page-fault freshly mapped buffers: a 256-wide transformer's embedding backward (a 31 MB
-dense table gradient on each of 4 devices) took 50–170 ms on its first 5–15 calls and 9–16 ms
-after, and ctr-dnn-small's embedding 3–12 ms on its first 5, 2–3 ms after."""
+"""Unmeasured passes before a timing's measured rounds (the first compiles). On host CPU devices
+the first calls after a compile page-fault the buffers the allocator has just mapped and run
+several times slower than later ones (docs/executor.md, "Warm rounds")."""
 
 
 @dataclass
