@@ -5,7 +5,7 @@ plain-Python reference in the same run.
     hps run experiments/collective_bench_device.py
 """
 
-from hps.experiments.collective_bench import CollectiveBenchConfig
+from hps.studies.collective_bench import CollectiveBenchConfig
 
 
 def config() -> CollectiveBenchConfig:

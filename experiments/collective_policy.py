@@ -11,7 +11,7 @@ The trained policy is saved in runs/collective-policy-study (`hps collective --p
 --checkpoint runs/collective-policy-study` plans with it).
 """
 
-from hps.experiments.collective_policy import CollectivePolicyConfig
+from hps.studies.collective_policy import CollectivePolicyConfig
 
 
 def config() -> CollectivePolicyConfig:

@@ -8,7 +8,7 @@ absolute differences and the parameter, and the measured step time.
 About 2 minutes on one H200 (the quickstart about 90 s of it); about 10 minutes on 2 CPU cores.
 """
 
-from hps.experiments.device_check import DeviceCheckConfig
+from hps.studies.device_check import DeviceCheckConfig
 
 
 def config() -> DeviceCheckConfig:

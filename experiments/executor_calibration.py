@@ -9,7 +9,7 @@ roofline table and 3 times on the profiled table; per stage, error = measured / 
     hps run experiments/executor_calibration.py
 """
 
-from hps.experiments.executor_calibration import ExecutorCalibrationConfig
+from hps.studies.executor_calibration import ExecutorCalibrationConfig
 
 
 def config() -> ExecutorCalibrationConfig:

@@ -6,7 +6,7 @@ shipped catalogues it never saw, against per-instance search in cost and plannin
 Uses the placement policy in runs/placement-policy (trained there first when it holds none).
 """
 
-from hps.experiments.generalization import GeneralizationConfig
+from hps.studies.generalization import GeneralizationConfig
 
 
 def config() -> GeneralizationConfig:

@@ -8,7 +8,7 @@ Uses the placement policy in runs/placement-policy (`hps train --minutes 10` wri
 when that folder holds none, the run trains it first (10 minutes on 2 CPU cores).
 """
 
-from hps.experiments.heterps_zoo import HeterpsZooConfig
+from hps.studies.heterps_zoo import HeterpsZooConfig
 
 
 def config() -> HeterpsZooConfig:

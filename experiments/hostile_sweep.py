@@ -8,7 +8,12 @@ record, a damaged checkpoint loaded).
     hps run experiments/hostile_sweep.py
 """
 
-from hps.experiments.hostile import HostileSweepConfig
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/ is the repository's, not the wheel's
+
+from tools.hostile.sweep import HostileSweepConfig  # noqa: E402
 
 
 def config() -> HostileSweepConfig:

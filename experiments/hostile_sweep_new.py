@@ -11,7 +11,12 @@ own `hps` process; the report counts how each group ended and lists every failur
     hps run experiments/hostile_sweep_new.py
 """
 
-from hps.experiments.hostile import HostileSweepConfig
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/ is the repository's, not the wheel's
+
+from tools.hostile.sweep import HostileSweepConfig  # noqa: E402
 
 
 def config() -> HostileSweepConfig:

@@ -7,7 +7,7 @@ front and each plan's stages per workload.
     hps run experiments/llm_plans.py
 """
 
-from hps.experiments.llm_plans import LlmPlansConfig
+from hps.studies.llm_plans import LlmPlansConfig
 
 
 def config() -> LlmPlansConfig:

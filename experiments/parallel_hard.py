@@ -9,7 +9,7 @@ warm-started with the sequence search's plan. About 2.5 minutes an instance on 2
 Give `checkpoint="runs/placement-policy"` (a policy of `hps train`) to add the policy planner.
 """
 
-from hps.experiments.parallel_hard import ParallelHardConfig
+from hps.studies.parallel_hard import ParallelHardConfig
 
 
 def config() -> ParallelHardConfig:

@@ -8,7 +8,7 @@ Uses the policy in runs/placement-policy (trained there first, 10 minutes on 2 C
 that folder holds none).
 """
 
-from hps.experiments.placement_at_scale import PlacementAtScaleConfig
+from hps.studies.placement_at_scale import PlacementAtScaleConfig
 
 
 def config() -> PlacementAtScaleConfig:

@@ -9,7 +9,7 @@ Trains in runs/placement-hard-policy first (10 minutes on 2 CPU cores) when that
 no policy.
 """
 
-from hps.experiments.placement_at_scale import PlacementAtScaleConfig
+from hps.studies.placement_at_scale import PlacementAtScaleConfig
 
 
 def config() -> PlacementAtScaleConfig:

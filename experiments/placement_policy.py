@@ -11,7 +11,7 @@ that folder holds none). also=("runs/placement-ppo",) evaluates a PPO-trained po
 (`hps train --algorithm ppo --out runs/placement-ppo`, or one the zoo experiment trained).
 """
 
-from hps.experiments.placement_policy import PlacementPolicyConfig
+from hps.studies.placement_policy import PlacementPolicyConfig
 
 
 def config() -> PlacementPolicyConfig:

@@ -9,7 +9,7 @@ Prints predicted vs measured per width. On a CPU it runs the same check on the h
 width 1,024: lower `batch` or `seq_len`).
 """
 
-from hps.experiments.profile_check import ProfileCheckConfig
+from hps.studies.profile_check import ProfileCheckConfig
 
 
 def config() -> ProfileCheckConfig:

@@ -12,7 +12,7 @@ Prints predicted vs measured per width; `experiments/profile_check.py` is the sa
 GPU's sizes.
 """
 
-from hps.experiments.profile_check import ProfileCheckConfig
+from hps.studies.profile_check import ProfileCheckConfig
 
 
 def config() -> ProfileCheckConfig:

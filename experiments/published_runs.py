@@ -7,7 +7,7 @@ device, MFU and memory per device, fitted and held-out runs apart.
     hps run experiments/published_runs.py
 """
 
-from hps.experiments.published_runs import PublishedRunsConfig
+from hps.studies.published_runs import PublishedRunsConfig
 
 
 def config() -> PublishedRunsConfig:

@@ -9,7 +9,7 @@ The same steps as `hps quickstart`, one item each (resumable); the policy trains
 runs/quickstart/policy, which `hps quickstart` uses too.
 """
 
-from hps.experiments.quickstart import QuickstartConfig
+from hps.studies.quickstart import QuickstartConfig
 
 
 def config() -> QuickstartConfig:

@@ -6,7 +6,7 @@ compilation cache, so a rerun is quicker). The rates are measurements: they vary
     hps run experiments/scaling.py
 """
 
-from hps.experiments.scaling import ScalingConfig
+from hps.studies.scaling import ScalingConfig
 
 
 def config() -> ScalingConfig:

@@ -8,7 +8,7 @@ The learned column comes from the collective policy in runs/collective-policy (`
 the default collective policy there first (2 minutes on 2 CPU cores). checkpoint=None drops it.
 """
 
-from hps.experiments.themis_allreduce import ThemisAllReduceConfig
+from hps.studies.themis_allreduce import ThemisAllReduceConfig
 
 
 def config() -> ThemisAllReduceConfig:

@@ -7,7 +7,7 @@ network beside the paper's mean speed-ups. About three minutes on 2 CPU cores.
     hps run experiments/themis_end_to_end.py
 """
 
-from hps.experiments.themis_end_to_end import ThemisEndToEndConfig
+from hps.studies.themis_end_to_end import ThemisEndToEndConfig
 
 
 def config() -> ThemisEndToEndConfig:

@@ -5,7 +5,7 @@ topologies/networks/, 16 chunks per gradient All-Reduce.
     hps run experiments/themis_iteration.py
 """
 
-from hps.experiments.themis_iteration import ThemisIterationConfig
+from hps.studies.themis_iteration import ThemisIterationConfig
 
 
 def config() -> ThemisIterationConfig:

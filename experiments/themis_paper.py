@@ -12,7 +12,7 @@ The learned column is the default collective policy in runs/collective-policy (`
 when that folder holds none, then evaluated zero-shot on the six networks.
 """
 
-from hps.experiments.themis_paper import ThemisPaperConfig
+from hps.studies.themis_paper import ThemisPaperConfig
 
 
 def config() -> ThemisPaperConfig:

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from hps.config.limits import MASKED_LOGIT, POLICY_TYPES
+from hps.costmodel.schedule.params import TYPE_FIELDS
 from hps.placement.agent.lstm import lstm_sequence, lstm_update
 from hps.placement.agent.policy import PolicyFunctions, PolicySpec
 from hps.placement.agent.rollout import replay, rollout, truncate_obs
@@ -20,7 +21,6 @@ from hps.placement.agent.train import (
     run_training,
 )
 from hps.placement.env import InstanceSplit, PlacementEnv, generate_instances
-from hps.placement.model.params import TYPE_FIELDS
 from hps.rl.driver import TrainState
 
 ENV = PlacementEnv()

@@ -56,9 +56,9 @@ def test_collective_kinds_over_dimension_groups_equal_the_reference(seed):
 
 
 def test_a_model_parallel_group_takes_the_leading_npus_splitting_the_dimension_it_ends_in():
-    from hps.collective.model.astra_iteration import groups, split_for_group
     from hps.config.loaders import load_network
     from hps.config.paths import TOPOLOGIES
+    from hps.studies.astra_iteration import groups, split_for_group
 
     network = load_network(TOPOLOGIES / "networks" / "themis-2d-sw-sw-16x64.toml")
     split, m = split_for_group(network, 4)
@@ -73,7 +73,7 @@ def test_a_model_parallel_group_takes_the_leading_npus_splitting_the_dimension_i
 
 
 def read(name):
-    from hps.config.astra_workload import read_astra_workload
+    from hps.studies.astra_workload import read_astra_workload
 
     return read_astra_workload(f"tests/data/astra-sim-1.0/{name}.txt")
 
@@ -113,9 +113,9 @@ def reference_simulation(simulation, networks):
 def test_the_iteration_timeline_on_the_simulator_equals_it_on_the_reference(name):
     """Both policies on two small networks (the Transformer's group of 4 splits the 8-NPU
     dimension of 2x8x2), blocking collectives included, to float32 rounding."""
-    from hps.collective.model.astra_iteration import BatchedSimulation, run_timeline, schedule
     from hps.config.loaders import load_network
     from hps.config.paths import TOPOLOGIES
+    from hps.studies.astra_iteration import BatchedSimulation, run_timeline, schedule
 
     workload = read(name)
     if name.startswith("Transformer"):  # its first 12 layers keep the reference quick
@@ -136,11 +136,11 @@ def test_the_iteration_timeline_on_the_simulator_equals_it_on_the_reference(name
 def test_tiny_end_to_end_run_reports_each_speedup_as_the_iteration_model_gives_it(tmp_path):
     """The experiment's speed-up per network is baseline / Themis iteration time of
     iteration_times on the same workload, network and scales; the figure is drawn."""
-    from hps.collective.model.astra_iteration import iteration_times
     from hps.config.loaders import load_network
     from hps.config.paths import TOPOLOGIES
-    from hps.experiments import run_experiment
-    from hps.experiments.themis_end_to_end import PAPER_SPEEDUP, ThemisEndToEndConfig
+    from hps.studies import run_experiment
+    from hps.studies.astra_iteration import iteration_times
+    from hps.studies.themis_end_to_end import PAPER_SPEEDUP, ThemisEndToEndConfig
 
     config = ThemisEndToEndConfig(
         name="tiny", workloads=("DLRM_HybridParallel",), networks=("3d-astra-2x8x2",), comm_scales=(10.0,), chunks=2
@@ -160,9 +160,9 @@ def test_a_collective_waits_nothing_when_the_network_is_idle():
     """microAllReduce: one weight-gradient All-Reduce after 15 cycles of compute; the iteration is
     that compute plus the All-Reduce alone (single_allreduce of the same size and chunks)."""
     from hps.collective import studies
-    from hps.collective.model.astra_iteration import iteration_times
     from hps.config.loaders import load_network
     from hps.config.paths import TOPOLOGIES
+    from hps.studies.astra_iteration import iteration_times
 
     network = load_network(TOPOLOGIES / "networks" / "3d-astra-2x8x2.toml")
     times = iteration_times(read("microAllReduce"), [network], comm_scale=1.0, compute_scale=1.0, chunks=4)
@@ -172,11 +172,11 @@ def test_a_collective_waits_nothing_when_the_network_is_idle():
 
 
 def test_a_workload_with_a_parallelism_per_layer_is_refused_end_to_end(tmp_path):
-    from hps.collective.model.astra_iteration import schedule
-    from hps.config.astra_workload import read_astra_workload
     from hps.config.loaders import load_network
     from hps.config.paths import TOPOLOGIES
     from hps.errors import ConfigError
+    from hps.studies.astra_iteration import schedule
+    from hps.studies.astra_workload import read_astra_workload
 
     path = tmp_path / "custom.txt"
     path.write_text("HYBRID_CUSTOMIZED\n1\nfc -1 5 NONE 0 5 NONE 0 5 ALLREDUCE 1024 5 DATA\n")

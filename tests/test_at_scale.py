@@ -1,4 +1,4 @@
-"""The placement policy against the exact optimum past its training size (hps.placement.agent.at_scale)."""
+"""The placement policy against the exact optimum past its training size (hps.studies.at_scale)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import jax
 import numpy as np
 import pytest
 
-from hps.placement.agent.at_scale import PLANNERS, compare_at_scale, summarize
 from hps.placement.agent.policy import PolicyFunctions, PolicySpec
 from hps.placement.env import InstanceSplit
+from hps.studies.at_scale import PLANNERS, compare_at_scale, summarize
 
 WIDE = InstanceSplit("at-scale-test", 40, 48, 7, 9, salt=5)
 
@@ -38,7 +38,7 @@ def test_no_planner_beats_the_proven_optimum_and_best_of_includes_greedy():
 
 
 def test_past_the_segment_table_both_climbs_run_in_numpy(monkeypatch):
-    monkeypatch.setattr("hps.placement.agent.at_scale.dense_fits", lambda placement: False)
+    monkeypatch.setattr("hps.studies.at_scale.dense_fits", lambda placement: False)
     policy = PolicyFunctions(PolicySpec(hidden=16))
     params = policy.init(jax.random.PRNGKey(0))
     found = compare_at_scale(policy, params, WIDE, count=1, samples=8, seconds=30.0)
@@ -97,8 +97,8 @@ def test_summary_by_hand():
 def test_hps_run_of_the_at_scale_kind_tables_every_planner_per_split(tmp_path, monkeypatch):
     """The experiment kind on one small split with an untrained policy (load_policy stubbed to
     it): one table row per planner, figures equal to the item's own summary, the report written."""
-    from hps.experiments import run_experiment
-    from hps.experiments.placement_at_scale import PlacementAtScaleConfig
+    from hps.studies import run_experiment
+    from hps.studies.placement_at_scale import PlacementAtScaleConfig
 
     policy = PolicyFunctions(PolicySpec(hidden=16))
     stub = (policy, policy.init(jax.random.PRNGKey(1)), {"step": 0})
@@ -123,9 +123,9 @@ def test_hps_run_of_the_at_scale_kind_tables_every_planner_per_split(tmp_path, m
 def test_at_scale_training_split_is_named_and_reaches_the_trainer(tmp_path, monkeypatch):
     """train_split picks the split the policy trains on (an unknown one is refused, naming the
     field), and it and train_demonstrations reach the training config."""
-    from hps.experiments import placement as placement_experiments
-    from hps.experiments.placement_at_scale import PlacementAtScaleConfig, run_item
     from hps.placement.env.generator import HARD_TRAIN
+    from hps.studies import placement as placement_experiments
+    from hps.studies.placement_at_scale import PlacementAtScaleConfig, run_item
 
     with pytest.raises(ValueError, match="train_split"):
         PlacementAtScaleConfig(name="s", train_split="hard")

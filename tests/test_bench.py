@@ -31,9 +31,9 @@ def test_bench_exact_reports_a_size_past_memory_as_refused():
 def test_the_exact_solver_names_a_table_too_large_for_memory():
     import pytest
 
+    from hps.costmodel.schedule.provisioning import build_instance
     from hps.errors import InstanceTooLarge
-    from hps.placement.exact import solve_exact
-    from hps.placement.model.provisioning import build_instance
+    from hps.planners.exact_schedule import solve_exact
 
     workload, catalog, job = exact_instance(20_000, 8)
     with pytest.raises(InstanceTooLarge, match="20000 layers x 8 types"):
@@ -202,8 +202,8 @@ def test_a_grid_as_one_batch_per_column_equals_each_network_simulated_alone():
 
 
 def test_the_device_bench_experiment_reports_each_batch_size_with_its_device(tmp_path):
-    from hps.experiments import run_experiment
-    from hps.experiments.collective_bench import CollectiveBenchConfig
+    from hps.studies import run_experiment
+    from hps.studies.collective_bench import CollectiveBenchConfig
 
     config = CollectiveBenchConfig(name="tiny", networks=(6,), chunks=4, seconds=0.05)
     ran = run_experiment(config, tmp_path / "out", progress=False)

@@ -21,9 +21,9 @@ from hps.config.loaders import load_network
 from hps.config.paths import TOPOLOGIES
 from hps.config.types import Job
 from hps.config.validation import validate_job
+from hps.costmodel.schedule import build_params, evaluate_schedules
+from hps.costmodel.schedule.sensitivity import figures_of, fix_plan, plan_cost
 from hps.errors import ConfigError
-from hps.placement.model import build_params, evaluate_schedules
-from hps.placement.model.sensitivity import figures_of, fix_plan, plan_cost
 from tests.instances import random_instance
 
 NETWORK = "3d-torus-4x4x4"  # a shipped 3-D network

@@ -10,8 +10,8 @@ import pytest
 from hps.config.loaders import load_catalog
 from hps.config.paths import resolve_topology
 from hps.config.planfile import read_plan_file
-from hps.placement.model.parallel.problem import ParallelProblem
-from hps.placement.model.parallel.score import score_plan
+from hps.costmodel.parallel.problem import ParallelProblem
+from hps.costmodel.parallel.score import score_plan
 from hps.workloads import resolve_workload
 from tests.helpers import run_cli_output
 

@@ -1,4 +1,4 @@
-"""The numpy stage-move climb (hps.placement.search.climb_at_scale) against `evaluate_plan`
+"""The numpy stage-move climb (hps.planners.search.climb_at_scale) against `evaluate_plan`
 (every move it prices, priced again whole) and against the jnp climb (`refine`) it mirrors."""
 
 import jax
@@ -6,13 +6,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from hps.costmodel.schedule.cost import segment_table
+from hps.costmodel.schedule.from_params import generated_instance
+from hps.costmodel.schedule.plan import evaluate_plan, schedule_plan
 from hps.placement.env.generator import HARD_KNOBS, InstanceSplit, generate_instances
-from hps.placement.model.cost import segment_table
-from hps.placement.model.from_params import generated_instance
-from hps.placement.model.plan import evaluate_plan, schedule_plan
-from hps.placement.search.climb_at_scale import _apply, _moves, _Plan, _price, climb_at_scale
-from hps.placement.search.refine import MAX_ROUNDS, refine
-from hps.placement.search.scoring import RANK_FEASIBLE, batch_best, score
+from hps.planners.search.climb_at_scale import _apply, _moves, _Plan, _price, climb_at_scale
+from hps.planners.search.refine import MAX_ROUNDS, refine
+from hps.planners.search.scoring import RANK_FEASIBLE, batch_best, score
 
 HARD = InstanceSplit("climb-hard", 8, 14, 3, 5, **HARD_KNOBS, salt=71)
 EASY = InstanceSplit("climb-easy", 8, 14, 3, 5, salt=72)

@@ -8,6 +8,7 @@ import jax
 import numpy as np
 import pytest
 
+from hps.costmodel.schedule.cost import segment_table
 from hps.errors import ConfigError
 from hps.placement.agent.demonstrations import (
     climb_plans,
@@ -19,9 +20,8 @@ from hps.placement.agent.demonstrations import (
 from hps.placement.agent.policy import PolicyFunctions, PolicySpec
 from hps.placement.agent.train import TrainConfig, run_training
 from hps.placement.env import InstanceSplit, generate_instances
-from hps.placement.model.cost import segment_table
-from hps.placement.search import exhaustive, single
-from hps.placement.search.scoring import RANK_FEASIBLE, score
+from hps.planners.search import exhaustive, single
+from hps.planners.search.scoring import RANK_FEASIBLE, score
 
 SMALL = InstanceSplit("demo-small", 4, 7, 2, 4, salt=31)
 

@@ -1,4 +1,4 @@
-"""experiments/device_check.py (hps.experiments.device_check): the runs it plans for the devices
+"""experiments/device_check.py (hps.studies.device_check): the runs it plans for the devices
 there are, and one table of real executions with their check and step times."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import jax
 import pytest
 
 from hps.errors import ConfigError
-from hps.experiments import experiment_kind_of, load_config
-from hps.experiments.device_check import DeviceCheckConfig, items, run_item, summarize
+from hps.studies import experiment_kind_of, load_config
+from hps.studies.device_check import DeviceCheckConfig, items, run_item, summarize
 
 
 def test_the_shipped_config_runs_the_quickstart_and_every_model_workload():
@@ -43,7 +43,7 @@ def test_each_run_is_checked_and_timed_in_one_table():
 
 def test_a_run_that_ends_in_an_error_is_a_row_not_the_end(monkeypatch):
     from hps.errors import TrainingDiverged
-    from hps.experiments import device_check
+    from hps.studies import device_check
 
     def diverge(*args):
         raise TrainingDiverged("diverged at step 1: the loss is nan; lower --lr")

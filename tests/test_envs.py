@@ -11,6 +11,11 @@ from hps.cli.common import resolve_topology, workload_arg
 from hps.config.limits import POLICY_LAYERS, POLICY_TYPES, POLICY_UNITS
 from hps.config.loaders import load_catalog
 from hps.config.types import Job
+from hps.costmodel.schedule import build_params, evaluate_schedules
+from hps.costmodel.schedule.allreduce import allreduce_table
+from hps.costmodel.schedule.cost import THROUGHPUT, single_type_schedules
+from hps.costmodel.schedule.direct import evaluate_direct
+from hps.costmodel.schedule.provisioning import allreduce_table as numpy_allreduce_table
 from hps.placement.env import (
     HELDOUT,
     HELDOUT_LARGE,
@@ -22,11 +27,6 @@ from hps.placement.env import (
     generate_instances,
 )
 from hps.placement.env.generator import BATCHES, generation_block
-from hps.placement.model import build_params, evaluate_schedules
-from hps.placement.model.allreduce import allreduce_table
-from hps.placement.model.cost import THROUGHPUT, single_type_schedules
-from hps.placement.model.direct import evaluate_direct
-from hps.placement.model.provisioning import allreduce_table as numpy_allreduce_table
 
 ENV = PlacementEnv()
 SMALL = InstanceSplit("test-small", 4, 8, 2, 4, salt=11)
@@ -305,8 +305,8 @@ def test_a_zoo_workload_on_cloud_2024_plays_with_its_best_single_type_plan_scori
     from hps.config.loaders import load_catalog
     from hps.config.paths import resolve_topology
     from hps.config.types import Job
+    from hps.costmodel.schedule import build_params
     from hps.placement.env import make_instance
-    from hps.placement.model import build_params
     from hps.workloads import build_workload
 
     workload = build_workload("ctr-dnn")

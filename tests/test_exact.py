@@ -12,15 +12,15 @@ import numpy as np
 import pytest
 
 from hps.config.types import Catalog, Dimension, Job, Layer, Network, ResourceType, Workload
-from hps.placement.exact import solve_exact
-from hps.placement.exact.caps import plan_units, repair
-from hps.placement.exact.dp import least_rate
-from hps.placement.exact.prune import per_sample_seconds, work_bounds
-from hps.placement.exact.table import stage_table
-from hps.placement.model import build_params
-from hps.placement.model.plan import evaluate_plan
-from hps.placement.model.provisioning import build_instance
-from hps.placement.search.exhaustive import exhaustive
+from hps.costmodel.schedule import build_params
+from hps.costmodel.schedule.plan import evaluate_plan
+from hps.costmodel.schedule.provisioning import build_instance
+from hps.planners.exact_schedule import solve_exact
+from hps.planners.exact_schedule.caps import plan_units, repair
+from hps.planners.exact_schedule.dp import least_rate
+from hps.planners.exact_schedule.prune import per_sample_seconds, work_bounds
+from hps.planners.exact_schedule.table import stage_table
+from hps.planners.search.exhaustive import exhaustive
 from tests.instances import random_instance
 
 
@@ -174,10 +174,10 @@ def test_an_incumbent_changes_the_time_not_the_answer():
 
     import jax
 
+    from hps.costmodel.schedule.from_params import generated_instance
+    from hps.costmodel.schedule.plan import schedule_plan
     from hps.placement.env.generator import HARD_KNOBS, InstanceSplit, generate_instances
-    from hps.placement.model.from_params import generated_instance
-    from hps.placement.model.plan import schedule_plan
-    from hps.placement.search.climb_at_scale import best_single_type, climb_at_scale
+    from hps.planners.search.climb_at_scale import best_single_type, climb_at_scale
 
     pool = jax.device_get(
         generate_instances(jax.random.PRNGKey(4), 2, InstanceSplit("inc", 12, 16, 4, 6, **HARD_KNOBS, salt=12))
@@ -220,8 +220,8 @@ def test_exact_on_generated_instances_equals_exhaustive_search():
 
     import jax
 
+    from hps.costmodel.schedule.from_params import instance_from_params
     from hps.placement.env.generator import InstanceSplit, generate_instances
-    from hps.placement.model.from_params import instance_from_params
 
     pool = generate_instances(jax.random.PRNGKey(3), 40, InstanceSplit("exact-check", 4, 8, 2, 4, salt=9))
     feasible = 0
@@ -240,8 +240,8 @@ def test_span_orders_and_least_match_plain_numpy():
     """The solver's O(N) helpers against their plain forms: the group-then-longest-time order
     is np.lexsort's up to ties (groups past 2^16 need the second radix pass), and each span's least
     value and its first holder equal a loop's."""
-    from hps.placement.exact.classes import _by_group_longest_first
-    from hps.placement.exact.prune import _span_least
+    from hps.planners.exact_schedule.classes import _by_group_longest_first
+    from hps.planners.exact_schedule.prune import _span_least
 
     rng = np.random.default_rng(0)
     group = np.sort(rng.integers(0, 300_000, 50_000))
@@ -276,7 +276,7 @@ def test_interval_duals_bound_every_capped_plan_from_below(monkeypatch):
     """With the pooled-cap search stopped at once, the interval duals alone answer: their bound
     is at most brute force's optimum, their plan is feasible at the cost they claim, and a
     closed certificate (gap 0) is the optimum."""
-    import hps.placement.exact.solver as solver
+    import hps.planners.exact_schedule.solver as solver
 
     monkeypatch.setattr(solver, "NODE_LIMIT", 0)
     rng, closed, open_ = random.Random(11), 0, 0

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hps.experiments import experiment_kind_of, load_config
+from hps.studies import experiment_kind_of, load_config
 from tests.helpers import called_name
 
 REPO = Path(__file__).parent.parent

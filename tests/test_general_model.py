@@ -12,9 +12,9 @@ import pytest
 
 from hps.collective.model.loads import fluid_loads
 from hps.config.types import Catalog, Dimension, Job, Layer, Network, ResourceType, Workload
+from hps.costmodel.schedule.plan import evaluate_plan, parse_stages, schedule_plan
+from hps.costmodel.schedule.provisioning import build_instance
 from hps.errors import ConfigError
-from hps.placement.model.plan import evaluate_plan, parse_stages, schedule_plan
-from hps.placement.model.provisioning import build_instance
 from hps.reference.placement import evaluate as reference_schedule
 from hps.reference.placement import evaluate_plan as reference_plan
 from hps.reference.placement import themis_loads
@@ -158,8 +158,8 @@ def test_jnp_general_model_equals_reference_on_random_plans():
     the jnp model's direct path, float32, against the float64 reference: to 1e-5 relative."""
     import jax
 
-    from hps.placement.model import REASONS, build_params
-    from hps.placement.model.direct import evaluate_plans
+    from hps.costmodel.schedule import REASONS, build_params
+    from hps.costmodel.schedule.direct import evaluate_plans
 
     evaluate = jax.jit(evaluate_plans)
     rng = random.Random(5)
@@ -204,8 +204,8 @@ def test_six_dimension_networks_in_both_models_equal_the_reference():
     its 6-wide bucket) to 1e-5 against the reference, on random plans."""
     import jax
 
-    from hps.placement.model import REASONS, build_params
-    from hps.placement.model.direct import evaluate_plans
+    from hps.costmodel.schedule import REASONS, build_params
+    from hps.costmodel.schedule.direct import evaluate_plans
 
     evaluate = jax.jit(evaluate_plans)
     rng = random.Random(17)

@@ -1,5 +1,5 @@
-"""Generated hard parallel-plan instances (hps.placement.model.parallel.instances) and the summary
-of their experiment (hps.experiments.parallel_hard)."""
+"""Generated hard parallel-plan instances (hps.studies.hard_instances) and the summary
+of their experiment (hps.studies.parallel_hard)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from hps.api.loading import load_catalog
-from hps.experiments.parallel_hard import planner_table, warm_table
-from hps.placement.model.parallel.instances import (
+from hps.costmodel.parallel.problem import ParallelProblem
+from hps.reference import parallel as reference
+from hps.studies.hard_instances import (
     HELD_OUT,
     POOL_DISCOUNT,
     PRICE_SPREAD,
@@ -19,8 +20,7 @@ from hps.placement.model.parallel.instances import (
     generate,
     single_type_reach,
 )
-from hps.placement.model.parallel.problem import ParallelProblem
-from hps.reference import parallel as reference
+from hps.studies.parallel_hard import planner_table, warm_table
 from tests.parallel_instances import every_plan, random_instance
 
 
@@ -118,7 +118,7 @@ def test_the_summary_by_hand():
 
 def test_numpy_bools_and_numbers_are_written_as_json():
     """An item's result holds numpy scalars (a certificate is `gap == 0.0` of a numpy float)."""
-    from hps.experiments.files import json_ready, json_text
+    from hps.studies.files import json_ready, json_text
 
     ready = json_ready({"proven": np.float64(0.0) == 0.0, "bound": np.float64(np.inf), "n": [np.int64(3)]})
     assert ready == {"proven": True, "bound": None, "n": [3]} and type(ready["proven"]) is bool

@@ -13,16 +13,16 @@ import numpy as np
 import pytest
 
 import hps
-from hps.placement.model import (
+from hps.costmodel.schedule import (
     build_params,
     evaluate_schedules,
     evaluate_with_table,
     segment_table,
 )
-from hps.placement.model.cost import _stage_structure
-from hps.placement.search import METHODS, run_search
-from hps.placement.search.exhaustive import exhaustive
-from hps.placement.search.gradient import (
+from hps.costmodel.schedule.cost import _stage_structure
+from hps.planners.search import METHODS, run_search
+from hps.planners.search.exhaustive import exhaustive
+from hps.planners.search.gradient import (
     gradient,
     restarts_and_steps,
     segment_constants,
@@ -30,7 +30,7 @@ from hps.placement.search.gradient import (
     straight_through,
     surrogate_objective,
 )
-from hps.placement.search.scoring import infeasibility_penalty
+from hps.planners.search.scoring import infeasibility_penalty
 from tests.helpers import SMALL, run_json
 from tests.instances import random_instance
 

@@ -9,8 +9,8 @@ import pytest
 from hps.config.loaders import load_catalog
 from hps.config.paths import resolve_topology
 from hps.config.types import Job
-from hps.placement.model import build_params
-from hps.placement.search import exhaustive
+from hps.costmodel.schedule import build_params
+from hps.planners.search import exhaustive
 from hps.workloads import build_workload
 
 

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from hps.errors import ConfigError
-from hps.experiments import hostile_setup
-from hps.experiments.hostile import HostileSweepConfig, classify, items, new_cases, run_item
-from hps.experiments.hostile_cases import all_cases
-from hps.experiments.hostile_flags import PROCEDURES
-from hps.experiments.hostile_setup import SPECIAL_KINDS
+from hps.studies import hostile_setup
+from tools.hostile.cases import all_cases
+from tools.hostile.flags import PROCEDURES
+from tools.hostile.setup import SPECIAL_KINDS
+from tools.hostile.sweep import HostileSweepConfig, classify, items, new_cases, run_item
 
 NEW = new_cases()
 KEYS = {"group", "argv", "files", "steps", "special", "fixture", "timeout", "expect", "not_said", "said", "check"}

@@ -6,10 +6,10 @@ import math
 
 import pytest
 
-from hps.placement.exact.parallel.solver import solve_parallel
-from hps.placement.model.parallel.kernel import KernelTimes
-from hps.placement.model.parallel.problem import ParallelProblem
-from hps.placement.model.parallel.score import score_plan
+from hps.costmodel.clocks.kernel import KernelTimes
+from hps.costmodel.parallel.problem import ParallelProblem
+from hps.costmodel.parallel.score import score_plan
+from hps.planners.exact_parallel.solver import solve_parallel
 from tests.parallel_instances import every_plan, plan_count, random_instance
 
 

@@ -1,8 +1,8 @@
-"""The kernel-level time model (hps.placement.model.parallel.kernel, docs/published-runs.md)."""
+"""The kernel-level time model (hps.costmodel.clocks.kernel, docs/published-runs.md)."""
 
 import numpy as np
 
-from hps.placement.model.parallel.kernel import (
+from hps.costmodel.clocks.kernel import (
     FP8_PEAK_FLOPS,
     KernelTimes,
     bubble_slots,
@@ -53,9 +53,9 @@ def test_an_fp8_run_keeps_fp8_stashes_and_weight_copies_only_on_fp8_types():
     import dataclasses
 
     from hps.config.types import Job
-    from hps.experiments.published_runs import _catalog
-    from hps.placement.model.parallel.problem import ParallelProblem
-    from hps.placement.model.parallel.stages import stage_memory
+    from hps.costmodel.parallel.problem import ParallelProblem
+    from hps.costmodel.parallel.stages import stage_memory
+    from hps.studies.published_runs import _catalog
     from hps.workloads import build_workload
 
     workload = build_workload("llama3-8b")

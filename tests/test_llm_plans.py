@@ -21,9 +21,9 @@ import pytest
 from hps.config.loaders import load_catalog
 from hps.config.paths import resolve_topology
 from hps.config.types import Job
-from hps.experiments import run_experiment
-from hps.experiments.llm_figures import best_single
-from hps.experiments.llm_plans import LLMS, LlmPlansConfig, job_at, run_item
+from hps.studies import run_experiment
+from hps.studies.llm_figures import best_single
+from hps.studies.llm_plans import LLMS, LlmPlansConfig, job_at, run_item
 from hps.workloads import build_workload
 
 RESULTS = Path(__file__).parent / "data" / "llm_plans-results.json"

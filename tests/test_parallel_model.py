@@ -11,9 +11,9 @@ import random
 import pytest
 
 from hps.config.types import Job, ParallelStage
-from hps.placement.exact.parallel.solver import solve_parallel
-from hps.placement.model.parallel.problem import ParallelProblem
-from hps.placement.model.parallel.score import score_plan
+from hps.costmodel.parallel.problem import ParallelProblem
+from hps.costmodel.parallel.score import score_plan
+from hps.planners.exact_parallel.solver import solve_parallel
 from hps.reference import parallel as reference
 from tests.parallel_instances import brute_force, every_plan, plan_count, random_instance
 
@@ -156,8 +156,8 @@ def test_the_work_floor_and_a_spent_deadline_bound_the_optimum_from_below(monkey
     the solver returns at once with a bound no higher than the optimum (unsearched micro-batches
     bounded by the work floor), never a plan dearer than it claims; and so with a deadline that
     passes after its first few checks (between micro-batches, stage counts or regions)."""
-    from hps.placement.exact.parallel import solver
-    from hps.placement.exact.parallel.solver import work_floor
+    from hps.planners.exact_parallel import solver
+    from hps.planners.exact_parallel.solver import work_floor
 
     class AfterChecks:
         """A deadline that passes after `checks` looks at it."""

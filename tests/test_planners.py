@@ -1,4 +1,4 @@
-"""The planners of the parallel-plan model (hps/placement/planners): one contract, every plan
+"""The planners of the parallel-plan model (hps/planners/sequence): one contract, every plan
 feasible and no cheaper than the exact optimum, exhaustive equal to the optimum and to brute
 force, single equal to brute force over one-type plans, the work bound below every completion,
 the registry's errors and `hps search --parallel --method` round trips."""
@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 
 from hps.cli.search import PLANNER_NAMES
+from hps.costmodel.parallel.problem import ParallelProblem
+from hps.costmodel.parallel.score import score_plan
 from hps.errors import ConfigError
-from hps.placement.exact.parallel.solver import solve_parallel
-from hps.placement.model.parallel.problem import ParallelProblem
-from hps.placement.model.parallel.score import score_plan
-from hps.placement.planners import PLANNERS, Budget, PlanResult, SpaceTooLarge, run_planner
-from hps.placement.planners.completion import Completions, segments
+from hps.planners.exact_parallel.solver import solve_parallel
+from hps.planners.sequence import PLANNERS, Budget, PlanResult, SpaceTooLarge, run_planner
+from hps.planners.sequence.completion import Completions, segments
 from hps.reference import parallel as reference
 from tests.helpers import run_cli_output
 from tests.parallel_instances import brute_force, every_plan, random_instance

@@ -19,16 +19,16 @@ from hps.config.limits import (
 )
 from hps.config.loaders import load_catalog
 from hps.config.paths import resolve_topology
-from hps.experiments.placement import default_job
+from hps.costmodel.schedule.direct import evaluate_direct
+from hps.costmodel.schedule.plan import evaluate_plan, schedule_plan
+from hps.costmodel.schedule.provisioning import build_instance
 from hps.placement.agent import planner
 from hps.placement.agent.policy import PolicyFunctions, PolicySpec
 from hps.placement.agent.rollout import rollout
 from hps.placement.env import InstanceSplit, PlacementEnv, generate_instances
-from hps.placement.model.direct import evaluate_direct
-from hps.placement.model.plan import evaluate_plan, schedule_plan
-from hps.placement.model.provisioning import build_instance
-from hps.placement.search.climb_at_scale import climb_at_scale
-from hps.placement.search.refine import MAX_ROUNDS as REFINE_ROUNDS
+from hps.planners.search.climb_at_scale import climb_at_scale
+from hps.planners.search.refine import MAX_ROUNDS as REFINE_ROUNDS
+from hps.studies.placement import default_job
 from hps.workloads import build_workload
 
 POLICY = PolicyFunctions(PolicySpec(hidden=16))

@@ -14,7 +14,7 @@ import pytest
 from hps.cli.main import main
 from hps.config.loaders import load_catalog, load_workload
 from hps.config.types import Job
-from hps.placement.model.parallel.problem import ParallelProblem
+from hps.costmodel.parallel.problem import ParallelProblem
 
 PODS = str(Path(__file__).parent / "data" / "pods.toml")
 POOLS = {"cpu": 2, "gpu": 4}  # devices per type under --devices cpu=0-1,gpu=2-5
@@ -138,7 +138,7 @@ def test_several_micro_batches_are_measured_and_interpolated_between(tmp_path, c
     assert at[32] == pytest.approx(roofline.layer_times(cpu, 1, 32))
 
     from hps.config.types import ParallelStage
-    from hps.placement.model.parallel.score import score_plan
+    from hps.costmodel.parallel.score import score_plan
 
     last = len(workload.layers) - 1
     for b, source in ((10, "interpolated"), (64, "roofline")):
@@ -293,7 +293,7 @@ def test_a_degree_that_does_not_split_the_pool_is_a_clear_error(tmp_path, capsys
 
 def test_the_parallel_model_adds_the_call_cost_once_per_stage_and_micro_batch():
     from hps.config.types import ParallelStage
-    from hps.placement.model.parallel.score import score_plan
+    from hps.costmodel.parallel.score import score_plan
     from hps.workloads import resolve_workload
 
     workload = resolve_workload("mlp")
@@ -310,8 +310,8 @@ def test_the_parallel_model_adds_the_call_cost_once_per_stage_and_micro_batch():
 
 def test_the_moves_are_written_and_a_stage_receives_its_input_and_its_output_gradient(mlp_profile):
     from hps.config.types import ParallelStage
+    from hps.costmodel.parallel.score import score_plan
     from hps.executor.predict import predict_stages
-    from hps.placement.model.parallel.score import score_plan
 
     out, _ = mlp_profile
     workload = load_workload(out)

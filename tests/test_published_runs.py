@@ -1,4 +1,4 @@
-"""The published-runs table (hps.experiments.published_table): every run is a valid plan file of
+"""The published-runs table (hps.studies.published_table): every run is a valid plan file of
 its workload on cloud-2026 with the run's units, and its predicted/published ratio, computed live,
 stays within the bounds docs/results.md reports."""
 
@@ -6,8 +6,8 @@ import statistics
 
 import pytest
 
-from hps.experiments.published_runs import plan_json, score_run
-from hps.experiments.published_table import RUNS
+from hps.studies.published_runs import plan_json, score_run
+from hps.studies.published_table import RUNS
 from hps.workloads import build_workload
 
 RATIO_BOUNDS = (0.85, 1.15)
@@ -56,7 +56,7 @@ def test_the_gb200_405b_fits_by_its_fp8_stashes_and_pipeline_split(scores):
     fewer on its first stage; 8 blocks on its first stage take 185.8 GiB (16 micro-batches in flight)."""
     import dataclasses
 
-    from hps.experiments.published_table import RUNS as runs
+    from hps.studies.published_table import RUNS as runs
 
     run = next(r for r in runs if r.key == "nemo-gb200-405b")
     assert abs(scores[run.key]["memory_gib"] - 173.4) < 0.1
@@ -65,7 +65,7 @@ def test_the_gb200_405b_fits_by_its_fp8_stashes_and_pipeline_split(scores):
 
 
 def test_every_fitted_constant_names_runs_that_exist_and_every_type_has_one():
-    from hps.experiments.published_runs import FITTED, KERNEL
+    from hps.studies.published_runs import FITTED, KERNEL
 
     keys = {run.key for run in RUNS}
     assert set(FITTED) <= keys
@@ -78,8 +78,8 @@ def test_every_fitted_constant_names_runs_that_exist_and_every_type_has_one():
 
 
 def test_the_roofline_is_unchanged_without_a_time_model():
-    from hps.experiments.published_runs import score_run
-    from hps.experiments.published_table import RUNS as runs
+    from hps.studies.published_runs import score_run
+    from hps.studies.published_table import RUNS as runs
 
     roofline = score_run(runs[0], "roofline")
     assert abs(roofline["ratio"] - 1.0763) < 1e-3  # the figure docs/results.md reports for mcore-1.7b

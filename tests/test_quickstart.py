@@ -54,7 +54,7 @@ def test_hps_run_of_the_quickstart_kind_reuses_the_policy_and_gives_the_same_tab
     out, text = quickstart
     experiment = tmp_path / "quickstart.py"
     experiment.write_text(
-        "from hps.experiments.quickstart import QuickstartConfig\n"
+        "from hps.studies.quickstart import QuickstartConfig\n"
         "def config():\n"
         f"    return QuickstartConfig(name='qs', out={str(out)!r}, train_chunks=1, num_envs=256,\n"
         "                            workloads=('ctr-dnn',))\n"
@@ -88,7 +88,7 @@ def test_quickstart_rejects_a_bad_workload_before_training(tmp_path, capsys):
 def test_quickstart_tells_of_a_stale_lock_it_takes_over(quickstart, tmp_path):
     """The training step's notices reach the caller: a dead run's lock on the policy folder is
     taken over with one line naming its PID (the policy is complete, so nothing trains)."""
-    from hps.experiments.quickstart import QuickstartConfig, train_policy
+    from hps.studies.quickstart import QuickstartConfig, train_policy
 
     out = tmp_path / "qs"
     shutil.copytree(quickstart[0] / "policy", out / "policy")
@@ -107,7 +107,7 @@ def test_quickstart_training_is_a_fixed_amount_of_work_on_a_slow_machine(quickst
     budget) still trains every chunk the quickstart asks for: the result depends on the work
     done, not on the wall clock. Resumed from the tiny run's finished chunk, two more remain."""
     import hps.rl.session
-    from hps.experiments.quickstart import QuickstartConfig, train_policy
+    from hps.studies.quickstart import QuickstartConfig, train_policy
 
     out = tmp_path / "qs"
     shutil.copytree(quickstart[0] / "policy", out / "policy")

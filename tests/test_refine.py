@@ -1,4 +1,4 @@
-"""Stage moves (`hps.placement.search.refine`): the hill climb that polishes a policy's best plan."""
+"""Stage moves (`hps.planners.search.refine`): the hill climb that polishes a policy's best plan."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import random
 import jax.numpy as jnp
 import numpy as np
 
-from hps.placement.model import build_params
-from hps.placement.model.cost import segment_table
-from hps.placement.search.refine import refine, stage_moves
-from hps.placement.search.scoring import RANK_FEASIBLE, batch_best
-from hps.placement.search.single import score_single_types
+from hps.costmodel.schedule import build_params
+from hps.costmodel.schedule.cost import segment_table
+from hps.planners.search.refine import refine, stage_moves
+from hps.planners.search.scoring import RANK_FEASIBLE, batch_best
+from hps.planners.search.single import score_single_types
 from hps.reference import placement as reference
 from tests.instances import random_instance
 

@@ -17,11 +17,11 @@ import pytest
 
 from hps.cli.main import main
 from hps.errors import ConfigError
-from hps.experiments import run_experiment
-from hps.experiments.themis_allreduce import ThemisAllReduceConfig
+from hps.studies import run_experiment
+from hps.studies.themis_allreduce import ThemisAllReduceConfig
 
 TINY = """
-from hps.experiments.themis_allreduce import ThemisAllReduceConfig
+from hps.studies.themis_allreduce import ThemisAllReduceConfig
 
 def config():
     return ThemisAllReduceConfig(name="tiny", networks=("3d-switch-8x8x8", "3d-torus-4x4x4"),
@@ -32,7 +32,7 @@ SLOW_KIND = """
 import time
 from dataclasses import dataclass
 
-from hps.experiments import ExperimentConfig, Summary, register_experiment_kind
+from hps.studies import ExperimentConfig, Summary, register_experiment_kind
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -180,7 +180,7 @@ def test_bad_experiment_file_exits_2_without_traceback_or_output(tmp_path, capsy
 
 
 def test_themis_iteration_item_is_the_study_hps_collective_iteration_prints(tmp_path, capsys):
-    from hps.experiments.themis_iteration import ThemisIterationConfig
+    from hps.studies.themis_iteration import ThemisIterationConfig
 
     config = ThemisIterationConfig(name="it", workloads=(("mlp", 64.0),), networks=("3d-switch-8x8x8",))
     ran = run_experiment(config, tmp_path / "it", progress=False)
@@ -194,7 +194,7 @@ def test_themis_iteration_item_is_the_study_hps_collective_iteration_prints(tmp_
 
 
 def test_scaling_sweeps_each_axis_once_and_draws_its_log_log_figure(tmp_path):
-    from hps.experiments import scaling
+    from hps.studies import scaling
 
     config = scaling.ScalingConfig(
         envs=(256, 1024), layers=(8, 16), base_envs=1024, base_layers=16, train_envs=(256,), chunks=(4, 16)

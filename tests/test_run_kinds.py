@@ -13,11 +13,11 @@ import pytest
 from hps.cli.main import main
 from hps.cli.run import KIND_DESCRIPTIONS
 from hps.errors import ConfigError
-from hps.experiments import placement_policy, run_experiment
-from hps.experiments.base import EXPERIMENT_KINDS as REGISTERED
-from hps.experiments.collective_policy import CollectivePolicyConfig
-from hps.experiments.executor_calibration import ExecutorCalibrationConfig
-from hps.experiments.placement_policy import PlacementPolicyConfig
+from hps.studies import placement_policy, run_experiment
+from hps.studies.base import EXPERIMENT_KINDS as REGISTERED
+from hps.studies.collective_policy import CollectivePolicyConfig
+from hps.studies.executor_calibration import ExecutorCalibrationConfig
+from hps.studies.placement_policy import PlacementPolicyConfig
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -117,7 +117,7 @@ def test_placement_policy_large_zero_and_training_items(tmp_path, fake_placement
 def test_placement_policy_missing_checkpoint_fails_before_any_file(tmp_path, capsys):
     experiment = tmp_path / "pp.py"
     experiment.write_text(
-        "from hps.experiments.placement_policy import PlacementPolicyConfig\n"
+        "from hps.studies.placement_policy import PlacementPolicyConfig\n"
         f"def config():\n    return PlacementPolicyConfig(name='pp', checkpoint={str(tmp_path / 'none')!r})\n"
     )
     assert main(["run", str(experiment), "--out", str(tmp_path / "results")]) == 2
@@ -219,7 +219,7 @@ def test_executor_calibration_needs_the_devices_it_names(tmp_path):
 
 @pytest.mark.slow  # 46 s on a loaded 2-core machine: profiling compiles each layer at two sizes
 def test_profile_check_predicts_with_and_without_a_profile_and_executes(tmp_path):
-    from hps.experiments.profile_check import ProfileCheckConfig
+    from hps.studies.profile_check import ProfileCheckConfig
 
     config = ProfileCheckConfig(
         name="pc", widths=(64,), layers=1, seq_len=8, batch=8, micro_batches=2, replicas=2, repeats=1, sizes=(1,)

@@ -13,12 +13,12 @@ import jax.numpy as jnp
 import pytest
 
 import hps
-from hps.placement.model import REASONS, build_params
-from hps.placement.search import METHODS, run_search
-from hps.placement.search.exhaustive import decode, exhaustive
-from hps.placement.search.genetic import genetic
-from hps.placement.search.random import random_search
-from hps.placement.search.single import single
+from hps.costmodel.schedule import REASONS, build_params
+from hps.planners.search import METHODS, run_search
+from hps.planners.search.exhaustive import decode, exhaustive
+from hps.planners.search.genetic import genetic
+from hps.planners.search.random import random_search
+from hps.planners.search.single import single
 from hps.reference import placement as reference
 from tests.instances import random_instance
 
@@ -145,7 +145,7 @@ def test_exhaustive_refuses_a_space_above_its_limit():
 
 
 def reference_penalty(catalog, job, evaluation):
-    """The graded penalty of hps.placement.search.scoring, from a reference evaluation: ln(R / throughput)
+    """The graded penalty of hps.planners.search.scoring, from a reference evaluation: ln(R / throughput)
     below the floor, plus the fraction of layers in unprovisionable stages, plus the units over
     each type's pooled cap relative to it."""
     stages = evaluation["stages"]
@@ -189,7 +189,7 @@ def test_run_search_dispatches_by_name_and_rejects_unknown_methods():
 
 def test_exhaustive_compiles_once_per_padded_shape():
     """Different instances (and search-space sizes) of one padded shape reuse one compile."""
-    from hps.placement.search.exhaustive import _enumerator
+    from hps.planners.search.exhaustive import _enumerator
 
     instances = small_instances(9, 3)
     sizes = {len(c.resources) ** len(w.layers) for w, c, _, _ in instances}

@@ -9,9 +9,9 @@ import jax
 import numpy as np
 import pytest
 
+from hps.costmodel.schedule import build_params, segment_table
+from hps.costmodel.schedule.numpy_table import numpy_segment_table, searchable
 from hps.errors import InstanceTooLarge
-from hps.placement.model import build_params, segment_table
-from hps.placement.model.numpy_table import numpy_segment_table, searchable
 from tests.instances import random_instance
 
 
@@ -41,10 +41,10 @@ def test_searches_plan_instances_past_the_replica_scan():
     every k), the searches run on the numpy table, padded to the (32, 4) bucket, and their plans
     score the same under the numpy model and no better than the exact solver's optimum."""
     from hps.bench.exact import synthetic_instance
-    from hps.placement.exact import solve_exact
-    from hps.placement.model.plan import evaluate_plan, schedule_plan
-    from hps.placement.model.provisioning import build_instance
-    from hps.placement.search import run_search
+    from hps.costmodel.schedule.plan import evaluate_plan, schedule_plan
+    from hps.costmodel.schedule.provisioning import build_instance
+    from hps.planners.exact_schedule import solve_exact
+    from hps.planners.search import run_search
 
     workload, catalog, job = synthetic_instance(20, 4, seed=3)
     with pytest.raises(InstanceTooLarge, match="65536 units per type"):

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import hps
-from hps.placement.model import build_params, evaluate_schedules
-from hps.placement.model.sensitivity import (
+from hps.costmodel.schedule import build_params, evaluate_schedules
+from hps.costmodel.schedule.sensitivity import (
     FIGURES,
     cost_and_gradients,
     figures_of,

@@ -101,7 +101,7 @@ def test_compile_cache_reaches_jax_imported_after_the_command(tmp_path):
 
 def test_search_method_names_match_the_library():
     from hps.cli.search import METHOD_NAMES
-    from hps.placement.search import METHODS
+    from hps.planners.search import METHODS
 
     assert METHOD_NAMES == tuple(METHODS)
 

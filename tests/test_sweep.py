@@ -1,4 +1,4 @@
-"""What-if sweeps (`hps sweep`, hps.placement.sweep): the stage tables a sweep shares do not
+"""What-if sweeps (`hps sweep`, hps.planners.sequence.sweep): the stage tables a sweep shares do not
 depend on the floor or the prices; every point's plan is checked against the exact solver run
 on that point alone; the JSON document has the promised keys."""
 
@@ -13,10 +13,10 @@ import pytest
 
 from hps.api.planning import Problem
 from hps.cli.main import main
-from hps.placement.exact.parallel.solver import solve_parallel
-from hps.placement.exact.parallel.table import SharedTables, StageTable
-from hps.placement.model.parallel.problem import ParallelProblem
-from hps.placement.sweep import Sweep, point_problem
+from hps.costmodel.parallel.problem import ParallelProblem
+from hps.planners.exact_parallel.solver import solve_parallel
+from hps.planners.exact_parallel.table import SharedTables, StageTable
+from hps.planners.sequence.sweep import Sweep, point_problem
 
 SMALL = ("gpt3-175b", "cloud-2026", {"layers": 2})
 """A zoo LLM cut to two blocks: each point planned and proven in well under a second."""
@@ -157,7 +157,7 @@ def test_a_plan_found_at_another_price_scale_answers_a_point_left_no_time(base):
     sweep = Sweep(base, point_seconds=1e-9, first_seconds=1e-9, seed_seconds=0.0)
     sweep.found[found.plan] = (found.micro_batch, found.score.throughput)
     point = sweep.plan_point(floor, 0.5)
-    from hps.placement.model.parallel.score import score_plan
+    from hps.costmodel.parallel.score import score_plan
 
     want = score_plan(point_problem(base, floor, 0.5), found.plan, found.micro_batch)
     assert point.plan == found.plan and point.cost == pytest.approx(want.cost, rel=1e-12)
@@ -167,7 +167,7 @@ def test_a_plan_found_at_another_price_scale_answers_a_point_left_no_time(base):
 def test_no_point_costs_more_than_a_plan_found_elsewhere_that_meets_its_floor(base):
     """With little time per point, every point still ends at most as dear as each plan found at
     any point (any scale) that runs fast enough for its floor, costed at its own prices."""
-    from hps.placement.model.parallel.score import score_plan
+    from hps.costmodel.parallel.score import score_plan
 
     sweep = Sweep(base, point_seconds=0.02, first_seconds=5.0)
     floors, scales = [20.0, 60.0, 100.0, 300.0], [0.5, 1.0, 2.0]
@@ -185,7 +185,7 @@ def test_a_warm_started_exact_solve_keeps_the_cold_answer_and_certificate(base):
     """The exact solver started from a sweep point's plan (a policy's sequence completed and
     refined, as hps search --warm-start builds it) proves the same optimum as cold."""
     from hps.api.planning import solve
-    from hps.placement.sweep import policy_plan
+    from hps.planners.sequence.sweep import policy_plan
 
     workload, catalog, overrides = SMALL
     problem = Problem(workload, catalog, overrides=overrides, parallel=True)
@@ -217,7 +217,7 @@ def test_proposals_go_least_bound_first_and_leave_half_the_point_to_the_search(b
     """On a clock that advances one second a completion, a point of ten seconds completes the
     proposals in order of their work bound for five seconds, then the search's own sequences."""
     from hps.placement import sweep as module
-    from hps.placement.planners.completion import WorkBound
+    from hps.planners.sequence.completion import WorkBound
 
     clock = [0.0]
     monkeypatch.setattr(module.time, "perf_counter", lambda: clock[0])

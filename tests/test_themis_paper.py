@@ -51,8 +51,8 @@ def test_table_2_network_has_1024_npus_and_the_cited_per_npu_bandwidths(name):
 
 
 def test_tiny_themis_paper_run_reports_every_policy_beside_the_paper_and_draws_its_figures(tmp_path):
-    from hps.experiments import run_experiment
-    from hps.experiments.themis_paper import COLUMNS, PAPER_MEAN, SWEEP_COLUMNS, ThemisPaperConfig
+    from hps.studies import run_experiment
+    from hps.studies.themis_paper import COLUMNS, PAPER_MEAN, SWEEP_COLUMNS, ThemisPaperConfig
 
     config = ThemisPaperConfig(
         name="tiny",
@@ -97,7 +97,7 @@ ASTRA = TOPOLOGIES.parent / "tests" / "data" / "astra-sim-1.0"
     ],
 )
 def test_the_artifacts_astra_sim_workloads_read_as_their_layers(name, parallelism, layers):
-    from hps.config.astra_workload import read_astra_workload
+    from hps.studies.astra_workload import read_astra_workload
 
     workload = read_astra_workload(ASTRA / name)
     assert workload.parallelism == parallelism and len(workload.layers) == layers
@@ -129,8 +129,8 @@ GOOD_LAYER = "conv1 -1 5 NONE 0 5 NONE 0 5 ALLREDUCE 1048576 5"
     ],
 )
 def test_a_malformed_or_unsupported_astra_sim_line_is_refused_with_file_and_line(tmp_path, text, line, problem):
-    from hps.config.astra_workload import read_astra_workload
     from hps.errors import ConfigError
+    from hps.studies.astra_workload import read_astra_workload
 
     path = tmp_path / "workload.txt"
     path.write_text(text)
@@ -140,7 +140,7 @@ def test_a_malformed_or_unsupported_astra_sim_line_is_refused_with_file_and_line
 
 
 def test_the_learned_table_gives_each_network_and_size_beside_themis_with_its_loss():
-    from hps.experiments.themis_paper import LEARNED, learned_table
+    from hps.studies.themis_paper import LEARNED, learned_table
 
     artifact = {
         "networks": ["a", "b"],

@@ -24,7 +24,7 @@ from hps.errors import ConfigError
 GAP_ROUNDING = 1e-12
 """Relative slack when a bound meets a cost computed in another order (as the exact solver's)."""
 SCHEDULE_METHODS = ("exact", "single", "greedy", "random", "genetic", "gradient", "exhaustive")
-"""The schedule model's planners: its exact solver and the jnp searches (`hps.placement.search`)."""
+"""The schedule model's planners: its exact solver and the jnp searches (`hps.planners.search`)."""
 RENAMED = {"--method": "method", "--budget": "evaluations", "--seconds": "seconds", "--seed": "seed"}
 
 
@@ -87,14 +87,14 @@ class Problem:
     @cached_property
     def parallel_problem(self):
         """The parallel-plan model's `ParallelProblem` (its numpy tables built on first use)."""
-        from hps.placement.model.parallel.problem import ParallelProblem
+        from hps.costmodel.parallel.problem import ParallelProblem
 
         return ParallelProblem(self.workload, self.catalog, self.job)
 
     @cached_property
     def instance(self):
         """The schedule model's `Instance` (its provisioning tables built on first use)."""
-        from hps.placement.model.provisioning import build_instance
+        from hps.costmodel.schedule.provisioning import build_instance
 
         return build_instance(self.workload, self.catalog, self.job)
 
@@ -138,10 +138,10 @@ class PlanOutcome:
 
 def planners(parallel: bool = True) -> tuple[str, ...]:
     """The names `plan(problem, method=...)` accepts: the parallel-plan model's registered
-    planners (`hps.placement.planners.PLANNERS`), or with parallel=False the schedule model's."""
+    planners (`hps.planners.sequence.PLANNERS`), or with parallel=False the schedule model's."""
     if not parallel:
         return SCHEDULE_METHODS
-    from hps.placement.planners import PLANNERS
+    from hps.planners.sequence import PLANNERS
 
     return tuple(PLANNERS)
 
@@ -193,8 +193,8 @@ def _finite(value: float) -> float | None:
 
 
 def _plan_parallel(problem: Problem, method: str, seconds: float, evaluations, seed: int, incumbent=None):
-    from hps.placement.planners import Budget, run_planner
-    from hps.placement.planners.basic import exact
+    from hps.planners.sequence import Budget, run_planner
+    from hps.planners.sequence.basic import exact
     from hps.report.parallel import parallel_report
 
     budget = Budget(seconds, evaluations, seed)
@@ -258,7 +258,7 @@ def exact_schedule_report(problem: Problem, seconds: float) -> dict:
     """The `hps search --method exact --json` document of the schedule model: the optimal plan's
     `hps evaluate` report (the closest plan, and why it fails, when none is feasible) with the
     certificate (bound, gap, search_seconds)."""
-    from hps.placement.exact import solve_exact
+    from hps.planners.exact_schedule import solve_exact
     from hps.report.placement import closest_plan, plan_report
 
     inst = problem.instance
@@ -282,8 +282,8 @@ def _plan_exact_schedule(problem: Problem, seconds: float) -> PlanOutcome:
 def _plan_search(problem: Problem, method: str, evaluations, seed: int) -> PlanOutcome:
     import jax
 
-    from hps.placement.search import run_search
-    from hps.placement.search.arrays import search_arrays
+    from hps.planners.search import run_search
+    from hps.planners.search.arrays import search_arrays
     from hps.report.placement import schedule_report
 
     if not problem.job.schedule_model:
@@ -332,7 +332,7 @@ def _evaluate_parallel(problem: Problem, stages, micro_batch) -> Evaluation:
     import json
 
     from hps.config.planfile import check_plan_against, parse_plan_file, plan_file_json
-    from hps.placement.model.parallel.score import score_plan
+    from hps.costmodel.parallel.score import score_plan
     from hps.report.parallel import parallel_report
 
     if isinstance(stages, str) or not stages or not all(isinstance(stage, ParallelStage) for stage in stages):
@@ -350,7 +350,7 @@ def _evaluate_parallel(problem: Problem, stages, micro_batch) -> Evaluation:
 
 def _evaluate_schedule(problem: Problem, schedule) -> Evaluation:
     from hps.config.loaders import parse_schedule
-    from hps.placement.model.plan import schedule_plan
+    from hps.costmodel.schedule.plan import schedule_plan
     from hps.report.placement import plan_report
 
     if isinstance(schedule, str) or not schedule or not all(isinstance(name, str) for name in schedule):

@@ -16,9 +16,9 @@ import time
 import numpy as np
 
 from hps.config.types import Catalog, Dimension, Job, Layer, Network, ResourceType, Workload
+from hps.costmodel.schedule.provisioning import build_instance
 from hps.errors import InstanceTooLarge
-from hps.placement.exact import solve_exact
-from hps.placement.model.provisioning import build_instance
+from hps.planners.exact_schedule import solve_exact
 
 GIB = 2.0**30
 UNITS = 65_536
@@ -106,8 +106,8 @@ def parallel_point(layers: int, types: int, block: int = 8, micro_batch: int = 1
     micro-batch: {"layers", "types", "block", "build_s", "solve_s", "stages", "cost", "gap",
     "refused"} (refused: why the stage table was not built, else None)."""
     from hps.config.types import Job
-    from hps.placement.exact.parallel.solver import solve_parallel
-    from hps.placement.model.parallel.problem import ParallelProblem
+    from hps.costmodel.parallel.problem import ParallelProblem
+    from hps.planners.exact_parallel.solver import solve_parallel
 
     workload, catalog, job = synthetic_instance(layers, types)
     cut = tuple(dataclasses.replace(l, cut_after=(i + 1) % block == 0) for i, l in enumerate(workload.layers))

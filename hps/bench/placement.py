@@ -18,9 +18,9 @@ from hps.bench.timing import compile_seconds, side_by_side, timed_calls
 from hps.config.loaders import load_catalog
 from hps.config.paths import resolve_topology
 from hps.config.types import Job
-from hps.placement.model import build_params, evaluate_schedules, evaluate_with_table
-from hps.placement.model.cost import segment_table
-from hps.placement.search import exhaustive
+from hps.costmodel.schedule import build_params, evaluate_schedules, evaluate_with_table
+from hps.costmodel.schedule.cost import segment_table
+from hps.planners.search import exhaustive
 from hps.reference import placement as reference
 from hps.workloads import build_workload
 

@@ -29,8 +29,8 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     from hps.config.loaders import parse_schedule
-    from hps.placement.model.plan import parse_stages, schedule_plan
-    from hps.placement.model.provisioning import build_instance
+    from hps.costmodel.schedule.plan import parse_stages, schedule_plan
+    from hps.costmodel.schedule.provisioning import build_instance
     from hps.report.placement import format_report, plan_report
 
     if args.plan is not None:
@@ -67,11 +67,11 @@ def _sensitivity(args, workload, catalog, job, plan, report):
     """The jax.grad sensitivity of a feasible HeterPS schedule's cost (null when infeasible: it
     has no cost); ConfigError for what the jnp model does not express, InstanceTooLarge naming
     the estimate when its arrays would not fit memory (checked before they are allocated)."""
+    from hps.costmodel.schedule import build_params
+    from hps.costmodel.schedule.plan import schedule_plan
+    from hps.costmodel.schedule.sensitivity import sensitivity
     from hps.errors import ConfigError
-    from hps.placement.memory import jnp_model_bytes, refuse_past_memory
-    from hps.placement.model import build_params
-    from hps.placement.model.plan import schedule_plan
-    from hps.placement.model.sensitivity import sensitivity
+    from hps.plan.memory import jnp_model_bytes, refuse_past_memory
 
     schedule = [t for first, last, t in plan for _ in range(first, last + 1)]
     if plan != schedule_plan(schedule) or not job.schedule_model:

@@ -31,7 +31,7 @@ from hps.cli.common import (
 from hps.config.limits import MAX_EXECUTE_STEPS
 from hps.config.loaders import parse_schedule
 from hps.errors import ConfigError
-from hps.runfolder.folder import output_file
+from hps.io.runfolder.folder import output_file
 
 FLAG_DEFAULTS = {"catalog": DEFAULT_CATALOG, "collective": "themis", "chunks": 64}
 PLAN_KEYS = ("workload", "catalog", "batch", "throughput", "samples", "collective", "chunks", "overrides")

@@ -161,8 +161,8 @@ WRITE_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.ERO
 
 def _run_command(argv: list[str] | None) -> int:
     """Run one command. SIGINT, SIGTERM and SIGHUP end it alike: its locks released and nothing
-    half-written (`hps.runfolder.stop`), one line on stderr, exit status 128 + signum."""
-    from hps.runfolder import stop
+    half-written (`hps.io.runfolder.stop`), one line on stderr, exit status 128 + signum."""
+    from hps.io.runfolder import stop
 
     if argv is None:  # the console script: the process is ours to start again
         exec_with_huge_pages(sys.argv[1:])

@@ -36,8 +36,8 @@ def evaluate_plan_file(args) -> int:
     """Score a plan file and print its report."""
     from hps.config.loaders import load_catalog
     from hps.config.planfile import check_plan_against, read_plan_file
-    from hps.placement.model.parallel.problem import ParallelProblem
-    from hps.placement.model.parallel.score import score_plan
+    from hps.costmodel.parallel.problem import ParallelProblem
+    from hps.costmodel.parallel.score import score_plan
     from hps.report.parallel import format_parallel, parallel_report
 
     plan = read_plan_file(args.plan)
@@ -78,7 +78,7 @@ def _row(outcome, optimum: float | None) -> dict:
 def _run_all(problem, seconds, evaluations, seed) -> tuple[list, dict[str, str]]:
     """Every planner, exact first; (their PlanOutcomes, {planner: why skipped})."""
     from hps.api.planning import planners, solve
-    from hps.placement.planners import SpaceTooLarge
+    from hps.planners.sequence import SpaceTooLarge
 
     outcomes, skipped = [], {}
     for name in planners():
@@ -175,10 +175,10 @@ WARM_SHARE = 0.1
 def _warm_start(checkpoint: str, problem, seconds: float, seed: int) -> tuple:
     """((stages, micro-batch) or None, the warm_start report): the policy's sequences (none where
     `checkpoint` is empty) completed exactly and refined by run moves, then the one- and two-run
-    sequences (`hps.placement.sweep.policy_plan`)."""
+    sequences (`hps.planners.sequence.sweep.policy_plan`)."""
     import time
 
-    from hps.placement.sweep import policy_plan
+    from hps.planners.sequence.sweep import policy_plan
 
     started = time.perf_counter()
     base = problem.parallel_problem
@@ -186,7 +186,7 @@ def _warm_start(checkpoint: str, problem, seconds: float, seed: int) -> tuple:
     if checkpoint:
         from hps.placement.agent.checkpoint import load_policy
         from hps.placement.agent.planner import policy_sequences
-        from hps.placement.planners.completion import segments
+        from hps.planners.sequence.completion import segments
 
         policy, params, spec = load_policy(checkpoint)
         proposals = policy_sequences(policy, params, problem.workload, problem.catalog, problem.job, segments(base),

@@ -1,5 +1,5 @@
 """`hps quickstart`: train a small placement policy, compare it with every baseline and the
-optimum, plan an unseen workload from its checkpoint and execute the plan (`hps.experiments.quickstart`)."""
+optimum, plan an unseen workload from its checkpoint and execute the plan (`hps.studies.quickstart`)."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def run(args) -> int:
     from tqdm import tqdm
 
     from hps.errors import ConfigError
-    from hps.experiments.quickstart import STEPS, QuickstartConfig, run_quickstart
+    from hps.studies.quickstart import STEPS, QuickstartConfig, run_quickstart
 
     if args.chunks < 1 or args.envs < 16 or args.envs % 16:
         raise ConfigError("--chunks/--envs", "quickstart", "need at least 1 chunk and a multiple of 16 environments")
@@ -96,8 +96,8 @@ def run(args) -> int:
 
 def format_summary(summary: dict) -> str:
     """The one table (cost / best found per method and workload), then the unseen workload's
-    plan and its execution, then where the files are (texts of `hps.experiments.quickstart`)."""
-    from hps.experiments.quickstart import COMPARISON_CAPTION, comparison_table, timing_line, unseen_lines
+    plan and its execution, then where the files are (texts of `hps.studies.quickstart`)."""
+    from hps.studies.quickstart import COMPARISON_CAPTION, comparison_table, timing_line, unseen_lines
 
     headers, rows = comparison_table(summary["comparisons"])
     training = summary["training"]

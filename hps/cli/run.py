@@ -13,79 +13,75 @@ from hps.report.tables import format_table
 
 KIND_DESCRIPTIONS = {
     "CollectiveBenchConfig": (
-        "hps.experiments.collective_bench",
+        "hps.studies.collective_bench",
         "collective simulator All-Reduces/s vs the Python reference at several batch sizes, with the device",
     ),
     "CollectivePolicyConfig": (
-        "hps.experiments.collective_policy",
+        "hps.studies.collective_policy",
         "train a collective policy, compare it with Themis on held-out networks and the suite",
     ),
     "DeviceCheckConfig": (
-        "hps.experiments.device_check",
+        "hps.studies.device_check",
         "the quickstart and the executor's check on every model workload, with step times, on this machine",
     ),
     "ExecutorCalibrationConfig": (
-        "hps.experiments.executor_calibration",
+        "hps.studies.executor_calibration",
         "cost model error on executed plans, roofline vs profiled layer times",
     ),
     "GeneralizationConfig": (
-        "hps.experiments.generalization",
+        "hps.studies.generalization",
         "one placement policy on unseen workloads and catalogues vs per-instance search",
     ),
     "HeterpsZooConfig": (
-        "hps.experiments.heterps_zoo",
+        "hps.studies.heterps_zoo",
         "the placement policy vs every search method over the zoo at several throughput floors",
     ),
-    "HostileSweepConfig": (
-        "hps.experiments.hostile",
-        "every command with malformed and extreme inputs and run-folder faults, classed by how each ended",
-    ),
     "LlmPlansConfig": (
-        "hps.experiments.llm_plans",
+        "hps.studies.llm_plans",
         "large language models on a catalogue at several floors: the exact optimum and its Pareto front",
     ),
     "ParallelHardConfig": (
-        "hps.experiments.parallel_hard",
+        "hps.studies.parallel_hard",
         "generated parallel-plan instances: every planner vs the proven optimum or bound, and the warm start",
     ),
     "ProfileCheckConfig": (
-        "hps.experiments.profile_check",
+        "hps.studies.profile_check",
         "a transformer stage predicted with and without a measured profile, then executed",
     ),
     "PlacementAtScaleConfig": (
-        "hps.experiments.placement_at_scale",
+        "hps.studies.placement_at_scale",
         "a placement checkpoint zero-shot on generated instances of hundreds of layers vs the exact optimum",
     ),
     "PlacementPolicyConfig": (
-        "hps.experiments.placement_policy",
+        "hps.studies.placement_policy",
         "placement checkpoints vs the optimum, the GA and the gradient search on held-out instances",
     ),
     "QuickstartConfig": (
-        "hps.experiments.quickstart",
+        "hps.studies.quickstart",
         "what `hps quickstart` runs: train, compare, plan and execute an unseen workload",
     ),
     "ScalingConfig": (
-        "hps.experiments.scaling",
+        "hps.studies.scaling",
         "env steps/s and All-Reduces/s vs environments, layers and chunks (log-log)",
     ),
     "PublishedRunsConfig": (
-        "hps.experiments.published_runs",
+        "hps.studies.published_runs",
         "published training runs scored as plan files: predicted against published throughput per device",
     ),
     "ThemisAllReduceConfig": (
-        "hps.experiments.themis_allreduce",
+        "hps.studies.themis_allreduce",
         "All-Reduce utilization of every collective policy over the topology suite",
     ),
     "ThemisEndToEndConfig": (
-        "hps.experiments.themis_end_to_end",
+        "hps.studies.themis_end_to_end",
         "ASTRA-sim 1.0 workloads on the Themis paper's networks: iteration speed-up of Themis beside the paper's",
     ),
     "ThemisIterationConfig": (
-        "hps.experiments.themis_iteration",
+        "hps.studies.themis_iteration",
         "training-iteration speed-up of Themis + SCF over the baseline order",
     ),
     "ThemisPaperConfig": (
-        "hps.experiments.themis_paper",
+        "hps.studies.themis_paper",
         "every collective policy on the Themis paper's six networks beside its Fig. 11 means; a latency sweep",
     ),
 }
@@ -99,7 +95,7 @@ def kinds_epilog() -> str:
     return (
         "experiment kinds (the config types config() may return; experiments/ has one file of each):\n"
         + "\n".join(lines)
-        + "\n\nimport each from its module, e.g. from hps.experiments.scaling import ScalingConfig"
+        + "\n\nimport each from its module, e.g. from hps.studies.scaling import ScalingConfig"
     )
 
 
@@ -123,7 +119,7 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from hps.experiments import load_config, run_experiment
+    from hps.studies import load_config, run_experiment
 
     config = load_config(args.experiment)
     out = check_output_dir(Path(args.out) / config.name, "--out")

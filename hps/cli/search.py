@@ -16,10 +16,10 @@ ALL = "all"
 EXACT = "exact"
 EXACT_SECONDS = 60.0
 METHOD_NAMES = ("single", "greedy", "random", "genetic", "gradient", "exhaustive")
-"""The keys of `hps.placement.search.METHODS` (the jnp searches), in its order, named here so
+"""The keys of `hps.planners.search.METHODS` (the jnp searches), in its order, named here so
 that building the parser (`hps --help`) does not import JAX."""
 PLANNER_NAMES = ("exact", "single", "greedy", "random", "genetic", "refine", "exhaustive")
-"""The keys of `hps.placement.planners.PLANNERS` (the parallel-plan model's planners), in its order."""
+"""The keys of `hps.planners.sequence.PLANNERS` (the parallel-plan model's planners), in its order."""
 
 
 def register(subparsers) -> None:
@@ -69,7 +69,7 @@ def register(subparsers) -> None:
 
 
 def _summary(result, catalog) -> dict:
-    from hps.placement.model import REASONS
+    from hps.costmodel.schedule import REASONS
 
     return {
         "method": result.method,
@@ -88,7 +88,7 @@ def _run_methods(methods, params, args, show_progress, table=None):
     import jax
     from tqdm import tqdm
 
-    from hps.placement.search import run_search
+    from hps.planners.search import run_search
 
     results, skipped = [], {}
     bar = tqdm(methods, desc="search", disable=not show_progress, file=sys.stderr, leave=False)
@@ -136,7 +136,7 @@ def _baselines(methods, workload, catalog, job, args, skipped):
             raise ConfigError("--method", "method", f"{why}; use --method exact")
         skipped.update(dict.fromkeys(methods, why))
         return []
-    from hps.placement.search.arrays import search_arrays
+    from hps.planners.search.arrays import search_arrays
 
     try:
         params, table = search_arrays(workload, catalog, job)

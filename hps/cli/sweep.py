@@ -1,5 +1,5 @@
 """`hps sweep`: one workload and catalogue planned at every (throughput floor, price scale)
-point in the parallel-plan model (`hps.placement.sweep`), with a Pareto figure; `--certify K`
+point in the parallel-plan model (`hps.planners.sequence.sweep`), with a Pareto figure; `--certify K`
 checks K points drawn at random with the exact solver and shows the plan's cost over each
 proven optimum."""
 
@@ -90,7 +90,7 @@ def run(args) -> int:
     from hps.api.planning import Problem
     from hps.cli.common import resolve_instance
     from hps.cli.parallel import parallel_job
-    from hps.placement.sweep import Sweep, certify
+    from hps.planners.sequence.sweep import Sweep, certify
 
     plot = figure_path(args.plot)
     started = time.perf_counter()

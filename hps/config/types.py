@@ -1,6 +1,6 @@
 """Typed, validated configuration objects. Internal units: bytes, seconds, FLOP, bytes/s.
 
-Loaders (``hps.config.loaders``) turn TOML files into these; ``hps.placement.model.params`` turns them
+Loaders (``hps.config.loaders``) turn TOML files into these; ``hps.costmodel.schedule.params`` turns them
 into padded jnp pytrees.
 """
 

@@ -3,7 +3,7 @@ per network dimension they use, so a collective order over network dimensions is
 mesh axes.
 
 k units of a resource type fill its network innermost first, as the placement model assumes
-(``hps.placement.model.allreduce.used_sizes``): P'_d = min(P_d, ⌈k / Π_{e<d} P'_e⌉).
+(``hps.costmodel.schedule.allreduce.used_sizes``): P'_d = min(P_d, ⌈k / Π_{e<d} P'_e⌉).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import numpy as np
 from jax.sharding import Mesh
 
 from hps.config.types import Network
+from hps.costmodel.schedule.allreduce import used_sizes
 from hps.errors import ConfigError
 from hps.executor.tensor import TENSOR_AXIS
-from hps.placement.model.allreduce import used_sizes
 
 
 @dataclass(frozen=True)

@@ -21,10 +21,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from hps.config.types import Catalog, Job, Workload
-from hps.placement.model import build_params
-from hps.placement.model.allreduce import allreduce_coefficients
-from hps.placement.model.cost import layer_time
-from hps.placement.model.parallel.problem import measured_boundary, measured_moves
+from hps.costmodel.parallel.problem import measured_boundary, measured_moves
+from hps.costmodel.schedule import build_params
+from hps.costmodel.schedule.allreduce import allreduce_coefficients
+from hps.costmodel.schedule.cost import layer_time
 
 
 @dataclass(frozen=True)

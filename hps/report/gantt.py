@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from hps.config.types import Network
-from hps.report.figures import plt, save_figure
+from hps.io.figures import plt, save_figure
 
 
 def _lanes(ax, result, network: Network, title: str, time_scale: float) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 
 from hps.config.types import Catalog, Job, Workload
-from hps.placement.model.plan import Plan, evaluate_plan, schedule_plan
-from hps.placement.model.provisioning import Instance, build_instance, fastest_fitting, stage_cap
+from hps.costmodel.schedule.plan import Plan, evaluate_plan, schedule_plan
+from hps.costmodel.schedule.provisioning import Instance, build_instance, fastest_fitting, stage_cap
 from hps.report.tables import format_table, require_finite
 
 

@@ -1,4 +1,4 @@
-"""Text form of a plan's cost sensitivity (`hps.placement.model.sensitivity.sensitivity`)."""
+"""Text form of a plan's cost sensitivity (`hps.costmodel.schedule.sensitivity.sensitivity`)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ proven optimum marked where the exact solver certified a point."""
 
 from __future__ import annotations
 
-from hps.report.figures import plt, save_figure
+from hps.io.figures import plt, save_figure
 
 
 def save_sweep(path, title: str, points: list[dict]) -> None:

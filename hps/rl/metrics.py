@@ -5,7 +5,7 @@ Read back strictly: a line that is not a JSON record is a ConfigError naming it 
 after hps wrote it is reported, never silently rewritten), except a last line cut short (no
 newline: a run stopped while appending it), which `parse` reports as torn. `reconcile` holds the
 records against the chunks the resumed checkpoint has done. The file is opened without following
-a symbolic link (`hps.runfolder.owned`)."""
+a symbolic link (`hps.io.runfolder.owned`)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hps.errors import ConfigError
-from hps.runfolder import owned
+from hps.io.runfolder import owned
 
 CHANGED = "the file was changed after hps wrote it; repair it or move it away"
 

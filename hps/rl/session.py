@@ -1,16 +1,16 @@
 """A training session in a run folder: lock, resume, checkpoints, metrics, evaluation, time budget.
 
 Folder layout (`out`):
-    .lock             the run folder's lock (hps.runfolder.lock): JSON naming the live run here
+    .lock             the run folder's lock (hps.io.runfolder.lock): JSON naming the live run here
     manifest.json     the runs of this folder (command, arguments, run id, chunks, status) and
-                      the run that wrote each output (hps.runfolder.manifest)
+                      the run that wrote each output (hps.io.runfolder.manifest)
     checkpoints/      orbax CheckpointManager steps (state, JSON spec, digests), see hps.rl.checkpoint
     damaged-checkpoints/  steps that failed their digest check, moved aside on resume
     metrics.jsonl     one JSON object per chunk: chunk, step, elapsed_s, the chunk's mean metrics,
                       and eval_* on evaluation chunks (hps.rl.metrics)
     learning_curve.png
 
-`train_session` holds the folder (`hps.runfolder.folder.run_folder`: links refused, writability
+`train_session` holds the folder (`hps.io.runfolder.folder.run_folder`: links refused, writability
 and free space checked, the lock taken, the run added to the manifest) from start to end, so a
 second run into the same folder fails at once with RunFolderBusy. It restores the newest intact
 checkpoint and continues from its step. After each chunk it saves the checkpoint, then appends the
@@ -43,13 +43,13 @@ import numpy as np
 
 from hps.config.files import atomic_write_text
 from hps.errors import ConfigError, TrainingDiverged
+from hps.io.runfolder import owned, preflight, stop
+from hps.io.runfolder.folder import run_folder
 from hps.rl import checkpoint, metrics
 from hps.rl.distributed import is_primary
 from hps.rl.driver import TrainState, run_chunks
 from hps.rl.metrics import read_metrics
 from hps.rl.policy_kind import policy_kind_of
-from hps.runfolder import owned, preflight, stop
-from hps.runfolder.folder import run_folder
 
 __all__ = ["SessionPaths", "final_params", "read_metrics", "train_session"]
 
@@ -120,7 +120,7 @@ def train_session(
             manager.close()
             checkpoint.remove_unfinished(paths.checkpoints)
         if records and is_primary():
-            from hps.report.learning_curve import save_learning_curve
+            from hps.rl.learning_curve import save_learning_curve
 
             name = policy_kind_of(config).name
             try:

@@ -143,7 +143,7 @@ def test_no_stage_gets_more_replicas_than_a_micro_batch_has_samples(batch, micro
     """ResNet-50 at a batch of one sample once got 4 T4 replicas for its stem (a quarter sample
     each), proven optimal; each replica now runs whole samples, in every model alike."""
     from hps.config.types import Job
-    from hps.placement.model.provisioning import build_instance, provision
+    from hps.costmodel.schedule.provisioning import build_instance, provision
     from hps.reference.placement import provision as reference_provision
     from hps.workloads import resolve_workload
 

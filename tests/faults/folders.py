@@ -19,8 +19,8 @@ import pytest
 
 from hps.cli.main import main
 from hps.errors import ConfigError, Stopped
+from hps.io.runfolder import lock, stop
 from hps.rl.session import read_metrics
-from hps.runfolder import lock, stop
 from tests.faults.runs import REPO, assert_same_run, copy_run, env, hps, steps, train_argv, wait_until
 
 PODS = str(REPO / "tests" / "data" / "pods.toml")
@@ -186,7 +186,7 @@ SLOW_KIND = """
 import time
 from dataclasses import dataclass
 
-from hps.experiments import ExperimentConfig, Summary, register_experiment_kind
+from hps.studies import ExperimentConfig, Summary, register_experiment_kind
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -301,8 +301,8 @@ def test_a_multi_process_run_whose_peer_never_starts_says_it_waits_then_fails_in
 
 
 def test_a_quickstart_rerun_stopped_midway_leaves_each_output_marked_with_its_run(tmp_path, monkeypatch, capsys):
-    import hps.experiments.quickstart as quickstart
     import hps.placement.agent.checkpoint as placement_checkpoint
+    import hps.studies.quickstart as quickstart
 
     records = [{"chunk": 0, "step": 10, "elapsed_s": 42.0, "reward": -1.0}]
     monkeypatch.setattr(quickstart, "train_policy", lambda *args, **kwargs: records)  # a policy trained before

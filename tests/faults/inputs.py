@@ -316,7 +316,7 @@ def test_exact_search_out_of_time_gives_one_verdict_in_text_and_json(monkeypatch
     from hps.config.paths import resolve_topology
     from hps.config.types import Job
     from hps.placement import exact
-    from hps.placement.exact.solver import ExactResult
+    from hps.planners.exact_schedule.solver import ExactResult
     from hps.workloads import resolve_workload
 
     timed_out = ExactResult(plan=None, score=None, bound=1e-9, gap=math.inf, seconds=1e-9)

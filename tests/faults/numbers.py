@@ -24,10 +24,10 @@ from hps.cli.common import to_json
 from hps.collective.model.network import steps_per_phase_codes
 from hps.config.loaders import load_catalog, load_network, load_workload
 from hps.config.types import ALGORITHM_CODE, ALGORITHMS, Job, stage_spans, steps_per_phase
+from hps.costmodel.schedule import REASONS, build_params, evaluate_schedules
+from hps.costmodel.schedule.plan import evaluate_plan, schedule_plan
+from hps.costmodel.schedule.provisioning import build_instance
 from hps.errors import ConfigError
-from hps.placement.model import REASONS, build_params, evaluate_schedules
-from hps.placement.model.plan import evaluate_plan, schedule_plan
-from hps.placement.model.provisioning import build_instance
 from hps.reference import collective as reference_collective
 from hps.reference import placement as reference
 from hps.report.tables import format_table
@@ -343,8 +343,8 @@ def test_allreduce_terms_with_the_most_units_and_chunks_equal_the_reference(them
     """allreduce(W, k) = W·alpha + beta of the jnp model (float32) and the numpy model's fluid loads
     (float64) at 65,536 units of a 2^30-NPU network in 256 chunks, W = 1 B and 1e18 B·4,096."""
     from hps.collective.model.loads import fluid_loads
-    from hps.placement.model.allreduce import allreduce_coefficients as jnp_coefficients
-    from hps.placement.model.provisioning import used_sizes
+    from hps.costmodel.schedule.allreduce import allreduce_coefficients as jnp_coefficients
+    from hps.costmodel.schedule.provisioning import used_sizes
 
     catalog_path, _, _ = corner_files(tmp_path, "costliest")
     resource = load_catalog(catalog_path).resources[0]

@@ -236,14 +236,14 @@ WRITE_MODES = set("wax+")
 WRITE_FLAGS = {"O_WRONLY", "O_RDWR", "O_CREAT", "O_TRUNC", "O_APPEND"}
 WRITER_HOMES = {
     "hps/config/files.py",
-    "hps/report/figures.py",
-    "hps/experiments/hostile.py",
-    "hps/experiments/hostile_setup.py",
+    "hps/io/figures.py",
+    "tools/hostile/sweep.py",
+    "tools/hostile/setup.py",
 }
 """The one writer; save_figure, whose savefig writes the writer's temporary file; and the hostile
 sweep (which flips checkpoint bytes in place on purpose, and makes the devices, FIFOs and links
 its cases write to)."""
-RUN_FOLDER_INTERNALS = ("hps/rl/", "hps/runfolder/")
+RUN_FOLDER_INTERNALS = ("hps/rl/", "hps/io/runfolder/")
 """Files a run folder owns (lock, manifest, free-space probe, metrics, orbax checkpoints), opened
 by their own rules (never following a symlink)."""
 ATOMIC = {"checkpoint.save"}

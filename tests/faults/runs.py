@@ -39,7 +39,7 @@ from orbax.checkpoint._src.path import atomicity
 def die():
     os.kill(os.getpid(), signal.SIGKILL)
 
-import hps.runfolder.owned as owned
+import hps.io.runfolder.owned as owned
 real_append = owned.append_line
 def append_line(path, line):  # the metrics append: dies as it starts writing chunk's line, or once it is synced
     ours = path.name == "metrics.jsonl" and json.loads(line)["chunk"] == chunk
@@ -297,7 +297,7 @@ def test_train_with_every_step_damaged_exits_2_and_moves_nothing(tmp_path, exper
     assert all(f"checkpoints/{step}: state" in err for step in (6, 8, 10))
     assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == before
     assert (out / "metrics.jsonl").read_text() == metrics
-    from hps.runfolder import lock
+    from hps.io.runfolder import lock
 
     lock.release(lock.acquire(out))  # the failed run released the folder
 

@@ -3,11 +3,11 @@
 Two teachers (`TEACHERS`, chosen by the training config's `teacher`):
 
 - "exact" (the default): the exact solver's proven optimum over HeterPS schedules
-  (`hps.placement.exact.solve_exact(..., heterps=True)` on the instance's own float32 numbers,
+  (`hps.planners.exact_schedule.solve_exact(..., heterps=True)` on the instance's own float32 numbers,
   widened), so the policy imitates the best plan there is, not a search's guess at it. It runs
   in numpy, one instance after another, about 15 ms an instance of 4–24 layers on one core.
 - "climb": the stage-move hill climb started from the best single-type plan
-  (`hps.placement.search.refine.climb_from_single`), scored by the exact model: jitted and
+  (`hps.planners.search.refine.climb_from_single`), scored by the exact model: jitted and
   vmapped, about 9 ms an instance, and optimal on most small instances but not on all.
 - "single": every layer on the cheapest feasible single type; weak, but nearly free at any
   size (the RL benchmark uses it on large instances, where the update's work is the same).
@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from hps.costmodel.schedule.cost import FEASIBLE
 from hps.placement.agent.rollout import truncate_obs
 from hps.placement.env.env import PlacementEnv, PlacementObs
 from hps.placement.env.generator import (
@@ -36,9 +37,8 @@ from hps.placement.env.generator import (
     generate_instances,
     single_type_stages,
 )
-from hps.placement.model.cost import FEASIBLE
-from hps.placement.search.refine import climb_from_single
-from hps.placement.search.scoring import RANK_FEASIBLE
+from hps.planners.search.refine import climb_from_single
+from hps.planners.search.scoring import RANK_FEASIBLE
 from hps.rl.reinforce import masked_mean
 
 LABEL_SECONDS = 2.0
@@ -66,8 +66,8 @@ def exact_plans(instances: PlacementInstance):
     schedule of each of a batch of D padded instances (type per layer; padded layers 0; the
     best plan found within LABEL_SECONDS where the solver cannot close it sooner), and
     whether a feasible plan was found."""
-    from hps.placement.exact import solve_exact
-    from hps.placement.model.from_params import generated_instance
+    from hps.costmodel.schedule.from_params import generated_instance
+    from hps.planners.exact_schedule import solve_exact
 
     arrays = jax.device_get(instances)
     count, max_layers = np.asarray(arrays.placement.layer_mask).shape

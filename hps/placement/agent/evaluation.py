@@ -5,7 +5,7 @@ exhaustive search checks the optimum independently) and large ones (24–32 laye
 Per instance: the policy's best of `samples` sampled plans plus its greedy plan, and its greedy
 plan alone, all scored by the exact cost model; the genetic algorithm given the same number of
 evaluations (one generation of samples + 1 individuals, so it is seeded with single-type
-plans and random ones); and the optimum (HeterPS schedules, `hps.placement.exact`). Costs are
+plans and random ones); and the optimum (HeterPS schedules, `hps.planners.exact_schedule`). Costs are
 compared as cost / optimum over the instances where a feasible plan exists.
 `heldout_evaluator` is the cheaper greedy-only check a training session runs for its learning
 curve.
@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from hps.costmodel.schedule.cost import segment_table
 from hps.placement.agent.planner import candidate_schedules
 from hps.placement.agent.policy import PolicyFunctions
 from hps.placement.agent.rollout import rollout
@@ -30,10 +31,9 @@ from hps.placement.env.generator import (
     InstanceSplit,
     generate_instances,
 )
-from hps.placement.model.cost import segment_table
-from hps.placement.search import exhaustive, genetic, gradient, single
-from hps.placement.search.refine import climb_from_single, refine
-from hps.placement.search.scoring import RANK_FEASIBLE, batch_best, score
+from hps.planners.search import exhaustive, genetic, gradient, single
+from hps.planners.search.refine import climb_from_single, refine
+from hps.planners.search.scoring import RANK_FEASIBLE, batch_best, score
 
 HELDOUT_SMALL = InstanceSplit("heldout-small", 4, 10, 2, 4, salt=3)
 EVAL_KEY = 77
@@ -48,11 +48,11 @@ class Comparison:
     genetic_*: the GA at the same evaluations (a population of EQUAL_POPULATION, so it evolves);
     gradient_*: the gradient search at the same evaluations; worst_ / median_sampled_ratio: of
     the policy's best samples; within_3_percent: instances where that best sample is within 3 %
-    of optimum. refined_*: the best sample polished by stage moves (`hps.placement.search.refine`), which
+    of optimum. refined_*: the best sample polished by stage moves (`hps.planners.search.refine`), which
     scored refine_evaluations more plans per instance on average; genetic_refined_ratio: the GA
     given the same total evaluations as the policy and its refinement on each instance.
     climb_*: the training teacher alone (stage moves from the best single-type plan,
-    `hps.placement.search.refine.climb_from_single`), which scored climb_evaluations plans on average.
+    `hps.planners.search.refine.climb_from_single`), which scored climb_evaluations plans on average.
     exact_seconds: the exact solver's mean time per instance; exhaustive_agrees: instances
     where exhaustive search, the independent check, found the same optimum (to 1e-5)."""
 
@@ -259,8 +259,8 @@ def compare_with_optimum(policy, params, *, count: int = 50, samples: int = 64, 
 def exact_optimum(instance) -> dict:
     """{"cost" ($, inf when infeasible), "feasible", "seconds"}: the exact solver's proven
     optimum over HeterPS schedules of one unbatched PlacementInstance."""
-    from hps.placement.exact import solve_exact
-    from hps.placement.model.from_params import generated_instance
+    from hps.costmodel.schedule.from_params import generated_instance
+    from hps.planners.exact_schedule import solve_exact
 
     arrays = jax.device_get(instance)
     found = solve_exact(generated_instance(arrays), heterps=True)

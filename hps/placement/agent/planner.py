@@ -3,8 +3,8 @@
 The policy draws `samples` distinct schedules of the instance, without replacement (stochastic
 beam search, `hps.placement.agent.beam`), and decodes one greedily; the exact cost model scores
 them all and the cheapest feasible one wins (the least infeasible when none is
-feasible). With `refine`, a hill climb of stage moves (`hps.placement.search.refine`, or past the segment
-table's size `hps.placement.search.climb_at_scale`) then polishes that plan.
+feasible). With `refine`, a hill climb of stage moves (`hps.planners.search.refine`, or past the segment
+table's size `hps.planners.search.climb_at_scale`) then polishes that plan.
 
 The instance is padded to the least size bucket of hps.config.limits (POLICY_LAYER_BUCKETS,
 POLICY_TYPE_BUCKETS, POLICY_UNIT_BUCKETS) that holds its layers, types and largest max_units,
@@ -27,21 +27,21 @@ import numpy as np
 
 from hps.config.limits import POLICY_LAYER_BUCKETS, POLICY_TYPE_BUCKETS, POLICY_UNIT_BUCKETS, policy_bucket
 from hps.config.types import Catalog, Job, Workload
+from hps.costmodel.schedule import build_params
+from hps.costmodel.schedule.cost import segment_table
+from hps.costmodel.schedule.params import dense_size_fits
+from hps.costmodel.schedule.plan import evaluate_plan, schedule_plan
+from hps.costmodel.schedule.provisioning import allreduce_table, build_instance
 from hps.errors import ConfigError
 from hps.placement.agent.beam import beam_plans
 from hps.placement.agent.policy import PolicyFunctions
 from hps.placement.agent.rollout import rollout
 from hps.placement.env.env import PlacementEnv
 from hps.placement.env.generator import make_instance
-from hps.placement.memory import refuse_past_memory
-from hps.placement.model import build_params
-from hps.placement.model.cost import segment_table
-from hps.placement.model.params import dense_size_fits
-from hps.placement.model.plan import evaluate_plan, schedule_plan
-from hps.placement.model.provisioning import allreduce_table, build_instance
-from hps.placement.search.climb_at_scale import climb_at_scale
-from hps.placement.search.refine import refine
-from hps.placement.search.scoring import RANK_FEASIBLE, batch_best, score
+from hps.plan.memory import refuse_past_memory
+from hps.planners.search.climb_at_scale import climb_at_scale
+from hps.planners.search.refine import refine
+from hps.planners.search.scoring import RANK_FEASIBLE, batch_best, score
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 from flax import struct
 
-from hps.placement.model.cost import FEASIBLE, provision
+from hps.costmodel.schedule.cost import FEASIBLE, provision
 
 RATIO_CAP = 10.0
 INFEASIBLE_BASE = 11.0

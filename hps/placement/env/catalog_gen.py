@@ -8,7 +8,7 @@ The network of a type is its base type's network with all bandwidths scaled by o
 latencies by another. Themis orders do not change under a uniform bandwidth scale, so the
 All-Reduce table is exact from the base tables: alpha = alpha_base / bandwidth_scale (s/byte),
 beta = beta_base · latency_scale (s). That makes thousands of catalogues cost nothing beyond the
-four base tables, computed once with `hps.placement.model.allreduce.allreduce_table`.
+four base tables, computed once with `hps.costmodel.schedule.allreduce.allreduce_table`.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import numpy as np
 from hps.config.loaders import load_catalog
 from hps.config.paths import resolve_topology
 from hps.config.types import Job, Layer, Workload
-from hps.placement.model.allreduce import allreduce_table
-from hps.placement.model.params import TYPE_FIELDS, build_params
+from hps.costmodel.schedule.allreduce import allreduce_table
+from hps.costmodel.schedule.params import TYPE_FIELDS, build_params
 
 BASE_CATALOG = "cloud-2024"
 CHUNKS = 64  # the default collective chunks; generated jobs use Themis with 64 chunks

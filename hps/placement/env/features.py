@@ -11,7 +11,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from hps.placement.model.cost import FEASIBLE, provision
+from hps.costmodel.schedule.cost import FEASIBLE, provision
 
 # (center, scale) of log10(x + 1) per feature
 LAYER_SCALES = {

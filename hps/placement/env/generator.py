@@ -32,11 +32,11 @@ from hps.config.limits import (
     policy_bucket,
 )
 from hps.config.validation import check_range
+from hps.costmodel.schedule.allreduce import allreduce_table
+from hps.costmodel.schedule.cost import FEASIBLE, THROUGHPUT, layer_time, provision
+from hps.costmodel.schedule.params import PlacementParams
 from hps.placement.env.catalog_gen import CHUNKS, log_uniform, random_catalog
 from hps.placement.env.workload_gen import random_workload
-from hps.placement.model.allreduce import allreduce_table
-from hps.placement.model.cost import FEASIBLE, THROUGHPUT, layer_time, provision
-from hps.placement.model.params import PlacementParams
 from hps.rl.env import traced_bounds
 
 BATCHES = (1024.0, 4096.0, 8192.0)

@@ -1,0 +1,313 @@
+"""One parallel-plan instance as float64 numpy arrays, built once from the typed configs.
+
+Layer arrays are (L,) per sample; type arrays are (T,); every derived table (layer times per
+(type, t, m), All-Reduce coefficients per (type, t)) is made on demand and kept.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+
+import numpy as np
+
+from hps.config.types import PRECISIONS, Catalog, Job, Workload, steps_per_phase
+from hps.costmodel.clocks.kernel import KernelTimes, compute_seconds
+from hps.costmodel.schedule.provisioning import allreduce_coefficients
+
+BUCKET_BYTES = 25 * 2**20
+"""Bytes of one gradient bucket of the overlapped data-parallel synchronisation (PyTorch DDP's
+default bucket_cap_mb = 25)."""
+ZERO3_SYNC = 1.5
+"""ZeRO-3 traffic per iteration in All-Reduces: the gradient Reduce-Scatter and the parameter
+All-Gathers of the forward and backward passes, each half an All-Reduce's bytes."""
+FLOOR_TOLERANCE = 1e-9
+"""Relative slack on the throughput floor (a plan at the floor to rounding meets it)."""
+
+
+def _memo(method):
+    """functools.cache in the problem's own `memo` dict, which the problems `restricted` and
+    `repriced` make share (their layer times are the same), and which goes with them."""
+    name = method.__name__
+
+    @functools.wraps(method)
+    def cached(self, *args):
+        key = (name, *args)
+        if key not in self.memo:
+            self.memo[key] = method(self, *args)
+        return self.memo[key]
+
+    return cached
+
+
+def measured_moves(layers, type_name: str, tp: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """((L,) seconds to move each layer's input onto a tp-way group of `type_name` at m samples
+    per replica, (L,) the same for its gradient), from the layers' measured entries for exactly
+    (type, tp, m); NaN where none was measured."""
+    inward, gradient = np.full(len(layers), np.nan), np.full(len(layers), np.nan)
+    for i, layer in enumerate(layers):
+        for e in layer.measured:
+            if (e.type, e.tp, e.micro_batch) == (type_name, tp, m):
+                inward[i] = np.nan if e.input_move_s is None else e.input_move_s
+                gradient[i] = np.nan if e.gradient_move_s is None else e.gradient_move_s
+    return inward, gradient
+
+
+def measured_boundary(inward: np.ndarray, gradient: np.ndarray, first, last, row=0) -> np.ndarray:
+    """Seconds per micro-batch a stage first..last receives (its input where first > 0, its
+    output's gradient where last is not the final layer), from measured moves: inward and gradient
+    (K, L) or (L,), `measured_moves` of K (type, tp, m) keys, `row` the stage's key (first, last
+    and row broadcast); NaN where a move it needs is unmeasured."""
+    inward, gradient = np.atleast_2d(inward), np.atleast_2d(gradient)
+    first, last = np.asarray(first), np.asarray(last)
+    n_layers = inward.shape[-1]
+    receive = np.where(first > 0, inward[row, first], 0.0)
+    return receive + np.where(last < n_layers - 1, gradient[row, np.minimum(last + 1, n_layers - 1)], 0.0)
+
+
+def divisors(n: int) -> list[int]:
+    """The positive divisors of n, ascending."""
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))
+
+
+def powers_of_two(limit: int) -> list[int]:
+    """1, 2, 4, ... up to limit."""
+    return [1 << i for i in range(max(1, limit).bit_length())]
+
+
+@dataclasses.dataclass(eq=False)
+class ParallelProblem:
+    """A workload on a catalogue under a job, for the parallel-plan model. `job.micro_batch`
+    None leaves the micro-batch b to the solver (any divisor of the batch). `allowed`, a bool
+    (L, T) array, restricts which types may run each layer (None: any); a type sequence is
+    completed exactly by solving the problem with one type allowed per layer."""
+
+    workload: Workload
+    catalog: Catalog
+    job: Job
+    allowed: np.ndarray | None = None
+    time_model: KernelTimes | None = None
+    """The kernel-level time model (`hps.costmodel.clocks.kernel`); None: the roofline."""
+    memo: dict = dataclasses.field(default_factory=dict, repr=False)
+    """Derived tables by method and arguments (`_memo`)."""
+
+    def __post_init__(self):
+        layers = self.workload.layers
+        arr = lambda f: np.array([f(l) for l in layers], np.float64)  # noqa: E731
+        self.flops = arr(lambda l: l.flops)
+        self.mem_bytes = arr(lambda l: l.mem_bytes)
+        self.io_bytes = arr(lambda l: l.io_bytes)
+        self.act_bytes = arr(lambda l: l.act_bytes)
+        self.stash = arr(lambda l: l.stash)
+        self.fp8_stash = arr(lambda l: l.fp8_stash)
+        self.tp_bytes = arr(lambda l: l.tp_bytes)
+        self.tp_collectives = arr(lambda l: l.tp_collectives)
+        self.parameters = arr(lambda l: l.parameters)
+        self.sparse_bytes = arr(lambda l: l.sparse_param_bytes)
+        self.sparse_kind = np.array([l.kind == "sparse" for l in layers])
+        self.cut_after = np.array([l.cut_after for l in layers])
+        self.cut_after[-1] = True
+        self.input_act = np.concatenate([[0.0], self.act_bytes[:-1]])
+        zero = lambda x: np.concatenate([[0.0], np.cumsum(x)])  # noqa: E731
+        self.params_prefix = zero(self.parameters)
+        self.sparse_prefix = zero(self.sparse_bytes)
+        self.stash_prefix = zero(self.stash)
+        self.fp8_stash_prefix = zero(self.fp8_stash)
+        self.input_prefix = zero(self.input_act)
+        starts_unit = np.concatenate([[True], self.cut_after[:-1]])
+        self.unit_input_prefix = zero(np.where(starts_unit, self.input_act, 0.0))
+        self.precision_bytes = PRECISIONS[self.job.precision]
+        sites = sorted({r.site for r in self.catalog.resources})
+        self.sites = tuple(sites)
+        self.type_site = np.array([sites.index(r.site) for r in self.catalog.resources], np.int64)
+        self.price = np.array([r.price_per_hour for r in self.catalog.resources], np.float64)
+        call = self.workload.measured_call_s
+        self.call_seconds = np.array([call.get(r.name, 0.0) for r in self.catalog.resources], np.float64)
+        """(T,) seconds a stage of each type spends on its calls per micro-batch (measured_call_s)."""
+        self.model_flops = float(self.flops.sum())
+        if self.allowed is not None:
+            self.allowed = np.asarray(self.allowed, bool)
+            if self.allowed.shape != (self.num_layers, self.num_types):
+                raise ValueError(f"allowed must be (layers, types) = {(self.num_layers, self.num_types)}")
+
+    def restricted(self, allowed: np.ndarray) -> ParallelProblem:
+        """The same problem with only `allowed` (L, T) types per layer."""
+        return ParallelProblem(self.workload, self.catalog, self.job, allowed, self.time_model, self.memo)
+
+    def shape(self) -> tuple:
+        """What every derived table depends on besides the throughput floor, the samples to train
+        and the types' prices: two problems of equal shape have the same layer times, All-Reduce
+        coefficients and stage tables (only the rates differ)."""
+        resources = tuple(dataclasses.replace(r, price_per_hour=1.0) for r in self.catalog.resources)
+        job = dataclasses.replace(self.job, throughput=1.0, samples=1.0)
+        allowed = None if self.allowed is None else self.allowed.tobytes()
+        return id(self.workload), resources, self.catalog.links, job, self.time_model, allowed
+
+    def repriced(self, catalog: Catalog, job: Job) -> ParallelProblem:
+        """This problem under `catalog` and `job`, which may differ from its own only in the types'
+        prices, the floor and the samples (ValueError otherwise), sharing its derived tables."""
+        out = ParallelProblem(self.workload, catalog, job, self.allowed, self.time_model, self.memo)
+        if out.shape() != self.shape():
+            raise ValueError("a repriced problem differs only in the types' prices, the floor and the samples")
+        return out
+
+    def span_allowed(self, first: np.ndarray, last: np.ndarray, types: np.ndarray) -> np.ndarray:
+        """(N,) bool: every layer first..last may run on types (all True without a restriction)."""
+        if self.allowed is None:
+            return np.ones(len(first), bool)
+        banned = np.vstack([np.zeros((1, self.num_types), np.int64), np.cumsum(~self.allowed, axis=0)])
+        return banned[last + 1, types] == banned[first, types]
+
+    def computes_fp8(self, types, count: int) -> np.ndarray:
+        """(count,) bool: whether each of `count` stages on `types` (type indices; None: unknown,
+        no stage) runs its matmuls in FP8 under the time model."""
+        model = self.time_model
+        if model is None or not model.fp8 or types is None:
+            return np.zeros(count, bool)
+        names = [r.name for r in self.catalog.resources]
+        return np.array([model.computes_fp8(names[int(y)]) for y in np.asarray(types).reshape(-1)], bool)
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.workload.layers)
+
+    @property
+    def num_types(self) -> int:
+        return len(self.catalog.resources)
+
+    def micro_batch_choices(self) -> list[int]:
+        """The job's micro-batch, or every divisor of the batch where it leaves b open: nearest
+        (in ratio) to batch / micro_batches first where the job names a micro-batch count, else
+        ascending (the order only decides which a time limit leaves unsearched)."""
+        if self.job.micro_batch is not None:
+            return [int(self.job.micro_batch)]
+        choices = divisors(int(self.job.batch))
+        if math.isfinite(self.job.micro_batches) and self.job.micro_batches >= 1:
+            hint = self.job.batch / self.job.micro_batches
+            choices.sort(key=lambda b: abs(math.log(b / hint)))
+        return choices
+
+    def tp_choices(self, type_index: int) -> list[int]:
+        """Tensor-parallel degrees a stage on the type may use (powers of two up to its limit)."""
+        resource = self.catalog.resources[type_index]
+        return [t for t in powers_of_two(resource.tensor_parallel_limit) if t <= resource.max_units]
+
+    @_memo
+    def measured_times(self, type_index: int, tp: int, m: int) -> tuple[np.ndarray, tuple[str, ...]]:
+        """((L,) measured seconds per micro-batch of m samples, NaN where none; (L,) source of
+        each: "measured" (an entry for (type, tp, m)), "interpolated" (linear in the micro-batch
+        between the layer's nearest measured sizes below and above m for (type, tp)) or
+        "roofline" (no measured size on both sides: the model's own time)."""
+        name = self.catalog.resources[type_index].name
+        extra = 1.0 if self.job.recompute == "full" else 0.0
+        seconds, sources = np.full(self.num_layers, np.nan), []
+        for i, layer in enumerate(self.workload.layers):
+            sizes = sorted(
+                (e.micro_batch, e.forward_s * (1 + extra) + e.backward_s)
+                for e in layer.measured
+                if e.type == name and e.tp == tp
+            )
+            below = [(s, v) for s, v in sizes if s <= m]
+            above = [(s, v) for s, v in sizes if s >= m]
+            if below and below[-1][0] == m:
+                seconds[i], source = below[-1][1], "measured"
+            elif below and above:
+                (m0, v0), (m1, v1) = below[-1], above[0]
+                seconds[i], source = v0 + (v1 - v0) * (m - m0) / (m1 - m0), "interpolated"
+            else:
+                source = "roofline"
+            sources.append(source)
+        return seconds, tuple(sources)
+
+    def time_sources(self, type_index: int, tp: int, m: int, first: int, last: int) -> str:
+        """What layers first..last's times on (type, tp, m) come from, e.g. "measured" or
+        "2 measured, 1 interpolated, 3 roofline"."""
+        sources = self.measured_times(type_index, tp, m)[1][first : last + 1]
+        counts = {s: sources.count(s) for s in ("measured", "interpolated", "roofline") if s in sources}
+        return next(iter(counts)) if len(counts) == 1 else ", ".join(f"{n} {s}" for s, n in counts.items())
+
+    @_memo
+    def layer_times(self, type_index: int, tp: int, m: int) -> np.ndarray:
+        """(L,) seconds per micro-batch of m samples per replica on one device of a tp-way group:
+        the measured forward + backward where the layer has an entry for (type, tp, m), linear
+        between its measured sizes around m (`measured_times`), else the roofline on 1/tp of the
+        work plus the layer's tensor-parallel All-Reduces."""
+        r = self.catalog.resources[type_index]
+        extra = 1.0 if self.job.recompute == "full" else 0.0
+        efficiency = np.where(self.sparse_kind, r.efficiency_sparse, r.efficiency_dense)
+        compute = m * self.flops * (1 + extra / 3) / (tp * r.peak_flops * efficiency)
+        if self.time_model is not None:
+            model = self.time_model
+            peak = model.peak_flops(r.name, r.peak_flops)
+            calls = compute_seconds(m * self.flops / tp, peak, model.e_max(r.name), model.half_work_flop)
+            compute = np.where(self.sparse_kind, compute, calls * (1 + extra / 3))
+        memory = m * self.mem_bytes * (1 + extra / 3) / (tp * r.mem_bw)
+        io = m * self.io_bytes / r.io_bw
+        comm = np.zeros_like(compute)
+        if tp > 1:
+            dim = r.network.dimensions[0]
+            steps = steps_per_phase(dim.algorithm, tp)
+            comm = (
+                2 * m * self.tp_bytes * (1 + extra / 2) * (tp - 1) / tp / dim.bandwidth
+                + self.tp_collectives * (1 + extra / 2) * 2 * steps * dim.latency
+            )
+        if self.time_model is not None:
+            comm = comm * self.time_model.tp_exposed
+        times = np.maximum(compute, memory) + io + comm
+        measured, _ = self.measured_times(type_index, tp, m)
+        return np.where(np.isnan(measured), times, measured)
+
+    @_memo
+    def least_unit_seconds(self) -> np.ndarray:
+        """(L, T) the least device-seconds per sample of each layer on each type: the minimum over
+        t and per-replica micro-batches m dividing the batch of t·layer_times(type, t, m)/m. A
+        stage of t·d devices running b = m·d samples a micro-batch spends at least the sum of
+        its layers' values per sample (in device-seconds, t·d·τ/b)."""
+        batch = int(self.job.batch)
+        least = np.full((self.num_layers, self.num_types), np.inf)
+        for y in range(self.num_types):
+            for t in self.tp_choices(y):
+                for m in divisors(batch):
+                    least[:, y] = np.minimum(least[:, y], t * self.layer_times(y, t, m) / m)
+        return least
+
+    @_memo
+    def moves(self, type_index: int, tp: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+        """`measured_moves` of the workload's layers on (type, tp, m)."""
+        return measured_moves(self.workload.layers, self.catalog.resources[type_index].name, tp, m)
+
+    @_memo
+    def time_prefix(self, type_index: int, tp: int, m: int) -> np.ndarray:
+        """(L + 1,) prefix sums of `layer_times`."""
+        return np.concatenate([[0.0], np.cumsum(self.layer_times(type_index, tp, m))])
+
+    @_memo
+    def dp_allreduce(self, type_index: int, tp: int) -> tuple[np.ndarray, np.ndarray]:
+        """(alpha s/byte, beta s), each (K,) for d = 1..K: the All-Reduce of W bytes among d
+        data-parallel replicas of tp-way groups takes W·alpha[d−1] + beta[d−1]. The replicas fill
+        the type's network with its first dimension shrunk to P_1 // tp NPUs (the group takes
+        the rest)."""
+        r = self.catalog.resources[type_index]
+        dims = list(r.network.dimensions)
+        dims[0] = dataclasses.replace(dims[0], size=max(1, dims[0].size // tp))
+        network = dataclasses.replace(r.network, dimensions=tuple(dims))
+        most = max(1, min(r.max_units // tp, network.total_size))
+        alpha, beta, _ = allreduce_coefficients(network, most, self.job.chunks, self.job.collective == "themis")
+        return alpha, beta
+
+    def link_matrix(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(bandwidth B/s, latency s, dollars per byte), each (sites, sites): 0 bandwidth where
+        two sites have no link; a site with itself has no link cost (bandwidth inf)."""
+        n = len(self.sites)
+        bandwidth = np.zeros((n, n))
+        latency = np.zeros((n, n))
+        price = np.zeros((n, n))
+        np.fill_diagonal(bandwidth, np.inf)
+        for i, a in enumerate(self.sites):
+            for j, b in enumerate(self.sites):
+                link = self.catalog.link(a, b) if i != j else None
+                if link is not None:
+                    bandwidth[i, j], latency[i, j], price[i, j] = link.bandwidth, link.latency, link.dollars_per_byte
+        return bandwidth, latency, price

@@ -1,0 +1,143 @@
+"""One parallel plan's score: feasibility and its reason, iteration time, throughput, $/hour,
+egress, cost and MFU (docs/parallel-plans.md, "A plan's score")."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from hps.config.types import ParallelStage
+from hps.costmodel.clocks.kernel import bubble_slots
+from hps.costmodel.parallel.problem import FLOOR_TOLERANCE, ParallelProblem
+from hps.costmodel.parallel.stages import stage_arrays
+
+REASONS = ("feasible", "memory", "no_link", "pooled_cap", "throughput")
+"""Why a plan is infeasible, in the order they are checked (the first that fails is reported)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class StageScore:
+    """One stage: its plan entry, site, per-replica micro-batch (samples), time per micro-batch
+    (s), tail (s), memory per device (bytes), units and $/hour."""
+
+    stage: ParallelStage
+    site: str
+    replica_micro_batch: int
+    time_per_microbatch_s: float
+    tail_s: float
+    memory_per_device_bytes: float
+    memory_limit_bytes: float
+    units: int
+    dollars_per_hour: float
+    time_source: str = "roofline"
+    """What its layer times come from: "measured", "interpolated", "roofline" or a mix."""
+
+
+@dataclasses.dataclass(frozen=True)
+class PlanScore:
+    """A plan's score. `reason` is None when feasible; `detail` says what failed and where.
+    iteration_s, throughput (samples/s), dollars_per_hour, egress_dollars (whole run), cost
+    (dollars, inf when infeasible), bottleneck_s (the largest time per micro-batch of a stage
+    or a link between sites) and mfu (model FLOPs over the units' peak)."""
+
+    feasible: bool
+    reason: str | None
+    detail: str
+    micro_batch: int
+    micro_batches: int
+    iteration_s: float
+    bottleneck_s: float
+    throughput: float
+    dollars_per_hour: float
+    egress_dollars: float
+    cost: float
+    mfu: float
+    stages: tuple[StageScore, ...]
+
+
+def score_plan(problem: ParallelProblem, stages: tuple[ParallelStage, ...], b: int | None = None) -> PlanScore:
+    """Score `stages` (contiguous, covering every layer, dp dividing b) under micro-batch b (the
+    job's when None)."""
+    job, catalog = problem.job, problem.catalog
+    b = int(job.micro_batch if b is None else b)
+    types = [catalog.index(s.type) for s in stages]
+    arrays = stage_arrays(
+        problem, b, [s.first for s in stages], [s.last for s in stages], types, [s.tp for s in stages],
+        [s.dp for s in stages],
+    )  # fmt: skip
+    num, micro_batches = len(stages), int(job.batch) // b
+    in_flight = np.minimum(num - np.arange(num), micro_batches)
+    memory = arrays.memory(in_flight)
+    reason, detail = None, ""
+    firsts, lasts = np.array([s.first for s in stages]), np.array([s.last for s in stages])
+    outside = np.flatnonzero(~problem.span_allowed(firsts, lasts, np.array(types)))
+    if len(outside):
+        j = int(outside[0])
+        reason, detail = "not_allowed", f"stage {j}: {stages[j].type} may not run layers {firsts[j]}..{lasts[j]}"
+    limits = [catalog.resources[t].memory for t in types]
+    for j, (used, limit) in enumerate(zip(memory, limits)):
+        if used > limit and reason is None:
+            reason = "memory"
+            detail = f"stage {j} needs {used / 2**30:.1f} GiB per device of {limit / 2**30:.1f} GiB"
+            break
+    bandwidth, latency, price = problem.link_matrix()
+    sites = problem.type_site[types]
+    hops, egress = [], 0.0
+    for j in range(num - 1):
+        a, c = sites[j], sites[j + 1]
+        if a == c:
+            continue
+        if bandwidth[a, c] == 0:
+            reason = reason or "no_link"
+            detail = (
+                detail or f"no link between sites {problem.sites[a]!r} and {problem.sites[c]!r} (stages {j}, {j + 1})"
+            )
+            continue
+        nbytes = problem.act_bytes[stages[j].last]
+        hops.append(b * nbytes / bandwidth[a, c] + latency[a, c])
+        egress += 2 * job.batch * nbytes * price[a, c]
+    if reason is None:
+        for t in sorted(set(types)):
+            used = sum(s.tp * s.dp for s, u in zip(stages, types) if u == t)
+            cap = catalog.resources[t].max_units
+            if used > cap:
+                reason, detail = "pooled_cap", f"{catalog.resources[t].name}: {used} units of {cap}"
+                break
+    slowest = max([*arrays.time.tolist(), *hops])
+    virtual = 1 if problem.time_model is None else problem.time_model.virtual_stages
+    iteration = bubble_slots(num, micro_batches, virtual) * slowest + float(arrays.tail.max())
+    throughput = job.batch / iteration
+    if reason is None and throughput < job.throughput * (1 - FLOOR_TOLERANCE):
+        reason, detail = "throughput", f"{throughput:.6g} samples/s below the floor {job.throughput:.6g}"
+    dollars = float(arrays.rate.sum())
+    iterations = job.samples / job.batch
+    egress_total = egress * iterations
+    cost = (dollars * iteration / 3600) * iterations + egress_total if reason is None else math.inf
+    peak = sum(s.tp * s.dp * catalog.resources[t].peak_flops for s, t in zip(stages, types))
+    scores = tuple(
+        StageScore(
+            stage=s, site=problem.sites[sites[j]], replica_micro_batch=b // s.dp,
+            time_per_microbatch_s=float(arrays.time[j]), tail_s=float(arrays.tail[j]),
+            memory_per_device_bytes=float(memory[j]), memory_limit_bytes=limits[j], units=s.tp * s.dp,
+            dollars_per_hour=float(arrays.rate[j]),
+            time_source=problem.time_sources(types[j], s.tp, b // s.dp, s.first, s.last),
+        )
+        for j, s in enumerate(stages)
+    )  # fmt: skip
+    return PlanScore(
+        feasible=reason is None,
+        reason=reason,
+        detail=detail,
+        micro_batch=b,
+        micro_batches=micro_batches,
+        iteration_s=iteration,
+        bottleneck_s=slowest,
+        throughput=throughput,
+        dollars_per_hour=dollars,
+        egress_dollars=egress_total,
+        cost=cost,
+        mfu=problem.model_flops * throughput / peak,
+        stages=scores,
+    )

@@ -1,0 +1,1 @@
+"""Files hps writes for a run: run folders (locks, manifests, stop handling) and figures."""

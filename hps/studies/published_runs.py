@@ -1,0 +1,248 @@
+"""Published training runs as a test set of the parallel-plan model: each run of
+`hps.studies.published_table.RUNS` becomes a plan file (its stages cut between blocks as the
+run cut them, its t and d, on the cloud-2026 type of its hardware), scored by the code behind
+`hps evaluate --plan`, and its predicted throughput per device is set against the published one.
+
+One item per run. Ratio = predicted / published throughput per device (TFLOP/s or tokens/s, as the
+source gives it); `fitted` names the runs the model's fitted constants were fitted to, the others
+are held out, and the summary reports the two groups apart.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import statistics
+from dataclasses import dataclass
+
+from hps.costmodel.clocks.kernel import KernelTimes
+from hps.studies.base import ExperimentConfig, Summary, register_experiment_kind
+from hps.studies.files import json_ready
+from hps.studies.published_table import RUNS, PublishedRun
+
+CATALOG = "cloud-2026"
+GIB = 2.0**30
+FITTED: tuple[str, ...] = (
+    "mcore-1.7b", "mcore-32b", "mcore-177b", "mcore-462b",
+    "titan-8b", "maxtext-v5p-l2-70b", "maxtext-v6e-l2-70b", "nemo-h100-70b", "nemo-b200-8b", "neuron-trn1-8b",
+)  # fmt: skip
+"""The runs the kernel-level model's constants were fitted to (docs/published-runs.md); the others
+are held out."""
+KERNEL = KernelTimes(
+    efficiency={"h100": 0.68, "a100-80": 0.60, "tpu-v5p": 0.905, "tpu-v6e": 0.588, "trn1": 0.49},
+    fp8_efficiency={"h100": 0.474, "h200": 0.474, "b200": 0.41, "gb200": 0.41},
+    half_work_flop=0.5e12,
+    tp_exposed=0.0,
+)
+"""Fitted constants (docs/published-runs.md): H100's e_max, w_half and tp_exposed together to
+mcore-1.7b, -32b, -177b and -462b (a grid, least largest |ratio − 1|); then, each alone, A100's e_max
+to titan-8b, TPU v5p's to maxtext-v5p-l2-70b, TPU v6e's to maxtext-v6e-l2-70b, Trainium's (trn1) to
+neuron-trn1-8b, Hopper's FP8 e_max (h100, h200) to nemo-h100-70b and Blackwell's (b200, gb200) to
+nemo-b200-8b."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PublishedRunsConfig(ExperimentConfig):
+    """Every published run (or those named), scored as a plan."""
+
+    name: str = "published_runs"
+    model: str = "kernel"
+    """"kernel": the kernel-level time model at the fitted constants; "roofline": the catalogue's."""
+    runs: tuple[str, ...] = tuple(run.key for run in RUNS)
+    """Keys of `RUNS` to score."""
+
+    def check(self) -> None:
+        if self.model not in ("kernel", "roofline"):
+            raise ValueError(f"model: must be 'kernel' or 'roofline', got {self.model!r}")
+        known = {run.key for run in RUNS}
+        unknown = [key for key in self.runs if key not in known]
+        if unknown:
+            raise ValueError(f"runs: unknown {unknown}; known: {sorted(known)}")
+
+
+def stage_blocks(run: PublishedRun, blocks: int) -> list[int]:
+    """Blocks per pipeline stage: the run's own split, else as even as possible (earlier stages
+    one more)."""
+    if run.layers_per_stage is not None:
+        if sum(run.layers_per_stage) != blocks or len(run.layers_per_stage) != run.pp:
+            raise ValueError(f"{run.key}: layers_per_stage must be {run.pp} counts summing to {blocks}")
+        return list(run.layers_per_stage)
+    base, extra = divmod(blocks, run.pp)
+    return [base + (1 if j < extra else 0) for j in range(run.pp)]
+
+
+def plan_json(run: PublishedRun, rows: int) -> dict:
+    """The run's plan file (hps-plan/2) over a decoder table of `rows` rows (embedding, two rows a
+    block, head): stage j holds its blocks, the first the embedding, the last the head."""
+    blocks = (rows - 2) // 2
+    stages, first_block = [], 0
+    for j, count in enumerate(stage_blocks(run, blocks)):
+        last_block = first_block + count
+        first = 0 if j == 0 else 1 + 2 * first_block
+        last = rows - 1 if j == run.pp - 1 else 2 * last_block
+        stages.append({"first": first, "last": last, "type": run.type, "tp": run.tp, "dp": run.dp})
+        first_block = last_block
+    return {
+        "format": "hps-plan/2",
+        "workload": run.workload,
+        "catalog": run.catalog,
+        "job": {
+            "batch": run.batch,
+            "micro_batch": run.micro_batch * run.dp,
+            "throughput": 1e-6,
+            "samples": run.batch * 1000,
+            "precision": run.precision,
+            "zero": run.zero,
+            "recompute": run.recompute,
+        },
+        "stages": stages,
+    }
+
+
+@functools.cache
+def _catalog(name: str = CATALOG):
+    from hps.config.loaders import load_catalog
+    from hps.config.paths import resolve_topology
+
+    return load_catalog(resolve_topology(name, "catalogs", "published runs"))
+
+
+def kernel_times(run: PublishedRun) -> KernelTimes:
+    """The kernel-level time model at the fitted constants, with the run's matmul precision and
+    interleaved schedule."""
+    return dataclasses.replace(KERNEL, fp8=run.compute == "fp8", virtual_stages=run.virtual_stages)
+
+
+def score_run(run: PublishedRun, model: str = "kernel") -> dict:
+    """The run's plan scored as `hps evaluate --plan` scores a plan file (parse, check against the
+    workload and catalogue, score, report) under `model` ("kernel": `kernel_times(run)`;
+    "roofline": the catalogue's roofline), and predicted vs published per device."""
+    from hps.config.planfile import check_plan_against, parse_plan_file
+    from hps.costmodel.parallel.problem import ParallelProblem
+    from hps.costmodel.parallel.score import score_plan
+    from hps.report.parallel import parallel_report
+    from hps.workloads import build_workload
+
+    workload = build_workload(run.workload, **run.overrides)
+    if workload.layers[0].name != "embedding" or len(workload.layers) % 2:
+        raise ValueError(f"{run.key}: {run.workload} is not a decoder table (embedding, blocks, head)")
+    document = plan_json(run, len(workload.layers))
+    plan = parse_plan_file(document, run.key)
+    catalog = _catalog(run.catalog)
+    check_plan_against(plan, workload, catalog, run.key)
+    problem = ParallelProblem(workload, catalog, plan.job, time_model=kernel_times(run) if model == "kernel" else None)
+    report = parallel_report(score_plan(problem, plan.stages))
+    units = run.tp * run.pp * run.dp
+    tokens = report["throughput"] * run.seq_len / units
+    tflops = report["throughput"] * problem.model_flops / units / 1e12
+    predicted = tflops if run.metric == "tflops" else tokens
+    memory = max(s["memory_per_device_bytes"] for s in report["stages"])
+    return json_ready(
+        {
+            "key": run.key,
+            "label": run.label,
+            "units": units,
+            "published": run.published,
+            "metric": run.metric,
+            "published_mfu": run.mfu,
+            "predicted": predicted,
+            "ratio": predicted / run.published,
+            "predicted_tokens_per_device": tokens,
+            "predicted_tflops_per_device": tflops,
+            "mfu": report["mfu"],
+            "feasible": report["feasible"],
+            "reason": report["reason"],
+            "memory_gib": memory / GIB,
+            "memory_limit_gib": report["stages"][0]["memory_limit_bytes"] / GIB,
+            "iteration_s": report["iteration_s"],
+            "plan": document,
+            "overrides": run.overrides,
+        }
+    )
+
+
+def items(config: PublishedRunsConfig) -> list[tuple[str, PublishedRun]]:
+    by_key = {run.key: run for run in RUNS}
+    return [(key, by_key[key]) for key in config.runs]
+
+
+def run_item(config: PublishedRunsConfig, run: PublishedRun) -> dict:
+    return score_run(run, config.model)
+
+
+def group_figures(results: list[dict]) -> dict:
+    """Median and largest |ratio − 1| of `results`, and how many are within 15 %."""
+    errors = [abs(r["ratio"] - 1) for r in results]
+    if not errors:
+        return {"runs": 0}
+    return {
+        "runs": len(errors),
+        "median_error": statistics.median(errors),
+        "max_error": max(errors),
+        "within_15pct": sum(e <= 0.15 for e in errors),
+        "median_ratio": statistics.median(r["ratio"] for r in results),
+    }
+
+
+def summarize(config: PublishedRunsConfig, results: dict[str, dict]) -> Summary:
+    by_key = {run.key: run for run in RUNS}
+    rows = []
+    for key, r in results.items():
+        run = by_key[key]
+        unit = "TFLOP/s" if r["metric"] == "tflops" else "tokens/s"
+        rows.append(
+            [
+                r["label"],
+                "fitted" if key in FITTED else "held out",
+                f"{run.tp}/{run.pp}/{run.dp}",
+                f"{run.micro_batch}/{run.batch}",
+                run.seq_len,
+                run.compute,
+                f"{r['published']:,.1f} {unit}",
+                f"{r['predicted']:,.1f}",
+                f"{r['ratio']:.3f}",
+                "–" if r["published_mfu"] is None else f"{r['published_mfu']:.1%}",
+                f"{r['mfu']:.1%}",
+                f"{r['memory_gib']:.1f}/{r['memory_limit_gib']:.0f}",
+                "yes" if r["feasible"] else r["reason"],
+            ]
+        )
+    fitted = [r for k, r in results.items() if k in FITTED]
+    held = [r for k, r in results.items() if k not in FITTED]
+    everything = list(results.values())
+    groups = {"fitted": group_figures(fitted), "held_out": group_figures(held), "all": group_figures(everything)}
+    lines = [
+        f"- {name}: {g['runs']} runs"
+        + (
+            f", median |ratio − 1| {g['median_error']:.1%}, largest {g['max_error']:.1%}, "
+            f"{g['within_15pct']} within 15 %"
+            if g["runs"]
+            else ""
+        )
+        for name, g in groups.items()
+    ]
+    sources = [f"- {run.label}: {run.source}, {run.url} ({run.date}); assumed: {run.assumed or '–'}" for run in RUNS]
+    return Summary(
+        results={"catalog": CATALOG, "runs": results, "groups": groups, "fitted": list(FITTED)},
+        headers=[
+            "run",
+            "group",
+            "t/pp/d",
+            "mb/batch",
+            "seq",
+            "compute",
+            "published",
+            "predicted",
+            "ratio",
+            "published MFU",
+            "MFU",
+            "GiB/device",
+            "fits",
+        ],  # fmt: skip
+        rows=rows,
+        markdown="\n".join(["Groups:", *lines, "", "Sources:", *sources]),
+        title=f"Published training runs against the parallel-plan model ({CATALOG}; trn1: trainium-2022)",
+    )
+
+
+register_experiment_kind(PublishedRunsConfig, items=items, run_item=run_item, summarize=summarize)
