@@ -9,10 +9,10 @@ from pathlib import Path
 
 import numpy as np
 
-from hps.collective import studies
 from hps.collective.model.network import ideal_time, network_params
 from hps.config.loaders import load_network
 from hps.config.paths import TOPOLOGIES, resolve_topology
+from hps.studies import collectives as studies
 from hps.studies.base import ExperimentConfig, Summary, register_experiment_kind
 from hps.studies.figures import grouped_bars
 

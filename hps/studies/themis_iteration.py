@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hps.collective import studies
 from hps.config.loaders import load_network
+from hps.studies import collectives as studies
 from hps.studies.base import ExperimentConfig, Summary, register_experiment_kind
 from hps.studies.figures import grouped_bars
 from hps.studies.themis_allreduce import network_paths

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hps.collective import studies
 from hps.config.limits import MAX_IN_FLIGHT
 from hps.config.loaders import load_network
 from hps.config.types import Network
+from hps.studies import collectives as studies
 from hps.studies.base import ExperimentConfig, Summary, register_experiment_kind
 from hps.studies.figures import bars_beside_reference, save_semilogx_lines
 from hps.studies.themis_allreduce import TRAIN_ITEM, network_paths, train_policy
