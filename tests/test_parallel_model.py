@@ -197,7 +197,7 @@ def test_the_work_floor_and_a_spent_deadline_bound_the_optimum_from_below(monkey
 
 def test_a_stage_table_past_memory_is_refused_with_its_size(monkeypatch):
     from hps.errors import InstanceTooLarge
-    from hps.placement import memory
+    from hps.plan import memory
 
     workload, catalog, job = random_instance(3)
     monkeypatch.setattr(memory, "memory_limit_bytes", lambda: 1000)

@@ -114,7 +114,7 @@ def test_an_infeasible_floor_has_no_plan(base):
 def test_a_floor_proven_infeasible_rules_out_higher_floors_at_every_price_scale(base, monkeypatch):
     """The solver proves floors 2e12 and 1e12 have no plan at price scale 1; at scale 0.5 both
     are answered without calling the solver, and the points below keep their optima."""
-    from hps.placement import sweep as module
+    from hps.planners.sequence import sweep as module
 
     solved = []
 
@@ -216,7 +216,7 @@ def test_hps_search_warm_start_without_a_checkpoint_certifies_the_cold_optimum(c
 def test_proposals_go_least_bound_first_and_leave_half_the_point_to_the_search(base, monkeypatch):
     """On a clock that advances one second a completion, a point of ten seconds completes the
     proposals in order of their work bound for five seconds, then the search's own sequences."""
-    from hps.placement import sweep as module
+    from hps.planners.sequence import sweep as module
     from hps.planners.sequence.completion import WorkBound
 
     clock = [0.0]
@@ -247,7 +247,7 @@ def test_proposals_go_least_bound_first_and_leave_half_the_point_to_the_search(b
 def test_proposals_keep_their_share_only_while_one_of_them_gives_a_point_its_best_plan(base, monkeypatch, paying):
     """Proposals none of which ever gives a point's best plan are completed at the first three
     points only; where one does, they are offered at every point."""
-    from hps.placement import sweep as module
+    from hps.planners.sequence import sweep as module
 
     optimum = solve_parallel(point_problem(base, 10.0, 1.0))
     clock, tried = [0.0], []
