@@ -103,12 +103,37 @@ def test_a_catalogue_without_sites_is_one_unnamed_site():
          "link[0].sites", "exactly two"),
         (TWO_SITES + link() + link("B", "A"), "link[1].sites", "a second link between 'B' and 'A' (also link[0])"),
         ('name = "x"\n' + resource("g") + link("A", "B"), "link[0].sites[0]", "no [[resource]] sets site"),
+        ('name = "x"\n' + resource("g", extra="matmul_efficiency_max = 1.5\n"), "resource[0].matmul_efficiency_max",
+         "(0, 1]"),
+        ('name = "x"\n' + resource("g", extra="fp8_matmul_efficiency_max = 0.4\n"),
+         "resource[0].fp8_matmul_efficiency_max", "give fp8_peak_TFLOPs too"),
+        ('name = "x"\n' + resource("g", extra="fp8_peak_TFLOPs = 0\n"), "resource[0].fp8_peak_TFLOPs", "> 0"),
+        ('name = "x"\n' + resource("g", extra="matmul_half_work_TFLOP = -1\n"), "resource[0].matmul_half_work_TFLOP",
+         ">= 0"),
+        ('name = "x"\n' + resource("g", extra="tp_comm_exposed = 1.5\n"), "resource[0].tp_comm_exposed",
+         "between 0 and 1"),
+        ('name = "x"\n' + resource("g", extra='tp_comm_exposed = "all"\n'), "resource[0].tp_comm_exposed", "number"),
+        ('name = "x"\n' + resource("g", extra="matmul_efficiency = 0.5\n"), "resource[0].matmul_efficiency",
+         "unknown key"),
     ],
 )  # fmt: skip
 def test_catalogue_errors_name_file_and_field(text, field, words):
     error = catalog_error(text)
     assert error.source == "cat.toml" and error.field == field
     assert words in error.problem, error.problem
+
+
+def test_kernel_clock_constants_load_in_internal_units_and_are_optional():
+    extra = (
+        "matmul_efficiency_max = 0.7\nfp8_matmul_efficiency_max = 0.5\nmatmul_half_work_TFLOP = 0.25\n"
+        "fp8_peak_TFLOPs = 200.0\ntp_comm_exposed = 0.0\n"
+    )
+    catalog = parse_catalog(tomllib.loads('name = "x"\n' + resource("g", extra=extra) + resource("h")), "cat.toml")
+    g, h = catalog.resources
+    assert (g.matmul_efficiency_max, g.fp8_matmul_efficiency_max, g.tp_comm_exposed) == (0.7, 0.5, 0.0)
+    assert g.matmul_half_work_flop == 0.25e12 and g.fp8_peak_flops == 200e12
+    assert (h.matmul_efficiency_max, h.fp8_matmul_efficiency_max, h.matmul_half_work_flop) == (None, None, None)
+    assert (h.fp8_peak_flops, h.tp_comm_exposed) == (None, None)
 
 
 def test_cloud_2026_has_sites_and_links_between_them():

@@ -13,6 +13,7 @@ import os
 import tomllib
 from typing import Any
 
+from hps.config.catalog_kernel import RESOURCE_KERNEL_KEYS, parse_kernel_fields
 from hps.config.catalog_links import RESOURCE_SITE_KEYS, parse_links, parse_site_fields
 from hps.config.files import atomic_write_text
 from hps.config.inputs import read_toml
@@ -144,8 +145,8 @@ def load_network(path: str | os.PathLike[str]) -> Network:
 
 def parse_resource(table: dict[str, Any], source: str, prefix: str) -> ResourceType:
     """One ``[[resource]]``: converts TFLOPs -> FLOP/s, GiBps -> B/s, GiB -> bytes; optionally
-    its site (a name) and tp_max (devices, a power of two)."""
-    check_keys(table, (*RESOURCE_KEYS, *RESOURCE_SITE_KEYS), RESOURCE_KEYS, source, prefix)
+    its site (a name), tp_max (devices, a power of two) and the kernel clock's constants."""
+    check_keys(table, (*RESOURCE_KEYS, *RESOURCE_SITE_KEYS, *RESOURCE_KERNEL_KEYS), RESOURCE_KEYS, source, prefix)
     name = get_name(table, "name", source, prefix)
     network = Network(name=name, dimensions=parse_dimensions(table, source, prefix))
     max_units = ranged(get_int, table, "max_units", source, prefix, minimum=1)
@@ -169,6 +170,7 @@ def parse_resource(table: dict[str, Any], source: str, prefix: str) -> ResourceT
         max_units=max_units,
         network=network,
         **parse_site_fields(table, source, prefix, network.total_size),
+        **parse_kernel_fields(table, source, prefix),
     )
 
 

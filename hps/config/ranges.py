@@ -98,6 +98,11 @@ RANGES: dict[str, Range] = {
     "backward_s": MICRO_BATCH_TIME,
     # parallel plans: resource types, links between sites, jobs and plan stages
     "tp_max": Range(1, MAX_DIMENSION_SIZE, "devices", "a tensor-parallel group within one network dimension's reach"),
+    "matmul_efficiency_max": EFFICIENCY,
+    "fp8_matmul_efficiency_max": EFFICIENCY,
+    "matmul_half_work_TFLOP": Range(1e-9, 1e6, "TFLOP", "a kFLOP to an EFLOP per device and layer call", zero=True),
+    "fp8_peak_TFLOPs": Range(1e-6, 1e6, "TFLOP/s", "as peak_TFLOPs"),
+    "tp_comm_exposed": Range(0.0, 1.0, "(fraction of the collectives' time)", "none of it hidden to all of it"),
     "tp": Range(1, MAX_DIMENSION_SIZE, "devices", "as tp_max"),
     "dp": Range(1, MAX_UNITS, "replicas", "the units one type may provide"),
     "dollars_per_GiB": Range(1e-9, 1e6, "$ per GiB", "a billionth of a dollar to a million dollars a GiB", zero=True),

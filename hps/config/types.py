@@ -122,6 +122,19 @@ class ResourceType:
     tp_max: int = 0
     """Largest tensor-parallel group (a power of two); 0: the size of the first network dimension
     (the scale-up domain, e.g. the 8 GPUs of an NVSwitch node)."""
+    matmul_efficiency_max: float | None = None
+    """Kernel clock (docs/clocks.md): the fraction of peak_flops large BF16 matmul work reaches,
+    e_max; None: not fitted (the clock falls back to efficiency_dense)."""
+    fp8_matmul_efficiency_max: float | None = None
+    """Kernel clock: e_max at fp8_peak_flops; None: not fitted (the BF16 e_max)."""
+    matmul_half_work_flop: float | None = None
+    """Kernel clock: w_half, FLOP per device of a layer call at which it runs at half of e_max;
+    None: not fitted (the clock's default)."""
+    fp8_peak_flops: float | None = None
+    """Kernel clock: FLOP/s of one unit's dense FP8 matmuls; None: the type computes no FP8."""
+    tp_comm_exposed: float | None = None
+    """Kernel clock: the fraction of the tensor-parallel collectives' time not hidden behind
+    matmuls, 0 to 1; None: not fitted (all of it)."""
 
     @property
     def tensor_parallel_limit(self) -> int:
