@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 
 import jax
 import numpy as np
+import pytest
 
 from hps.cli.main import main
+from hps.contract.types import Plan, PlanResult, PlanScore
 from hps.placement.agent.policy import PolicySpec
 from hps.placement.agent.train import TrainConfig
 from hps.placement.env.generator import InstanceSplit
@@ -64,3 +67,64 @@ def called_name(node: ast.Call) -> str:
         func = func.value
     parts.append(func.id if isinstance(func, ast.Name) else "?")
     return ".".join(reversed(parts))
+
+
+def score_dict(score) -> dict:
+    """A schedule-model PlanScore in the keys of the plain-Python reference evaluator
+    (`hps.reference.placement.evaluate_plan`): feasible, reason, failed_layer, throughput,
+    dollars_per_hour, cost, stages [{type, first_layer, last_layer, replicas, time, mode, reason,
+    dollars_per_hour}]."""
+    from hps.costmodel.schedule.plan import failed_layer
+
+    stages = [
+        {
+            "type": s.stage.type,
+            "first_layer": s.stage.first,
+            "last_layer": s.stage.last,
+            "replicas": s.stage.dp,
+            "time": s.time_per_microbatch_s,
+            "mode": s.mode,
+            "reason": s.reason or "feasible",
+            "dollars_per_hour": s.dollars_per_hour,
+        }
+        for s in score.stages
+    ]
+    return {
+        "feasible": score.feasible,
+        "reason": score.reason,
+        "failed_layer": failed_layer(score),
+        "throughput": score.throughput,
+        "dollars_per_hour": score.dollars_per_hour,
+        "cost": score.cost,
+        "stages": stages,
+    }
+
+
+def evaluated(inst, plan) -> dict:
+    """`score_dict` of the numpy model's score of `plan` ((first, last, type index) stages)."""
+    from hps.costmodel.schedule.plan import evaluate_plan
+
+    return score_dict(evaluate_plan(inst, plan))
+
+
+def check_result(problem, name: str, result, best) -> None:
+    """The contract's promises of one planner's result against the certified optimum `best`."""
+    assert isinstance(result, PlanResult) and result.planner == name
+    assert result.seconds >= 0 and (result.evaluations is None or result.evaluations >= 1)
+    assert (result.plan is None) <= (result.score is None or not result.score.feasible)
+    if result.plan is not None:
+        assert isinstance(result.plan, Plan) and isinstance(result.score, PlanScore)
+        again = problem.score(result.plan)
+        assert again.feasible == result.score.feasible
+        assert again.cost == pytest.approx(result.score.cost, rel=1e-12)
+        assert again.throughput == pytest.approx(result.score.throughput, rel=1e-12)
+        assert [s.stage for s in again.stages] == [s.stage for s in result.score.stages]
+    if result.feasible:
+        assert result.cost >= best.cost * (1 - 1e-9)
+    if math.isfinite(result.bound):
+        assert result.bound <= best.cost * (1 + 1e-9)
+    if not math.isnan(result.bound) and result.feasible:
+        want = 0.0 if result.bound >= result.cost * (1 - 1e-9) else (result.cost - result.bound) / result.bound
+        assert result.gap == pytest.approx(want, abs=1e-9)
+    elif math.isnan(result.bound):
+        assert result.gap is None

@@ -41,7 +41,7 @@ def set_flags(overrides: dict) -> list[str]:
 
 @pytest.fixture(scope="module")
 def planned():
-    """{kind: (problem, exact PlanOutcome)} for the parallel-plan and the schedule model."""
+    """{kind: (problem, exact PlanResult)} for the parallel-plan and the schedule model."""
     out = {}
     for kind, (workload, catalog, overrides) in (("parallel", PARALLEL), ("schedule", SCHEDULE)):
         problem = hps.Problem(workload, catalog, overrides=overrides)
@@ -59,9 +59,10 @@ def test_plan_equals_hps_search(kind, planned, capsys):
     document = cli_json(capsys, argv)
     for key in ("results", "skipped"):
         document.pop(key, None)
-    assert without(result.report) == without(document)
+    assert without(problem.report(result)) == without(document)
     assert result.feasible and result.gap == 0.0 and result.cost == pytest.approx(document["cost"], rel=1e-12)
-    assert result.throughput == pytest.approx(document["throughput"], rel=1e-12)
+    assert result.score.throughput == pytest.approx(document["throughput"], rel=1e-12)
+    assert result.status == "optimal"
 
 
 def test_a_parallel_plan_file_evaluates_as_hps_evaluate_does(planned, tmp_path, capsys):
@@ -71,28 +72,29 @@ def test_a_parallel_plan_file_evaluates_as_hps_evaluate_does(planned, tmp_path, 
     result = hps.plan(problem)
     assert result.cost == pytest.approx(planned["parallel"][1].cost, rel=1e-12)
     with pytest.raises(hps.ConfigError, match="plan file names a zoo workload or a file"):
-        planned["parallel"][1].plan_file()  # overrides a plan file could not name
+        planned["parallel"][0].plan_file(planned["parallel"][1])  # overrides a plan file could not name
     path = tmp_path / "plan.json"
-    hps.write_plan(result.plan_file(), path)
+    hps.write_plan(problem.plan_file(result), path)
     plan = hps.read_plan(path)
-    assert plan.stages == result.stages and plan.job.micro_batch == result.micro_batch
+    assert plan.stages == result.plan.stages and plan.job.micro_batch == result.plan.micro_batch
     evaluation = hps.evaluate(problem, plan)
-    assert evaluation.report == cli_json(capsys, ["evaluate", "--plan", str(path), "--json"])
-    assert evaluation.cost == pytest.approx(result.cost, rel=1e-12) and evaluation.mfu == result.report["mfu"]
-    assert hps.evaluate(problem, result).report == evaluation.report
+    assert problem.report(evaluation) == cli_json(capsys, ["evaluate", "--plan", str(path), "--json"])
+    assert evaluation.cost == pytest.approx(result.cost, rel=1e-12)
+    assert evaluation.mfu == problem.report(result)["mfu"]
+    assert problem.report(hps.evaluate(problem, result)) == problem.report(evaluation)
 
 
 def test_a_schedule_evaluates_as_hps_evaluate_does(planned, capsys):
     problem, result = planned["schedule"]
-    schedule = ["cpu", *["t4"] * (len(result.schedule) - 1)]
+    schedule = ["cpu", *["t4"] * (len(problem.workload.layers) - 1)]
     argv = ["evaluate", "--workload", SCHEDULE[0], "--catalog", SCHEDULE[1], "--schedule", ",".join(schedule), "--json"]
-    assert hps.evaluate(problem, schedule).report == cli_json(capsys, argv)
+    assert problem.report(hps.evaluate(problem, schedule)) == cli_json(capsys, argv)
     assert hps.evaluate(problem, result).cost == pytest.approx(result.cost, rel=1e-12)
 
 
 def test_every_parallel_planner_is_registered_and_plans():
     problem = hps.Problem(*PARALLEL[:2], overrides=PARALLEL[2])
-    assert hps.planners() == ("exact", "single", "greedy", "random", "genetic", "refine", "exhaustive")
+    assert hps.planners() == ("exact", "single", "greedy", "random", "genetic", "refine", "sequence", "exhaustive")
     optimum = hps.plan(problem).cost
     for name in ("single", "greedy", "refine"):
         found = hps.plan(problem, name, seconds=30, evaluations=16)
@@ -122,8 +124,9 @@ def test_execute_runs_the_plan_as_hps_execute_does(workload, planned, capsys):
     if workload != SCHEDULE[0]:
         problem = hps.Problem(workload, SCHEDULE[1])
         result = hps.plan(problem)
-    run = hps.execute(result, steps=2, check=True)
-    argv = ["execute", "--workload", workload, "--catalog", SCHEDULE[1], "--schedule", ",".join(result.schedule)]
+    run = hps.execute(result, problem, steps=2, check=True)
+    schedule = problem.report(result)["schedule"]
+    argv = ["execute", "--workload", workload, "--catalog", SCHEDULE[1], "--schedule", ",".join(schedule)]
     document = cli_json(capsys, [*argv, "--steps", "2", "--check", "--json"])
     assert run.losses == tuple(document["losses"]) and run.equivalent is True is document["equivalent"]
     assert run.predicted_throughput == pytest.approx(document["predicted_throughput"], rel=1e-12)
@@ -159,7 +162,7 @@ BAD_CALLS = {
     "learned without checkpoint": (lambda: hps.allreduce("3d-torus-4x4x4", 1e6, policy="learned"), "checkpoint"),
     "no networks": (lambda: hps.allreduce_batch([], 1e6), "networks"),
     "unknown network": (lambda: hps.allreduce("no-such-net", 1e6), "network"),
-    "execute a dict": (lambda: hps.execute({"stages": []}), "plan"),
+    "execute a dict": (lambda: hps.execute({"stages": []}, hps.Problem("mlp", "cloud-2024")), "plan"),
     "train a dict": (lambda: hps.train({"envs": 1}, "/nonexistent"), "config"),
     "missing policy": (lambda: hps.load_policy("/nonexistent/run"), None),
 }

@@ -159,9 +159,9 @@ def test_tiny_end_to_end_run_reports_each_speedup_as_the_iteration_model_gives_i
 def test_a_collective_waits_nothing_when_the_network_is_idle():
     """microAllReduce: one weight-gradient All-Reduce after 15 cycles of compute; the iteration is
     that compute plus the All-Reduce alone (single_allreduce of the same size and chunks)."""
-    from hps.collective import studies
     from hps.config.loaders import load_network
     from hps.config.paths import TOPOLOGIES
+    from hps.studies import collectives as studies
     from hps.studies.astra_iteration import iteration_times
 
     network = load_network(TOPOLOGIES / "networks" / "3d-astra-2x8x2.toml")

@@ -33,7 +33,7 @@ def test_the_exact_solver_names_a_table_too_large_for_memory():
 
     from hps.costmodel.schedule.provisioning import build_instance
     from hps.errors import InstanceTooLarge
-    from hps.planners.exact_schedule import solve_exact
+    from hps.methods.exact_schedule import solve_exact
 
     workload, catalog, job = exact_instance(20_000, 8)
     with pytest.raises(InstanceTooLarge, match="20000 layers x 8 types"):
@@ -187,9 +187,9 @@ def test_hps_bench_collective_times_both_sides_on_the_same_networks(capsys, monk
 
 def test_a_grid_as_one_batch_per_column_equals_each_network_simulated_alone():
     """studies.utilization_grid (the suite's and the Themis paper's path) against single_allreduce."""
-    from hps.collective import studies
     from hps.config.loaders import load_network
     from hps.config.paths import TOPOLOGIES
+    from hps.studies import collectives as studies
 
     networks = [load_network(path) for path in sorted(TOPOLOGIES.glob("networks/3d-*.toml"))[:3]]
     columns = ("baseline+fifo", "themis+scf")

@@ -22,6 +22,8 @@ from flax import nnx
 from hps.cli.main import main
 from hps.collective.agent.policy import CollectivePolicy, CollectivePolicySpec
 from hps.collective.agent.train import CollectiveTrainConfig
+from hps.contract.registry import run
+from hps.contract.types import Budget
 from hps.errors import ConfigError
 from hps.placement.agent.policy import PlacementPolicy, PolicySpec
 from hps.placement.agent.train import run_training
@@ -29,7 +31,7 @@ from hps.rl import checkpoint
 from hps.rl.modules import module_graphdef
 from hps.rl.policy_kind import policy_kind_of
 from hps.rl.session import final_params, read_metrics, train_session
-from tests.helpers import SMALL, TINY, assert_same_params
+from tests.helpers import SMALL, TINY, assert_same_params, check_result
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -278,6 +280,8 @@ def test_two_processes_match_the_single_process_run(tmp_path, experiment, uninte
 COLLECTIVE_EXPERIMENT = """
 from hps.collective.agent.policy import CollectivePolicySpec
 from hps.collective.agent.train import CollectiveTrainConfig
+from hps.contract.registry import run
+from hps.contract.types import Budget
 CONFIG = CollectiveTrainConfig(policy=CollectivePolicySpec(hidden=16), num_envs=64, samples_per_instance=4,
                                updates_per_chunk=2, num_chunks=2)
 """
@@ -285,11 +289,11 @@ CONFIG = CollectiveTrainConfig(policy=CollectivePolicySpec(hidden=16), num_envs=
 
 @pytest.mark.slow
 def test_collective_policy_trains_checkpoints_and_drives_hps_collective(tmp_path, capsys):
-    from hps.collective import studies
     from hps.collective.agent.evaluation import learned_orders
     from hps.collective.env.generator import collective_instance
     from hps.config.loaders import load_network
     from hps.config.paths import TOPOLOGIES
+    from hps.studies import collectives as studies
 
     experiment = tmp_path / "collective.py"
     experiment.write_text(textwrap.dedent(COLLECTIVE_EXPERIMENT))
@@ -384,6 +388,11 @@ def test_the_python_api_trains_and_plans_as_hps_train_and_hps_plan_do(uninterrup
         flags = [workload if arg == "ctr-dnn" else arg for arg in SMALL]
         assert main(["plan", "--checkpoint", str(out), *flags, "--plans", "16", "--json"]) == 0
         document = json.loads(capsys.readouterr().out)
-        assert list(result.schedule) == document["schedule"] and result.cost == document["cost"]
-        for key in ("throughput", "plans", "feasible_plans", "stages", "checkpoint_step"):
-            assert result.report[key] == document[key], key
+        report = problem.report(result)
+        assert report["schedule"] == document["schedule"] and result.cost == document["cost"]
+        for key in ("throughput", "stages"):
+            assert report[key] == document[key], key
+        assert result.evaluations == document["plans"] and policy.step == document["checkpoint_step"]
+        planned = run("policy", problem, Budget(60.0, 16, 0), checkpoint=str(out), samples=16)
+        check_result(problem, "policy", planned, run("exact", problem, Budget(60.0, None, 0)))
+        assert planned.plan == result.plan and planned.cost == result.cost

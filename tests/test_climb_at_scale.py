@@ -1,4 +1,4 @@
-"""The numpy stage-move climb (hps.planners.search.climb_at_scale) against `evaluate_plan`
+"""The numpy stage-move climb (hps.methods.search.climb_at_scale) against `evaluate_plan`
 (every move it prices, priced again whole) and against the jnp climb (`refine`) it mirrors."""
 
 import jax
@@ -9,10 +9,11 @@ import pytest
 from hps.costmodel.schedule.cost import segment_table
 from hps.costmodel.schedule.from_params import generated_instance
 from hps.costmodel.schedule.plan import evaluate_plan, schedule_plan
+from hps.methods.search.climb_at_scale import _apply, _moves, _Plan, _price, climb_at_scale
+from hps.methods.search.refine import MAX_ROUNDS, refine
+from hps.methods.search.scoring import RANK_FEASIBLE, batch_best, score
 from hps.placement.env.generator import HARD_KNOBS, InstanceSplit, generate_instances
-from hps.planners.search.climb_at_scale import _apply, _moves, _Plan, _price, climb_at_scale
-from hps.planners.search.refine import MAX_ROUNDS, refine
-from hps.planners.search.scoring import RANK_FEASIBLE, batch_best, score
+from tests.helpers import evaluated
 
 HARD = InstanceSplit("climb-hard", 8, 14, 3, 5, **HARD_KNOBS, salt=71)
 EASY = InstanceSplit("climb-easy", 8, 14, 3, 5, salt=72)
@@ -43,7 +44,7 @@ def test_every_priced_move_matches_the_whole_plan_scored_again(pool):
         ok, cost, penalty = _price(inst, plan, moves)
         for m in range(len(ok)):
             moved = _apply(schedule, moves, m)
-            want = evaluate_plan(inst, schedule_plan(moved.tolist()))
+            want = evaluated(inst, schedule_plan(moved.tolist()))
             assert bool(ok[m]) == want["feasible"]
             if want["feasible"]:
                 assert cost[m] == pytest.approx(want["cost"], rel=1e-9)
@@ -67,20 +68,20 @@ def test_the_climb_ends_where_the_jnp_climb_ends(pool):
         n = inst.num_layers
         got, got_score, evaluations = climb_at_scale(inst, start[:n], max_rounds=MAX_ROUNDS)
         assert evaluations > 0 and got_score == evaluate_plan(inst, schedule_plan(got.tolist()))
-        assert bool(want.rank == RANK_FEASIBLE) == got_score["feasible"]
-        if got_score["feasible"]:
-            assert got_score["cost"] == pytest.approx(float(want.primary), rel=1e-4)
-        ended_feasible += got_score["feasible"]
+        assert bool(want.rank == RANK_FEASIBLE) == got_score.feasible
+        if got_score.feasible:
+            assert got_score.cost == pytest.approx(float(want.primary), rel=1e-4)
+        ended_feasible += got_score.feasible
     assert ended_feasible >= 3
 
 
 def test_a_climb_never_ends_worse_than_it_starts_and_stops_at_its_deadline(pool):
     _, inst = _instance(pool, 0)
     start = np.arange(inst.num_layers) % inst.num_types
-    before = evaluate_plan(inst, schedule_plan(start.tolist()))
+    before = evaluated(inst, schedule_plan(start.tolist()))
     got, after, _ = climb_at_scale(inst, start)
-    assert after["feasible"] or not before["feasible"]
+    assert after.feasible or not before["feasible"]
     if before["feasible"]:
-        assert after["cost"] <= before["cost"]
+        assert after.cost <= before["cost"]
     same, _, evaluations = climb_at_scale(inst, start, seconds=0.0)
     assert evaluations == 0 and np.array_equal(same, start)

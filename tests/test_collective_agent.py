@@ -11,7 +11,6 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from hps.collective import studies
 from hps.collective.agent.evaluation import POLICY_NAMES, evaluate_instances, evaluate_suite, learned_orders
 from hps.collective.agent.policy import CollectivePolicyFunctions, CollectivePolicySpec
 from hps.collective.agent.rollout import collective_rollout, replay
@@ -32,6 +31,7 @@ from hps.config.loaders import load_network
 from hps.config.paths import TOPOLOGIES
 from hps.errors import ConfigError
 from hps.rl.driver import TrainState
+from hps.studies import collectives as studies
 
 MAX_CHUNKS = 16
 ENV = CollectiveEnv(max_chunks=MAX_CHUNKS)

@@ -10,6 +10,8 @@ import pytest
 
 from hps.costmodel.schedule.cost import segment_table
 from hps.errors import ConfigError
+from hps.methods.search import exhaustive, single
+from hps.methods.search.scoring import RANK_FEASIBLE, score
 from hps.placement.agent.demonstrations import (
     climb_plans,
     exact_plans,
@@ -20,8 +22,6 @@ from hps.placement.agent.demonstrations import (
 from hps.placement.agent.policy import PolicyFunctions, PolicySpec
 from hps.placement.agent.train import TrainConfig, run_training
 from hps.placement.env import InstanceSplit, generate_instances
-from hps.planners.search import exhaustive, single
-from hps.planners.search.scoring import RANK_FEASIBLE, score
 
 SMALL = InstanceSplit("demo-small", 4, 7, 2, 4, salt=31)
 

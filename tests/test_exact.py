@@ -13,14 +13,15 @@ import pytest
 
 from hps.config.types import Catalog, Dimension, Job, Layer, Network, ResourceType, Workload
 from hps.costmodel.schedule import build_params
-from hps.costmodel.schedule.plan import evaluate_plan
+from hps.costmodel.schedule.plan import index_plan
 from hps.costmodel.schedule.provisioning import build_instance
-from hps.planners.exact_schedule import solve_exact
-from hps.planners.exact_schedule.caps import plan_units, repair
-from hps.planners.exact_schedule.dp import least_rate
-from hps.planners.exact_schedule.prune import per_sample_seconds, work_bounds
-from hps.planners.exact_schedule.table import stage_table
-from hps.planners.search.exhaustive import exhaustive
+from hps.methods.exact_schedule import solve_exact
+from hps.methods.exact_schedule.caps import plan_units, repair
+from hps.methods.exact_schedule.dp import least_rate
+from hps.methods.exact_schedule.prune import per_sample_seconds, work_bounds
+from hps.methods.exact_schedule.table import stage_table
+from hps.methods.search.exhaustive import exhaustive
+from tests.helpers import evaluated
 from tests.instances import random_instance
 
 
@@ -37,7 +38,7 @@ def every_plan(num_layers: int, num_types: int, heterps: bool):
 
 
 def brute_force(inst, heterps: bool) -> float:
-    costs = (evaluate_plan(inst, plan) for plan in every_plan(inst.num_layers, inst.num_types, heterps))
+    costs = (evaluated(inst, plan) for plan in every_plan(inst.num_layers, inst.num_types, heterps))
     return min((s["cost"] for s in costs if s["feasible"]), default=math.inf)
 
 
@@ -57,7 +58,7 @@ def test_exact_equals_brute_force_on_random_instances(seed):
                 assert result.plan is None
                 continue
             feasible += 1
-            assert result.score["cost"] == pytest.approx(want, rel=1e-12)
+            assert result.cost == pytest.approx(want, rel=1e-12)
             assert result.gap == 0.0 and result.bound == pytest.approx(want, rel=1e-12)
     assert feasible >= 100
 
@@ -72,7 +73,7 @@ def test_exact_equals_exhaustive_on_heterps_instances():
         params = build_params(workload, catalog, job, max_layers=5, max_types=3, max_replicas=512)
         want = exhaustive(params).cost
         got = solve_exact(build_instance(workload, catalog, job), heterps=True)
-        cost = got.score["cost"] if got.plan else math.inf
+        cost = got.cost if got.plan else math.inf
         assert (math.isinf(cost) and math.isinf(want)) or cost == pytest.approx(want, rel=1e-5)
         assert got.gap == 0.0
         agree += 1
@@ -92,8 +93,8 @@ def test_a_plan_may_split_one_type_into_several_stages():
     )
     assert solve_exact(inst, heterps=True).plan is None
     general = solve_exact(inst)
-    assert general.plan == ((0, 0, 0), (1, 1, 0)) and general.gap == 0.0
-    assert general.score["cost"] == pytest.approx(brute_force(inst, heterps=False), rel=1e-12)
+    assert index_plan(general.plan, inst.catalog) == ((0, 0, 0), (1, 1, 0)) and general.gap == 0.0
+    assert general.cost == pytest.approx(brute_force(inst, heterps=False), rel=1e-12)
 
 
 def test_repair_meets_the_caps_on_the_same_boundaries():
@@ -113,7 +114,7 @@ def test_repair_meets_the_caps_on_the_same_boundaries():
             continue
         repaired += 1
         assert [stage[:2] for stage in fixed] == [stage[:2] for stage in plan]
-        score = evaluate_plan(inst, fixed)
+        score = evaluated(inst, fixed)
         assert score["feasible"]
         assert score["cost"] >= brute_force(inst, heterps=False) * (1 - 1e-12)
     assert repaired >= 10
@@ -159,7 +160,7 @@ def test_an_incumbent_changes_the_time_not_the_answer():
         job = dataclasses.replace(job, micro_batches=rng.choice([math.inf, 2]))
         inst = build_instance(workload, catalog, job)
         plans = list(every_plan(inst.num_layers, inst.num_types, heterps=False))
-        costs = [s["cost"] if s["feasible"] else -1.0 for s in (evaluate_plan(inst, plan) for plan in plans)]
+        costs = [s["cost"] if s["feasible"] else -1.0 for s in (evaluated(inst, plan) for plan in plans)]
         worst = plans[int(np.argmax(costs))] if max(costs) > 0 else None
         for heterps in (False, True):
             want = brute_force(inst, heterps)
@@ -169,15 +170,15 @@ def test_an_incumbent_changes_the_time_not_the_answer():
                     assert got.plan is None
                     continue
                 started += incumbent is worst
-                assert got.score["cost"] == pytest.approx(want, rel=1e-12) and got.gap == 0.0
+                assert got.cost == pytest.approx(want, rel=1e-12) and got.gap == 0.0
     assert started >= 30
 
     import jax
 
     from hps.costmodel.schedule.from_params import generated_instance
     from hps.costmodel.schedule.plan import schedule_plan
+    from hps.methods.search.climb_at_scale import best_single_type, climb_at_scale
     from hps.placement.env.generator import HARD_KNOBS, InstanceSplit, generate_instances
-    from hps.planners.search.climb_at_scale import best_single_type, climb_at_scale
 
     pool = jax.device_get(
         generate_instances(jax.random.PRNGKey(4), 2, InstanceSplit("inc", 12, 16, 4, 6, **HARD_KNOBS, salt=12))
@@ -189,8 +190,8 @@ def test_an_incumbent_changes_the_time_not_the_answer():
         warm = solve_exact(inst, heterps=True, incumbent=schedule_plan(climbed.tolist()))
         assert (plain.plan is None) == (warm.plan is None) and plain.gap == warm.gap == 0.0
         if plain.plan is not None:
-            assert warm.score["cost"] == pytest.approx(plain.score["cost"], rel=1e-9)
-            assert warm.score["cost"] <= score["cost"] * (1 + 1e-9) if score["feasible"] else True
+            assert warm.cost == pytest.approx(plain.cost, rel=1e-9)
+            assert warm.cost <= score.cost * (1 + 1e-9) if score.feasible else True
 
 
 def test_a_solver_out_of_time_before_any_plan_claims_no_infeasibility():
@@ -204,12 +205,12 @@ def test_a_solver_out_of_time_before_any_plan_claims_no_infeasibility():
         quick, full = solve_exact(inst, seconds=0.0), solve_exact(inst)
         if quick.plan is None and full.plan is not None:
             stopped += 1
-            assert quick.gap == math.inf and quick.bound <= full.score["cost"] * (1 + 1e-12)
+            assert quick.gap is None and quick.bound <= full.cost * (1 + 1e-12)
         if full.plan is None:
             proven_infeasible += 1
             assert quick.plan is None and quick.gap == 0.0 and quick.bound == math.inf
         if quick.plan is not None and quick.gap == 0.0:
-            assert quick.score["cost"] == pytest.approx(full.score["cost"], rel=1e-12)
+            assert quick.cost == pytest.approx(full.cost, rel=1e-12)
     assert stopped >= 1 and proven_infeasible >= 1
 
 
@@ -232,7 +233,7 @@ def test_exact_on_generated_instances_equals_exhaustive_search():
         assert (got.plan is not None) == bool(want.feasible) and got.gap == 0.0
         if got.plan is not None:
             feasible += 1
-            assert got.score["cost"] == pytest.approx(float(want.cost), rel=1e-5)
+            assert got.cost == pytest.approx(float(want.cost), rel=1e-5)
     assert feasible >= 30
 
 
@@ -240,8 +241,8 @@ def test_span_orders_and_least_match_plain_numpy():
     """The solver's O(N) helpers against their plain forms: the group-then-longest-time order
     is np.lexsort's up to ties (groups past 2^16 need the second radix pass), and each span's least
     value and its first holder equal a loop's."""
-    from hps.planners.exact_schedule.classes import _by_group_longest_first
-    from hps.planners.exact_schedule.prune import _span_least
+    from hps.methods.exact_schedule.classes import _by_group_longest_first
+    from hps.methods.exact_schedule.prune import _span_least
 
     rng = np.random.default_rng(0)
     group = np.sort(rng.integers(0, 300_000, 50_000))
@@ -276,7 +277,7 @@ def test_interval_duals_bound_every_capped_plan_from_below(monkeypatch):
     """With the pooled-cap search stopped at once, the interval duals alone answer: their bound
     is at most brute force's optimum, their plan is feasible at the cost they claim, and a
     closed certificate (gap 0) is the optimum."""
-    import hps.planners.exact_schedule.solver as solver
+    import hps.methods.exact_schedule.solver as solver
 
     monkeypatch.setattr(solver, "NODE_LIMIT", 0)
     rng, closed, open_ = random.Random(11), 0, 0
@@ -286,10 +287,10 @@ def test_interval_duals_bound_every_capped_plan_from_below(monkeypatch):
             result = solve_exact(inst, heterps=heterps)
             assert result.bound <= want * (1 + 1e-12)
             if result.plan is None:
-                assert math.isinf(want) or result.gap == math.inf
+                assert math.isinf(want) or result.gap is None
                 continue
-            score = evaluate_plan(inst, result.plan)
-            assert score["feasible"] and score["cost"] == pytest.approx(result.score["cost"], rel=1e-12)
+            score = evaluated(inst, index_plan(result.plan, inst.catalog))
+            assert score["feasible"] and score["cost"] == pytest.approx(result.cost, rel=1e-12)
             assert score["cost"] >= want * (1 - 1e-12)
             if result.gap == 0:
                 assert score["cost"] == pytest.approx(want, rel=1e-12)

@@ -12,12 +12,13 @@ import pytest
 
 from hps.collective.model.loads import fluid_loads
 from hps.config.types import Catalog, Dimension, Job, Layer, Network, ResourceType, Workload
-from hps.costmodel.schedule.plan import evaluate_plan, parse_stages, schedule_plan
+from hps.costmodel.schedule.plan import parse_stages, schedule_plan
 from hps.costmodel.schedule.provisioning import build_instance
 from hps.errors import ConfigError
 from hps.reference.placement import evaluate as reference_schedule
 from hps.reference.placement import evaluate_plan as reference_plan
 from hps.reference.placement import themis_loads
+from tests.helpers import evaluated
 from tests.instances import random_instance
 
 
@@ -77,7 +78,7 @@ def test_numpy_model_equals_reference_on_random_plans():
         for _ in range(3):
             plan = random_plan(rng, len(workload.layers), len(catalog.resources))
             want = reference_plan(workload, catalog, job, plan)
-            assert_same(evaluate_plan(inst, plan), want)
+            assert_same(evaluated(inst, plan), want)
             reasons.add(want["reason"])
             modes.update(stage["mode"] for stage in want["stages"])
     assert reasons == {"feasible", "memory", "throughput", "pooled_cap"}
@@ -90,7 +91,7 @@ def test_defaults_are_the_heterps_model():
     for _ in range(50):
         workload, catalog, job = random_instance(rng)
         schedule = [rng.randrange(len(catalog.resources)) for _ in workload.layers]
-        got = evaluate_plan(build_instance(workload, catalog, job), schedule_plan(schedule))
+        got = evaluated(build_instance(workload, catalog, job), schedule_plan(schedule))
         assert_same(got, reference_schedule(workload, catalog, job, schedule))
 
 
@@ -104,17 +105,15 @@ def test_bubble_and_sharding_by_hand():
     gpu = ResourceType("gpu", "gpu", 1e12, 1.0, 1.0, 1e12, 1e12, 1e12, 3e9, 2.0, 64, network)
     workload, catalog = Workload("w", (layer, layer)), Catalog("c", (gpu,))
     job = Job(batch=1000.0, throughput=4500.0, samples=1e6, state_sharding="auto")
-    one = evaluate_plan(build_instance(workload, catalog, job), ((0, 0, 0), (1, 1, 0)))
+    one = evaluated(build_instance(workload, catalog, job), ((0, 0, 0), (1, 1, 0)))
     assert [(s["replicas"], s["mode"]) for s in one["stages"]] == [(5, "sharded"), (5, "sharded")]
-    piped = evaluate_plan(
+    piped = evaluated(
         build_instance(workload, catalog, dataclasses.replace(job, micro_batches=2)), ((0, 0, 0), (1, 1, 0))
     )
     assert [s["replicas"] for s in piped["stages"]] == [7, 7]
     assert piped["throughput"] == pytest.approx(1000.0 / (1.5 * 1000.0 / 7 * 1e-3))
     assert piped["dollars_per_hour"] == 28.0
-    none = evaluate_plan(
-        build_instance(workload, catalog, dataclasses.replace(job, state_sharding="none")), ((0, 1, 0),)
-    )
+    none = evaluated(build_instance(workload, catalog, dataclasses.replace(job, state_sharding="none")), ((0, 1, 0),))
     assert none["reason"] == "memory"
 
 
@@ -218,7 +217,7 @@ def test_six_dimension_networks_in_both_models_equal_the_reference():
         got = jax.device_get(evaluate(params, *plan_arrays(batch, 8)))
         for n, plan in enumerate(batch):
             want = reference_plan(workload, catalog, job, plan)
-            assert_same(evaluate_plan(inst, plan), want)
+            assert_same(evaluated(inst, plan), want)
             assert REASONS[int(got.reason[n])] == want["reason"]
             if want["feasible"]:
                 assert float(got.cost[n]) == pytest.approx(want["cost"], rel=1e-5)

@@ -10,7 +10,7 @@ from hps.config.loaders import load_catalog
 from hps.config.paths import resolve_topology
 from hps.config.types import Job
 from hps.costmodel.schedule import build_params
-from hps.planners.search import exhaustive
+from hps.methods.search import exhaustive
 from hps.workloads import build_workload
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from hps.errors import ConfigError
-from hps.studies import hostile_setup
+from tools.hostile import setup as hostile_setup
 from tools.hostile.cases import all_cases
 from tools.hostile.flags import PROCEDURES
 from tools.hostile.setup import SPECIAL_KINDS

@@ -1,27 +1,27 @@
-"""The exact parallel-plan solver stays exact under the kernel-level time model (plain 1F1B, one
-model chunk a device): on small random instances its optimum equals brute force over every plan
-scored by `score_plan` on the same kernel-model problem."""
+"""The exact parallel-plan solver stays exact under the kernel clock (plain 1F1B, one model chunk a
+device): on small random instances its optimum equals brute force over every plan scored by
+`score_plan` on the same kernel-clock problem."""
 
+import dataclasses
 import math
 
 import pytest
 
-from hps.costmodel.clocks.kernel import KernelTimes
+from hps.costmodel.clocks.base import clock_named
 from hps.costmodel.parallel.problem import ParallelProblem
 from hps.costmodel.parallel.score import score_plan
-from hps.planners.exact_parallel.solver import solve_parallel
+from hps.methods.exact_parallel.solver import solve_parallel
 from tests.parallel_instances import every_plan, plan_count, random_instance
 
 
 def kernel_problem(workload, catalog, job) -> ParallelProblem:
-    names = [r.name for r in catalog.resources]
-    model = KernelTimes(
-        efficiency={n: 0.3 + 0.1 * i for i, n in enumerate(names)},
-        fp8_efficiency={},
-        half_work_flop=2e9,
-        tp_exposed=0.5,
+    resources = tuple(
+        dataclasses.replace(r, matmul_efficiency_max=0.3 + 0.1 * i, matmul_half_work_flop=2e9, tp_comm_exposed=0.5)
+        for i, r in enumerate(catalog.resources)
     )
-    return ParallelProblem(workload, catalog, job, time_model=model)
+    return ParallelProblem(
+        workload, dataclasses.replace(catalog, resources=resources), job, clock=clock_named("kernel")
+    )
 
 
 def kernel_brute_force(problem: ParallelProblem) -> float:

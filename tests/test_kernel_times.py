@@ -1,14 +1,10 @@
-"""The kernel-level time model (hps.costmodel.clocks.kernel, docs/published-runs.md)."""
+"""The kernel clock (hps.costmodel.clocks.kernel, docs/clocks.md, docs/published-runs.md)."""
 
 import numpy as np
 
-from hps.costmodel.clocks.kernel import (
-    FP8_PEAK_FLOPS,
-    KernelTimes,
-    bubble_slots,
-    compute_seconds,
-    matmul_efficiency,
-)
+from hps.costmodel.clocks.base import bubble_slots, clock_named
+from hps.costmodel.clocks.kernel import call_seconds, matmul_efficiency
+from hps.studies.published_runs import _catalog
 
 
 def test_matmul_efficiency_falls_for_small_work_and_reaches_e_max_for_large():
@@ -18,9 +14,9 @@ def test_matmul_efficiency_falls_for_small_work_and_reaches_e_max_for_large():
     assert abs(matmul_efficiency(5e11, 0.7, 5e11) - 0.35) < 1e-12  # half of e_max at w_half
 
 
-def test_compute_seconds_is_work_over_peak_times_efficiency():
+def test_call_seconds_is_work_over_peak_times_efficiency():
     work = np.array([0.0, 2e12])
-    seconds = compute_seconds(work, 1e15, 0.5, 1e12)
+    seconds = call_seconds(work, 1e15, 0.5, 1e12)
     assert seconds[0] == 0.0
     assert abs(seconds[1] - 2e12 / (1e15 * matmul_efficiency(2e12, 0.5, 1e12))) < 1e-15
 
@@ -31,11 +27,13 @@ def test_interleaving_divides_the_bubble_and_one_chunk_is_plain_1f1b():
 
 
 def test_fp8_peak_only_for_fp8_runs_on_types_that_have_one():
-    model = KernelTimes(
-        efficiency={"h100": 0.6, "tpu-v5p": 0.8}, fp8_efficiency={"h100": 0.4}, half_work_flop=1e12, fp8=True
-    )
-    assert model.peak_flops("h100", 989.4e12) == FP8_PEAK_FLOPS["h100"] and model.e_max("h100") == 0.4
-    assert model.peak_flops("tpu-v5p", 459e12) == 459e12 and model.e_max("tpu-v5p") == 0.8
+    catalog = _catalog()
+    h100, tpu = catalog.resources[catalog.index("h100")], catalog.resources[catalog.index("tpu-v5p")]
+    clock = clock_named("kernel", fp8=True)
+    assert clock.peak_flops(h100) == 1978.9e12 and clock.e_max(h100) == 0.474
+    assert clock.peak_flops(tpu) == 459e12 and clock.e_max(tpu) == 0.905
+    plain = clock_named("kernel")
+    assert plain.peak_flops(h100) == 989.4e12 and plain.e_max(h100) == 0.68
 
 
 def test_fp8_stash_keeps_matmul_inputs_in_one_byte():
@@ -50,22 +48,18 @@ def test_fp8_stash_keeps_matmul_inputs_in_one_byte():
 
 
 def test_an_fp8_run_keeps_fp8_stashes_and_weight_copies_only_on_fp8_types():
-    import dataclasses
-
     from hps.config.types import Job
     from hps.costmodel.parallel.problem import ParallelProblem
     from hps.costmodel.parallel.stages import stage_memory
-    from hps.studies.published_runs import _catalog
     from hps.workloads import build_workload
 
     workload = build_workload("llama3-8b")
     catalog = _catalog()
     job = Job(batch=8, throughput=1e-6, samples=8, micro_batch=8, precision="bf16-adam", zero=1)
-    model = KernelTimes(efficiency={"h100": 0.6, "a100-80": 0.6}, fp8_efficiency={"h100": 0.4}, half_work_flop=0.0)
     last = len(workload.layers) - 1
     memory = {}
     for fp8 in (False, True):
-        problem = ParallelProblem(workload, catalog, job, time_model=dataclasses.replace(model, fp8=fp8))
+        problem = ParallelProblem(workload, catalog, job, clock=clock_named("kernel", fp8=fp8))
         types = [catalog.index("h100"), catalog.index("a100-80")]
         static, act, _ = stage_memory(problem, 8, [0, 0], [last, last], [1, 1], [1, 1], types)
         memory[fp8] = (static, act)

@@ -135,8 +135,8 @@ FLOORS = [
     ("config", ("hps.errors", "hps.lazy", "hps.config")),
     ("data and files", ("hps.workloads", "hps.io", "hps.reference")),
     ("shared RL and the collective model", ("hps.rl", "hps.collective.model")),
-    ("cost models and the plan contract", ("hps.costmodel", "hps.plan")),
-    ("planners, Flax models and reports", ("hps.planners", "hps.models", "hps.report")),
+    ("cost models and the plan contract", ("hps.costmodel", "hps.contract")),
+    ("planners, Flax models and reports", ("hps.methods", "hps.models", "hps.report")),
     ("environments", ("hps.placement.env", "hps.collective.env")),
     ("agents", ("hps.placement.agent", "hps.collective.agent", "hps.placement", "hps.collective")),
     ("the executor", ("hps.executor",)),
@@ -169,7 +169,7 @@ def test_every_module_is_on_a_floor_and_imports_point_down():
 
 ENVS = _in("hps.placement.env", "hps.collective.env", "hps.rl.env")
 AGENTS = _in("hps.*.agent")
-SEARCH = _in("hps.planners")
+SEARCH = _in("hps.methods")
 
 # (rule, importers, the modules they must not import), beside the floors
 RULES = [
@@ -180,7 +180,7 @@ RULES = [
     ("only the CLI imports the CLI", lambda m: not _in("hps.cli")(m), _in("hps.cli")),
     ("shared RL knows no problem", _in("hps.rl"), _in("hps.placement", "hps.collective", "hps.costmodel")),
     ("the collective wing knows no placement", _in("hps.collective"),
-     _in("hps.placement", "hps.costmodel", "hps.planners")),
+     _in("hps.placement", "hps.costmodel", "hps.methods")),
 ]  # fmt: skip
 
 

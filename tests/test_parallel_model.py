@@ -13,7 +13,7 @@ import pytest
 from hps.config.types import Job, ParallelStage
 from hps.costmodel.parallel.problem import ParallelProblem
 from hps.costmodel.parallel.score import score_plan
-from hps.planners.exact_parallel.solver import solve_parallel
+from hps.methods.exact_parallel.solver import solve_parallel
 from hps.reference import parallel as reference
 from tests.parallel_instances import brute_force, every_plan, plan_count, random_instance
 
@@ -88,15 +88,15 @@ def test_every_plan_the_solver_returns_is_realizable():
         result = solve_parallel(ParallelProblem(workload, catalog, job))
         if result.plan is None:
             continue
-        b = result.micro_batch
+        b = result.plan.micro_batch
         assert int(job.batch) % b == 0
-        for stage, scored in zip(result.plan, result.score.stages):
+        for stage, scored in zip(result.plan.stages, result.score.stages):
             resource = catalog.resources[catalog.index(stage.type)]
             assert b % stage.dp == 0 and scored.replica_micro_batch == b // stage.dp >= 1
             assert stage.tp & (stage.tp - 1) == 0 and stage.tp <= resource.tensor_parallel_limit
             assert scored.memory_per_device_bytes <= resource.memory
             assert stage.last == len(workload.layers) - 1 or workload.layers[stage.last].cut_after
-        sites = [catalog.resources[catalog.index(s.type)].site for s in result.plan]
+        sites = [catalog.resources[catalog.index(s.type)].site for s in result.plan.stages]
         assert all(a == c or catalog.link(a, c) is not None for a, c in zip(sites, sites[1:]))
 
 
@@ -105,7 +105,7 @@ def test_a_cut_inside_a_block_is_never_proposed():
     layers = tuple(dataclasses.replace(layer, cut_after=False) for layer in workload.layers)
     workload = dataclasses.replace(workload, layers=layers)
     result = solve_parallel(ParallelProblem(workload, catalog, job))
-    assert result.plan is None or len(result.plan) == 1
+    assert result.plan is None or len(result.plan.stages) == 1
 
 
 def test_the_bubble_counts_the_micro_batches_each_replica_runs():
@@ -148,7 +148,7 @@ def test_a_type_sequence_is_completed_exactly():
             assert result.plan is None, seed
             continue
         assert result.score.cost == pytest.approx(best, rel=1e-9), seed
-        assert keeps(result.plan) and result.gap == 0.0
+        assert keeps(result.plan.stages) and result.gap == 0.0
 
 
 def test_the_work_floor_and_a_spent_deadline_bound_the_optimum_from_below(monkeypatch):
@@ -156,8 +156,8 @@ def test_the_work_floor_and_a_spent_deadline_bound_the_optimum_from_below(monkey
     the solver returns at once with a bound no higher than the optimum (unsearched micro-batches
     bounded by the work floor), never a plan dearer than it claims; and so with a deadline that
     passes after its first few checks (between micro-batches, stage counts or regions)."""
-    from hps.planners.exact_parallel import solver
-    from hps.planners.exact_parallel.solver import work_floor
+    from hps.methods.exact_parallel import solver
+    from hps.methods.exact_parallel.solver import work_floor
 
     class AfterChecks:
         """A deadline that passes after `checks` looks at it."""
@@ -196,8 +196,8 @@ def test_the_work_floor_and_a_spent_deadline_bound_the_optimum_from_below(monkey
 
 
 def test_a_stage_table_past_memory_is_refused_with_its_size(monkeypatch):
+    from hps.contract import memory
     from hps.errors import InstanceTooLarge
-    from hps.plan import memory
 
     workload, catalog, job = random_instance(3)
     monkeypatch.setattr(memory, "memory_limit_bytes", lambda: 1000)

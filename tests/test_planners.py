@@ -1,4 +1,4 @@
-"""The planners of the parallel-plan model (hps/planners/sequence): one contract, every plan
+"""The planners of the parallel-plan model (hps/methods/sequence): one contract, every plan
 feasible and no cheaper than the exact optimum, exhaustive equal to the optimum and to brute
 force, single equal to brute force over one-type plans, the work bound below every completion,
 the registry's errors and `hps search --parallel --method` round trips."""
@@ -14,13 +14,13 @@ import math
 import numpy as np
 import pytest
 
-from hps.cli.search import PLANNER_NAMES
-from hps.costmodel.parallel.problem import ParallelProblem
+from hps.contract.problem import Problem
+from hps.contract.registry import planner_names, run
+from hps.contract.types import Budget, PlanResult, SpaceTooLarge
 from hps.costmodel.parallel.score import score_plan
 from hps.errors import ConfigError
-from hps.planners.exact_parallel.solver import solve_parallel
-from hps.planners.sequence import PLANNERS, Budget, PlanResult, SpaceTooLarge, run_planner
-from hps.planners.sequence.completion import Completions, segments
+from hps.methods.exact_parallel.solver import solve_parallel
+from hps.methods.sequence.completion import Completions, segments
 from hps.reference import parallel as reference
 from tests.helpers import run_cli_output
 from tests.parallel_instances import brute_force, every_plan, random_instance
@@ -38,12 +38,12 @@ infeasible sequences of the others take seconds: nothing prunes their search).""
 @functools.cache
 def instance(seed: int):
     workload, catalog, job = random_instance(seed)
-    return workload, catalog, job, ParallelProblem(workload, catalog, job)
+    return workload, catalog, job, Problem(workload, catalog, job, model="parallel")
 
 
 @functools.cache
 def optimum(seed: int) -> PlanResult:
-    return run_planner("exact", instance(seed)[3], BUDGET)
+    return run("exact", instance(seed)[3], BUDGET)
 
 
 def type_sequence(catalog, plan) -> tuple[int, ...]:
@@ -56,19 +56,19 @@ def micro_batches(job) -> list[int]:
     return [int(job.micro_batch)] if job.micro_batch else [b for b in range(1, batch + 1) if batch % b == 0]
 
 
-@pytest.mark.parametrize("name", list(PLANNERS))
+@pytest.mark.parametrize("name", planner_names("parallel"))
 def test_every_planner_returns_a_feasible_plan_no_cheaper_than_the_optimum(name):
     for seed in SEEDS:
         problem = instance(seed)[3]
-        best, found = optimum(seed), run_planner(name, problem, BUDGET)
+        best, found = optimum(seed), run(name, problem, BUDGET)
         assert isinstance(found, PlanResult) and found.planner == name
         assert found.seconds >= 0 and found.evaluations >= 0
         if best.plan is None:  # the solver proves nothing is feasible
-            assert found.plan is None and found.score is None and found.micro_batch is None, (name, seed)
+            assert found.plan is None and found.score is None, (name, seed)
             continue
         assert found.plan is not None and found.score.feasible, (name, seed)
         assert found.score.cost >= best.score.cost * (1 - 1e-9), (name, seed)
-        again = score_plan(problem, found.plan, found.micro_batch)
+        again = score_plan(problem.parallel_problem, found.plan.stages, found.plan.micro_batch)
         assert again.feasible and again.cost == pytest.approx(found.score.cost, rel=1e-12), (name, seed)
         assert math.isnan(found.bound) or found.bound <= found.score.cost * (1 + 1e-9)
 
@@ -79,12 +79,12 @@ def test_exhaustive_equals_the_exact_optimum_and_brute_force():
     for seed in SEEDS:
         workload, catalog, job, problem = instance(seed)
         cost, plan, _ = brute_force(workload, catalog, job)
-        found = run_planner("exhaustive", problem, BUDGET)
+        found = run("exhaustive", problem, BUDGET)
         if plan is None:
             assert found.plan is None and math.isinf(found.bound), seed
             continue
         per_layer = type_sequence(catalog, plan)
-        assert all(len(set(per_layer[a : b + 1])) == 1 for a, b in segments(problem)), seed
+        assert all(len(set(per_layer[a : b + 1])) == 1 for a, b in segments(problem.parallel_problem)), seed
         assert found.score.cost == pytest.approx(cost, rel=1e-9), seed
         assert found.score.cost == pytest.approx(optimum(seed).score.cost, rel=1e-9), seed
         assert found.bound == pytest.approx(found.score.cost, rel=1e-9), seed  # its certificate
@@ -100,11 +100,11 @@ def test_single_equals_brute_force_over_one_type_plans():
                 if len({s.type for s in plan}) == 1:
                     score = reference.evaluate(workload, catalog, at_b, plan)
                     best = min(best, score["cost"] if score["feasible"] else math.inf)
-        found = run_planner("single", problem, BUDGET)
+        found = run("single", problem, BUDGET)
         if math.isinf(best):
             assert found.plan is None, seed
             continue
-        assert len({s.type for s in found.plan}) == 1
+        assert len({s.type for s in found.plan.stages}) == 1
         assert found.score.cost == pytest.approx(best, rel=1e-9), seed
 
 
@@ -112,7 +112,7 @@ def test_the_work_bound_is_below_every_completed_sequence():
     """The bound is at most the completed cost of every sequence, and inf (a pooled cap the floor
     or the states need past, or no link) only where no plan keeps the sequence."""
     for seed in QUICK:
-        problem = instance(seed)[3]
+        problem = instance(seed)[3].parallel_problem
         completions = Completions(problem, BUDGET)
         types, count = problem.num_types, len(completions.segments)
         for sequence in itertools.product(range(types), repeat=count):
@@ -125,24 +125,23 @@ def test_the_work_bound_is_below_every_completed_sequence():
 def test_the_budget_bounds_the_completions_and_a_seed_repeats_its_plan():
     problem = instance(46)[3]
     for name in ("greedy", "random", "genetic", "refine"):
-        assert run_planner(name, problem, Budget(60.0, 2, 0)).evaluations <= 2
-        assert run_planner(name, problem, Budget(0.0, None, 0)).evaluations == 0
+        assert run(name, problem, Budget(60.0, 2, 0)).evaluations <= 2
+        assert run(name, problem, Budget(0.0, None, 0)).evaluations == 0
     for name in ("random", "genetic", "refine"):
-        first, second = (run_planner(name, problem, Budget(60.0, 5, 3)) for _ in range(2))
+        first, second = (run(name, problem, Budget(60.0, 5, 3)) for _ in range(2))
         assert first.plan == second.plan and first.evaluations == second.evaluations
 
 
 def test_unknown_planners_and_oversized_spaces_are_config_errors():
     problem = instance(9)[3]
     with pytest.raises(ConfigError, match="unknown planner 'nope'; choose one of exact, single") as error:
-        run_planner("nope", problem, BUDGET)
-    assert error.value.source == "--method" and error.value.field == "method"
+        run("nope", problem, BUDGET)
+    assert error.value.source == "method"
     with pytest.raises(ConfigError, match="gradient.*no such relaxation"):
-        run_planner("gradient", problem, BUDGET)
+        run("gradient", problem, BUDGET)
     with pytest.raises(SpaceTooLarge, match="27 type sequences") as error:
-        run_planner("exhaustive", problem, Budget(60.0, 26, 0))  # 3 types over 3 segments
-    assert isinstance(error.value, ConfigError) and error.value.source == "--budget"
-    assert tuple(PLANNERS) == PLANNER_NAMES  # the CLI names them without importing the planners
+        run("exhaustive", problem, Budget(60.0, 26, 0))  # 3 types over 3 segments
+    assert isinstance(error.value, ConfigError) and error.value.source == "evaluations"
 
 
 TINY = ["search", "--parallel", "--workload", "transformer", "--catalog", "small", "--micro-batch", "8"]
@@ -166,7 +165,7 @@ def test_cli_all_reports_every_planner_over_the_optimum(capsys):
     assert code == 0
     searched = json.loads(text)
     rows = {row["method"]: row for row in searched["results"]}
-    assert set(rows) | set(searched["skipped"]) == set(PLANNERS)
+    assert set(rows) | set(searched["skipped"]) == set(planner_names("parallel"))
     assert "exhaustive" in searched["skipped"]  # 3 types over 7 segments: more than 30 sequences
     assert rows["exact"]["x_optimum"] == 1.0 and searched["gap"] == 0.0
     for row in rows.values():

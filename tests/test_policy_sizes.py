@@ -20,16 +20,17 @@ from hps.config.limits import (
 from hps.config.loaders import load_catalog
 from hps.config.paths import resolve_topology
 from hps.costmodel.schedule.direct import evaluate_direct
-from hps.costmodel.schedule.plan import evaluate_plan, schedule_plan
+from hps.costmodel.schedule.plan import schedule_plan
 from hps.costmodel.schedule.provisioning import build_instance
+from hps.methods.search.climb_at_scale import climb_at_scale
+from hps.methods.search.refine import MAX_ROUNDS as REFINE_ROUNDS
 from hps.placement.agent import planner
 from hps.placement.agent.policy import PolicyFunctions, PolicySpec
 from hps.placement.agent.rollout import rollout
 from hps.placement.env import InstanceSplit, PlacementEnv, generate_instances
-from hps.planners.search.climb_at_scale import climb_at_scale
-from hps.planners.search.refine import MAX_ROUNDS as REFINE_ROUNDS
 from hps.studies.placement import default_job
 from hps.workloads import build_workload
+from tests.helpers import evaluated
 
 POLICY = PolicyFunctions(PolicySpec(hidden=16))
 PARAMS = POLICY.init(jax.random.PRNGKey(3))
@@ -88,11 +89,11 @@ def test_the_plan_of_a_workload_past_the_training_bucket_is_scored_exactly():
     )
     best, feasible = planner.best_by_numpy(inst, candidates)
     assert feasible == dense.feasible_candidates
-    chosen = evaluate_plan(inst, schedule_plan(dense.schedule))
+    chosen = evaluated(inst, schedule_plan(dense.schedule))
     if feasible:
-        costs = [evaluate_plan(inst, schedule_plan(row))["cost"] for row in np.asarray(candidates)]
+        costs = [evaluated(inst, schedule_plan(row))["cost"] for row in np.asarray(candidates)]
         assert chosen["cost"] == pytest.approx(min(costs), rel=1e-5)
-        assert evaluate_plan(inst, schedule_plan(best.schedule))["cost"] == pytest.approx(chosen["cost"], rel=1e-5)
+        assert evaluated(inst, schedule_plan(best.schedule))["cost"] == pytest.approx(chosen["cost"], rel=1e-5)
 
 
 def test_past_the_dense_model_the_planner_scores_and_refines_in_numpy(monkeypatch):
@@ -104,7 +105,7 @@ def test_past_the_dense_model_the_planner_scores_and_refines_in_numpy(monkeypatc
     numpy_plan = planner.plan(POLICY, PARAMS, workload, catalog, job, samples=8, seed=2)
     assert numpy_plan.feasible_candidates == dense.feasible_candidates
     inst = build_instance(workload, catalog, job)
-    cost = lambda schedule: evaluate_plan(inst, schedule_plan(schedule))["cost"]  # noqa: E731
+    cost = lambda schedule: evaluated(inst, schedule_plan(schedule))["cost"]  # noqa: E731
     assert cost(numpy_plan.schedule) == pytest.approx(cost(dense.schedule), rel=1e-5)
     refined = planner.plan(POLICY, PARAMS, workload, catalog, job, samples=8, seed=2, polish=True)
     assert refined.sampled_schedule == numpy_plan.schedule and refined.refine_evaluations > 0

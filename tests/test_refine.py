@@ -1,4 +1,4 @@
-"""Stage moves (`hps.planners.search.refine`): the hill climb that polishes a policy's best plan."""
+"""Stage moves (`hps.methods.search.refine`): the hill climb that polishes a policy's best plan."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import numpy as np
 
 from hps.costmodel.schedule import build_params
 from hps.costmodel.schedule.cost import segment_table
-from hps.planners.search.refine import refine, stage_moves
-from hps.planners.search.scoring import RANK_FEASIBLE, batch_best
-from hps.planners.search.single import score_single_types
+from hps.methods.search.refine import refine, stage_moves
+from hps.methods.search.scoring import RANK_FEASIBLE, batch_best
+from hps.methods.search.single import score_single_types
 from hps.reference import placement as reference
 from tests.instances import random_instance
 

@@ -14,9 +14,9 @@ from hps.cli.main import main
 from hps.cli.run import KIND_DESCRIPTIONS
 from hps.errors import ConfigError
 from hps.studies import placement_policy, run_experiment
-from hps.studies.base import EXPERIMENT_KINDS as REGISTERED
 from hps.studies.collective_policy import CollectivePolicyConfig
 from hps.studies.executor_calibration import ExecutorCalibrationConfig
+from hps.studies.loader import shipped_kinds
 from hps.studies.placement_policy import PlacementPolicyConfig
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -25,7 +25,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 def test_the_help_table_names_every_registered_kind_and_its_module(capsys):
     # Other tests register kinds of their own (from test modules or experiment files run in this
     # process); the help table is about the kinds hps ships.
-    shipped = {cls.__name__: cls.__module__ for cls in REGISTERED if cls.__module__.startswith("hps.")}
+    shipped = {cls.__name__: cls.__module__ for cls in shipped_kinds() if cls.__module__.startswith("hps.")}
     assert shipped == {name: module for name, (module, _) in KIND_DESCRIPTIONS.items()}
     with pytest.raises(SystemExit):
         main(["run", "--help"])

@@ -14,11 +14,11 @@ import pytest
 
 import hps
 from hps.costmodel.schedule import REASONS, build_params
-from hps.planners.search import METHODS, run_search
-from hps.planners.search.exhaustive import decode, exhaustive
-from hps.planners.search.genetic import genetic
-from hps.planners.search.random import random_search
-from hps.planners.search.single import single
+from hps.methods.search import METHODS, run_search
+from hps.methods.search.exhaustive import decode, exhaustive
+from hps.methods.search.genetic import genetic
+from hps.methods.search.random import random_search
+from hps.methods.search.single import single
 from hps.reference import placement as reference
 from tests.instances import random_instance
 
@@ -145,7 +145,7 @@ def test_exhaustive_refuses_a_space_above_its_limit():
 
 
 def reference_penalty(catalog, job, evaluation):
-    """The graded penalty of hps.planners.search.scoring, from a reference evaluation: ln(R / throughput)
+    """The graded penalty of hps.methods.search.scoring, from a reference evaluation: ln(R / throughput)
     below the floor, plus the fraction of layers in unprovisionable stages, plus the units over
     each type's pooled cap relative to it."""
     stages = evaluation["stages"]
@@ -183,13 +183,13 @@ def test_run_search_dispatches_by_name_and_rejects_unknown_methods():
     _, catalog, _, params = small_instances(2, 1)[0]
     result = run_search("single", params, key=jax.random.key(0))
     assert result.method == "single" and result.evaluations == len(catalog.resources)
-    with pytest.raises(hps.ConfigError, match="--method"):
+    with pytest.raises(hps.ConfigError, match="^method: "):
         run_search("annealing", params, key=jax.random.key(0))
 
 
 def test_exhaustive_compiles_once_per_padded_shape():
     """Different instances (and search-space sizes) of one padded shape reuse one compile."""
-    from hps.planners.search.exhaustive import _enumerator
+    from hps.methods.search.exhaustive import _enumerator
 
     instances = small_instances(9, 3)
     sizes = {len(c.resources) ** len(w.layers) for w, c, _, _ in instances}
@@ -209,5 +209,5 @@ def test_budgets_cap_evaluations_and_reject_non_positive_values():
     assert genetic(params, budget=20, population=32).evaluations == 20
     assert METHODS["greedy"](params, budget=n_types).evaluations == n_types
     for method in ("random", "genetic"):
-        with pytest.raises(hps.ConfigError, match="--budget"):
+        with pytest.raises(hps.ConfigError, match="^evaluations: "):
             run_search(method, params, key=jax.random.key(0), budget=0)

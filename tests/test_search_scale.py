@@ -12,6 +12,7 @@ import pytest
 from hps.costmodel.schedule import build_params, segment_table
 from hps.costmodel.schedule.numpy_table import numpy_segment_table, searchable
 from hps.errors import InstanceTooLarge
+from tests.helpers import evaluated
 from tests.instances import random_instance
 
 
@@ -41,10 +42,10 @@ def test_searches_plan_instances_past_the_replica_scan():
     every k), the searches run on the numpy table, padded to the (32, 4) bucket, and their plans
     score the same under the numpy model and no better than the exact solver's optimum."""
     from hps.bench.exact import synthetic_instance
-    from hps.costmodel.schedule.plan import evaluate_plan, schedule_plan
+    from hps.costmodel.schedule.plan import schedule_plan
     from hps.costmodel.schedule.provisioning import build_instance
-    from hps.planners.exact_schedule import solve_exact
-    from hps.planners.search import run_search
+    from hps.methods.exact_schedule import solve_exact
+    from hps.methods.search import run_search
 
     workload, catalog, job = synthetic_instance(20, 4, seed=3)
     with pytest.raises(InstanceTooLarge, match="65536 units per type"):
@@ -52,9 +53,9 @@ def test_searches_plan_instances_past_the_replica_scan():
     params, table = searchable(workload, catalog, job)
     assert params.max_layers == 32 and params.max_types == 4 and table.replicas.shape == (32, 32, 4)
     inst = build_instance(workload, catalog, job)
-    optimum = solve_exact(inst, heterps=True).score["cost"]
+    optimum = solve_exact(inst, heterps=True).cost
     for method, budget in (("greedy", None), ("genetic", 4096), ("random", 4096)):
         found = run_search(method, params, key=jax.random.key(0), budget=budget, table=table)
         assert found.feasible, method
-        score = evaluate_plan(inst, schedule_plan(found.schedule))
+        score = evaluated(inst, schedule_plan(found.schedule))
         assert found.cost == pytest.approx(score["cost"], rel=1e-5) and score["cost"] >= optimum * (1 - 1e-9)

@@ -99,11 +99,16 @@ def test_compile_cache_reaches_jax_imported_after_the_command(tmp_path):
     assert done.stdout.split()[-2:] == [str(tmp_path), "0.0"]
 
 
-def test_search_method_names_match_the_library():
-    from hps.cli.search import METHOD_NAMES
-    from hps.planners.search import METHODS
-
-    assert METHOD_NAMES == tuple(METHODS)
+def test_search_offers_the_registry_names_without_importing_a_planner():
+    code = (
+        "import sys; from hps.cli.main import build_parser; from hps.contract.registry import planner_names; "
+        "parser = build_parser(); search = parser._subparsers._group_actions[0].choices['search']; "
+        "method = next(a for a in search._actions if a.dest == 'method'); "
+        "assert tuple(method.choices) == ('all', *planner_names()), method.choices; "
+        "loaded = sorted(m for m in sys.modules if m.startswith(('hps.methods', 'hps.costmodel', 'jax'))); "
+        "assert loaded == ['hps.costmodel', 'hps.costmodel.clocks', 'hps.costmodel.clocks.base'], loaded"
+    )
+    subprocess.run([sys.executable, "-c", code], env=_env(), check=True, capture_output=True, timeout=120)
 
 
 def _seconds(command: list[str]) -> float:

@@ -1,4 +1,4 @@
-"""What-if sweeps (`hps sweep`, hps.planners.sequence.sweep): the stage tables a sweep shares do not
+"""What-if sweeps (`hps sweep`, hps.methods.sequence.sweep): the stage tables a sweep shares do not
 depend on the floor or the prices; every point's plan is checked against the exact solver run
 on that point alone; the JSON document has the promised keys."""
 
@@ -14,9 +14,9 @@ import pytest
 from hps.api.planning import Problem
 from hps.cli.main import main
 from hps.costmodel.parallel.problem import ParallelProblem
-from hps.planners.exact_parallel.solver import solve_parallel
-from hps.planners.exact_parallel.table import SharedTables, StageTable
-from hps.planners.sequence.sweep import Sweep, point_problem
+from hps.methods.exact_parallel.solver import solve_parallel
+from hps.methods.exact_parallel.table import SharedTables, StageTable
+from hps.methods.sequence.sweep import Sweep, point_problem
 
 SMALL = ("gpt3-175b", "cloud-2026", {"layers": 2})
 """A zoo LLM cut to two blocks: each point planned and proven in well under a second."""
@@ -70,7 +70,7 @@ def test_every_point_equals_the_exact_solver_on_that_point_alone(base):
         if found.plan is None:
             assert not p.feasible
             continue
-        assert p.feasible and p.score.throughput >= p.floor * (1 - 1e-9)
+        assert p.feasible and p.result.score.throughput >= p.floor * (1 - 1e-9)
         assert p.cost == pytest.approx(found.score.cost, rel=1e-9)
     for scale in scales:  # a higher floor only removes plans
         costs = [p.cost for p in points if p.price_scale == scale]
@@ -114,7 +114,7 @@ def test_an_infeasible_floor_has_no_plan(base):
 def test_a_floor_proven_infeasible_rules_out_higher_floors_at_every_price_scale(base, monkeypatch):
     """The solver proves floors 2e12 and 1e12 have no plan at price scale 1; at scale 0.5 both
     are answered without calling the solver, and the points below keep their optima."""
-    from hps.planners.sequence import sweep as module
+    from hps.methods.sequence import sweep as module
 
     solved = []
 
@@ -131,7 +131,7 @@ def test_a_floor_proven_infeasible_rules_out_higher_floors_at_every_price_scale(
     assert {floor for floor, top in solved if top == full_price} == {30.0, 1e12, 2e12}
     by_point = {(p.floor, p.price_scale): p for p in points}
     for key in ((2e12, 1.0), (1e12, 1.0), (1e12, 0.5), (2e12, 0.5)):
-        assert not by_point[key].feasible and by_point[key].completions == 0
+        assert not by_point[key].feasible and by_point[key].result.evaluations == 0
     for scale in (1.0, 0.5):
         found = solve_parallel(point_problem(base, 30.0, scale), seconds=60)
         assert found.gap == 0.0 and by_point[(30.0, scale)].cost == pytest.approx(found.score.cost, rel=1e-9)
@@ -155,11 +155,11 @@ def test_a_plan_found_at_another_price_scale_answers_a_point_left_no_time(base):
     found = solve_parallel(point_problem(base, floor, 1.0), seconds=60)
     assert found.plan is not None and found.gap == 0.0
     sweep = Sweep(base, point_seconds=1e-9, first_seconds=1e-9, seed_seconds=0.0)
-    sweep.found[found.plan] = (found.micro_batch, found.score.throughput)
+    sweep.found[found.plan] = found.score.throughput
     point = sweep.plan_point(floor, 0.5)
     from hps.costmodel.parallel.score import score_plan
 
-    want = score_plan(point_problem(base, floor, 0.5), found.plan, found.micro_batch)
+    want = score_plan(point_problem(base, floor, 0.5), found.plan.stages, found.plan.micro_batch)
     assert point.plan == found.plan and point.cost == pytest.approx(want.cost, rel=1e-12)
     assert sweep.plan_point(found.score.throughput * 1.01, 0.5).plan is None  # too slow for that floor
 
@@ -175,8 +175,8 @@ def test_no_point_costs_more_than_a_plan_found_elsewhere_that_meets_its_floor(ba
     assert len(sweep.found) >= 2
     for p in points:
         problem = point_problem(base, p.floor, p.price_scale)
-        for plan, (b, _) in sweep.found.items():
-            score = score_plan(problem, plan, b)
+        for plan in sweep.found:
+            score = score_plan(problem, plan.stages, plan.micro_batch)
             if score.feasible:
                 assert p.feasible and p.cost <= score.cost * (1 + 1e-12)
 
@@ -184,15 +184,16 @@ def test_no_point_costs_more_than_a_plan_found_elsewhere_that_meets_its_floor(ba
 def test_a_warm_started_exact_solve_keeps_the_cold_answer_and_certificate(base):
     """The exact solver started from a sweep point's plan (a policy's sequence completed and
     refined, as hps search --warm-start builds it) proves the same optimum as cold."""
-    from hps.api.planning import solve
-    from hps.planners.sequence.sweep import policy_plan
+    from hps.contract.registry import run
+    from hps.contract.types import Budget
+    from hps.methods.sequence.sweep import policy_plan
 
     workload, catalog, overrides = SMALL
     problem = Problem(workload, catalog, overrides=overrides, parallel=True)
     start = policy_plan(problem.parallel_problem, [(0,) * len(Sweep(base).segments)], seconds=5.0)
     assert start.feasible
-    cold = solve(problem, "exact", 60.0, None, 0)
-    warm = solve(problem, "exact", 60.0, None, 0, incumbent=(start.plan, start.micro_batch))
+    cold = run("exact", problem, Budget(60.0))
+    warm = run("exact", problem, Budget(60.0), incumbent=start.plan)
     assert cold.gap == warm.gap == 0.0
     assert warm.cost == pytest.approx(cold.cost, rel=1e-12) and start.cost >= cold.cost * (1 - 1e-12)
 
@@ -216,8 +217,8 @@ def test_hps_search_warm_start_without_a_checkpoint_certifies_the_cold_optimum(c
 def test_proposals_go_least_bound_first_and_leave_half_the_point_to_the_search(base, monkeypatch):
     """On a clock that advances one second a completion, a point of ten seconds completes the
     proposals in order of their work bound for five seconds, then the search's own sequences."""
-    from hps.planners.sequence import sweep as module
-    from hps.planners.sequence.completion import WorkBound
+    from hps.methods.sequence import sweep as module
+    from hps.methods.sequence.completion import WorkBound
 
     clock = [0.0]
     monkeypatch.setattr(module.time, "perf_counter", lambda: clock[0])
@@ -226,7 +227,7 @@ def test_proposals_go_least_bound_first_and_leave_half_the_point_to_the_search(b
     def complete(self, problem, floor, scale, sequence, best, deadline):
         clock[0] += 1.0
         done.append(sequence)
-        return module._Done(None, None, None, math.inf, False), True
+        return module._Done(None, None, math.inf, False), True
 
     monkeypatch.setattr(module.Sweep, "_complete", complete)
     sweep = Sweep(base, point_seconds=10.0, first_seconds=10.0, seed_seconds=0.0)
@@ -247,7 +248,7 @@ def test_proposals_go_least_bound_first_and_leave_half_the_point_to_the_search(b
 def test_proposals_keep_their_share_only_while_one_of_them_gives_a_point_its_best_plan(base, monkeypatch, paying):
     """Proposals none of which ever gives a point's best plan are completed at the first three
     points only; where one does, they are offered at every point."""
-    from hps.planners.sequence import sweep as module
+    from hps.methods.sequence import sweep as module
 
     optimum = solve_parallel(point_problem(base, 10.0, 1.0))
     clock, tried = [0.0], []
@@ -263,9 +264,9 @@ def test_proposals_keep_their_share_only_while_one_of_them_gives_a_point_its_bes
         clock[0] += 1.0
         tried.append(sequence)
         if sequence == winner and paying:
-            score = module.score_plan(problem, optimum.plan, optimum.micro_batch)
-            return module._Done(optimum.plan, optimum.micro_batch, score, score.cost, True), True
-        return module._Done(None, None, None, math.inf, False), True
+            score = module.score_plan(problem, optimum.plan.stages, optimum.plan.micro_batch)
+            return module._Done(optimum.plan, score, score.cost, True), True
+        return module._Done(None, None, math.inf, False), True
 
     monkeypatch.setattr(module.Sweep, "_complete", complete)
     per_point = []

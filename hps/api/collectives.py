@@ -77,7 +77,7 @@ def allreduce(
     a TOML path or a `Network`), ordered by `policy` (see POLICIES; "learned" needs the
     `checkpoint` folder of a trained collective policy), each dimension serving its chunks by
     `intra` (see INTRA)."""
-    from hps.collective import studies
+    from hps.studies import collectives as studies
 
     net = load_network(network, source="network")
     size, chunks = _checked(size_bytes, chunks, policy, intra, POLICIES)

@@ -7,7 +7,8 @@ import dataclasses
 import os
 
 from hps.api.checks import check_count, check_positive, check_seed, renamed
-from hps.api.planning import PlanOutcome, Problem, schedule_outcome
+from hps.api.planning import Problem
+from hps.contract.types import PlanResult
 from hps.errors import ConfigError
 
 
@@ -57,12 +58,12 @@ class Policy:
         """The training step of the loaded checkpoint."""
         return int(self.spec["step"])
 
-    def plan(self, problem: Problem, plans: int = 64, seed: int = 0, refine: bool = False) -> PlanOutcome:
+    def plan(self, problem: Problem, plans: int = 64, seed: int = 0, refine: bool = False) -> PlanResult:
         """The best of `plans` distinct plans sampled from the policy and its greedy plan for
         `problem` (schedule model), `refine`: then polished by stage moves. seconds: the planning
-        time, compile excluded."""
+        time, compile excluded; evaluations: the plans scored."""
         from hps.placement.agent.planner import plan as sample_plans
-        from hps.report.placement import schedule_report
+        from hps.placement.agent.policy_planner import sampled_result
 
         if not isinstance(problem, Problem):
             raise ConfigError("problem", "", f"must be a hps.Problem, got {type(problem).__name__}")
@@ -79,16 +80,7 @@ class Policy:
                 seed=seed,
                 polish=bool(refine),
             )
-        report = schedule_report(problem.workload, problem.catalog, problem.job, result.schedule)
-        report.update(
-            plan_seconds=result.plan_seconds,
-            compile_seconds=result.compile_seconds,
-            plans=result.candidates,
-            feasible_plans=result.feasible_candidates,
-            refine_evaluations=result.refine_evaluations,
-            checkpoint_step=self.step,
-        )
-        return schedule_outcome(problem, "policy", report, float("nan"), None, result.plan_seconds, result.candidates)
+        return sampled_result(problem, result)
 
 
 def load_policy(path: str | os.PathLike, step: int | None = None) -> Policy:

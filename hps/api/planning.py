@@ -1,6 +1,6 @@
 """Planning from Python: a problem (workload, catalogue, job) built once, planned by any
-registered planner, and any plan scored, with the same numbers `hps search` and `hps evaluate`
-print.
+registered planner, and any plan scored, with the same documents `hps search` and `hps evaluate`
+print (the command line calls these functions).
 
 A problem is planned in one of two models (docs/parallel-plans.md, docs/placement-model.md):
 the parallel-plan model (stages with tensor- and data-parallel degrees, integer micro-batches,
@@ -11,30 +11,24 @@ default otherwise. `parallel=True` plans any workload in the parallel-plan model
 
 from __future__ import annotations
 
-import copy
 import dataclasses
-import math
-from functools import cached_property
 
-from hps.api.checks import check_choice, check_count, check_seconds, check_seed, renamed
+from hps.api.checks import check_count, check_seconds, check_seed
 from hps.api.loading import default_job, load_catalog, load_workload
 from hps.config.types import Catalog, Job, ParallelStage, PlanFile, Workload
+from hps.contract import problem as contract
+from hps.contract.types import Budget, Plan, PlanResult, PlanScore
 from hps.errors import ConfigError
 
-GAP_ROUNDING = 1e-12
-"""Relative slack when a bound meets a cost computed in another order (as the exact solver's)."""
-SCHEDULE_METHODS = ("exact", "single", "greedy", "random", "genetic", "gradient", "exhaustive")
-"""The schedule model's planners: its exact solver and the jnp searches (`hps.planners.search`)."""
-RENAMED = {"--method": "method", "--budget": "evaluations", "--seconds": "seconds", "--seed": "seed"}
 
-
-class Problem:
+class Problem(contract.Problem):
     """A workload on a catalogue under a job, built once and planned or scored any number of times.
 
     workload: a zoo name, a workload TOML path or a `Workload`; overrides: zoo hyperparameters
     (e.g. {"layers": 8}); catalog: a shipped name, a catalogue TOML path or a `Catalog`; job: a
     `Job`, or None for the workload's own (`default_job`); parallel: plan in the parallel-plan
-    model (None: when the job names a finite micro-batch count or a micro-batch size)."""
+    model (None: when the job names a finite micro-batch count or a micro-batch size); clock: what
+    times the parallel-plan model's layers, "roofline" or "kernel" (docs/clocks.md)."""
 
     def __init__(
         self,
@@ -44,318 +38,127 @@ class Problem:
         *,
         overrides: dict | None = None,
         parallel: bool | None = None,
+        clock="roofline",
     ):
-        self.workload = load_workload(workload, source="workload", **(overrides or {}))
-        self.catalog = load_catalog(catalog, source="catalog")
-        self.overrides = dict(overrides or {})
-        self.workload_source = workload if isinstance(workload, str) else self.workload.name
-        """What a plan file names as the workload: the name or path given, else the workload's name."""
-        self.catalog_source = catalog if isinstance(catalog, str) else self.catalog.name
+        loaded = load_workload(workload, source="workload", **(overrides or {}))
         if job is None:
-            job = default_job(self.workload)
+            job = default_job(loaded)
         elif not isinstance(job, Job):
             raise ConfigError("job", "", f"must be a hps.Job or None, got {type(job).__name__}")
         else:
             from hps.config.validation import validate_job
 
             validate_job(job, source="job")
-        self.job = job
-        if parallel is None:
-            parallel = math.isfinite(job.micro_batches) or job.micro_batch is not None
-        self.parallel = bool(parallel)
+        model = None if parallel is None else ("parallel" if parallel else "schedule")
+        super().__init__(loaded, load_catalog(catalog, source="catalog"), job, model=model, clock=clock)
+        self.overrides = dict(overrides or {})
+        self.workload_source = workload if isinstance(workload, str) else loaded.name
+        """What a plan file names as the workload: the name or path given, else the workload's name."""
+        self.catalog_source = catalog if isinstance(catalog, str) else self.catalog.name
 
-    def __repr__(self) -> str:
-        model = "parallel-plan" if self.parallel else "schedule"
-        return f"Problem({self.workload.name!r} on {self.catalog.name!r}, {model} model, {self.job})"
+    def report(self, planned: PlanResult | PlanScore) -> dict:
+        """The JSON document `hps search --json` prints for a planner's result, or `hps evaluate
+        --json` for a scored plan."""
+        from hps.report.plans import result_report, score_report
 
-    def with_job(self, **changes) -> Problem:
-        """The same workload and catalogue (and model) under the job with `changes` (e.g.
-        throughput=500.0); its tables are built anew on first use."""
-        from hps.config.validation import validate_job
+        if isinstance(planned, PlanResult):
+            return result_report(self, planned)
+        if isinstance(planned, PlanScore):
+            return score_report(self, planned)
+        raise ConfigError("planned", "", f"must be a PlanResult or PlanScore, got {type(planned).__name__}")
 
-        unknown = sorted(set(changes) - set(Job.__dataclass_fields__))
-        if unknown:
-            raise ConfigError("with_job", unknown[0], "not a job field")
-        job = dataclasses.replace(self.job, **changes)
-        validate_job(job, source="with_job")
-        changed = copy.copy(self)
-        changed.__dict__.pop("parallel_problem", None)
-        changed.__dict__.pop("instance", None)
-        changed.job = job
-        return changed
-
-    @cached_property
-    def parallel_problem(self):
-        """The parallel-plan model's `ParallelProblem` (its numpy tables built on first use)."""
-        from hps.costmodel.parallel.problem import ParallelProblem
-
-        return ParallelProblem(self.workload, self.catalog, self.job)
-
-    @cached_property
-    def instance(self):
-        """The schedule model's `Instance` (its provisioning tables built on first use)."""
-        from hps.costmodel.schedule.provisioning import build_instance
-
-        return build_instance(self.workload, self.catalog, self.job)
-
-
-@dataclasses.dataclass(frozen=True)
-class PlanOutcome:
-    """A planner's answer. stages: the plan in pipeline order (for the schedule model, tp 1 and
-    dp the replicas it provisions), empty when no plan was found; micro_batch: samples per
-    micro-batch (parallel-plan model); cost ($, inf unless feasible), throughput (samples/s),
-    bound ($, a proven lower bound on every plan's cost; nan where the planner proves none),
-    gap ((cost − bound)/bound: 0 proven optimal; None unproven), seconds (the planner's wall
-    time), evaluations (its own count: plans, type sequences or schedules scored); report: the
-    JSON document `hps search --json` prints for this plan."""
-
-    problem: Problem
-    planner: str
-    stages: tuple[ParallelStage, ...]
-    micro_batch: int | None
-    feasible: bool
-    cost: float
-    throughput: float
-    bound: float
-    gap: float | None
-    seconds: float
-    evaluations: int | None
-    report: dict
-    schedule: tuple[str, ...] | None = None
-    """The schedule model's type per layer (None in the parallel-plan model)."""
-
-    def plan_file(self) -> PlanFile:
-        """The plan as a plan file (hps-plan/2) to write with `hps.write_plan` (parallel-plan model)."""
-        problem = self.problem
-        if not problem.parallel or not self.stages:
-            raise ConfigError("plan_file", "", "only a parallel-plan model plan that was found has a plan file")
-        if problem.overrides:
-            raise ConfigError("plan_file", "", "a plan file names a zoo workload or a file: save an overridden "
+    def plan_file(self, result: PlanResult) -> PlanFile:
+        """A parallel-plan model result as a plan file (hps-plan/2) to write with `hps.write_plan`."""
+        if not self.parallel or not isinstance(result, PlanResult) or result.plan is None:
+            raise ConfigError("result", "", "only a parallel-plan model plan that was found has a plan file")
+        if self.overrides:
+            raise ConfigError("result", "", "a plan file names a zoo workload or a file: save an overridden "
                               "workload as TOML (hps workload export) and plan that file")  # fmt: skip
-        job = dataclasses.replace(problem.job, micro_batch=float(self.micro_batch))
-        return PlanFile(problem.workload_source, problem.catalog_source, job, self.stages)
+        job = dataclasses.replace(self.job, micro_batch=float(result.plan.micro_batch))
+        return PlanFile(self.workload_source, self.catalog_source, job, result.plan.stages)
+
+
+def _problem(problem: object) -> Problem:
+    if not isinstance(problem, Problem):
+        raise ConfigError("problem", "", f"must be a hps.Problem, got {type(problem).__name__}")
+    return problem
 
 
 def planners(parallel: bool = True) -> tuple[str, ...]:
-    """The names `plan(problem, method=...)` accepts: the parallel-plan model's registered
-    planners (`hps.planners.sequence.PLANNERS`), or with parallel=False the schedule model's."""
-    if not parallel:
-        return SCHEDULE_METHODS
-    from hps.planners.sequence import PLANNERS
+    """The names `plan(problem, method=...)` accepts in the parallel-plan model (with
+    parallel=False: the schedule model), from the one registry (`hps.contract.registry`)."""
+    from hps.contract.registry import planner_names
 
-    return tuple(PLANNERS)
+    return planner_names("parallel" if parallel else "schedule")
 
 
 def plan(
-    problem: Problem, method: str = "exact", seconds: float = 60.0, evaluations: int | None = None, seed: int = 0
-) -> PlanOutcome:
+    problem: Problem,
+    method: str = "exact",
+    seconds: float = 60.0,
+    evaluations: int | None = None,
+    seed: int = 0,
+    **options,
+) -> PlanResult:
     """Plan `problem` with the planner `method` (see `planners`) within `seconds` of wall time
     (the exact solver stops there with its best plan and proven gap) and `evaluations` (the
-    planner's own count; None: its default); `seed` of the random planners."""
-    if not isinstance(problem, Problem):
-        raise ConfigError("problem", "", f"must be a hps.Problem, got {type(problem).__name__}")
-    check_choice(method, planners(problem.parallel), "method")
-    seconds = check_seconds(seconds, "seconds")
-    evaluations = None if evaluations is None else check_count(evaluations, "evaluations")
-    seed = check_seed(seed, "seed")
-    with renamed(RENAMED):
-        return solve(problem, method, seconds, evaluations, seed)
+    planner's own count; None: its default); `seed` of the random planners; options: the
+    planner's own (`policy`: checkpoint, samples, refine; `exact`: incumbent, a Plan to start from)."""
+    from hps.contract.registry import run
 
-
-def solve(
-    problem: Problem, method: str, seconds: float, evaluations: int | None, seed: int, incumbent=None
-) -> PlanOutcome:
-    """`plan` on checked arguments; its errors name the command line's flags (--method, --budget),
-    which `plan` renames to its arguments. incumbent: (stages, micro-batch) the parallel-plan
-    model's exact solver starts from (a warm start)."""
-    if problem.parallel:
-        return _plan_parallel(problem, method, seconds, evaluations, seed, incumbent)
-    if method == "exact":
-        return _plan_exact_schedule(problem, seconds)
-    return _plan_search(problem, method, evaluations, seed)
-
-
-def gap_of(cost: float, bound: float, found: bool) -> float | None:
-    """(cost − bound)/bound under a proven bound: 0 when it proves the plan optimal (or, with no
-    plan found, that none is feasible), None where nothing is proven."""
-    if math.isnan(bound):
-        return None
-    if not found:
-        return 0.0 if math.isinf(bound) else None
-    if bound >= cost * (1 - GAP_ROUNDING):
-        return 0.0
-    gap = (cost - bound) / bound if bound > 0 else math.inf
-    return gap if math.isfinite(gap) else None
-
-
-def _finite(value: float) -> float | None:
-    return value if math.isfinite(value) else None
-
-
-def _plan_parallel(problem: Problem, method: str, seconds: float, evaluations, seed: int, incumbent=None):
-    from hps.planners.sequence import Budget, run_planner
-    from hps.planners.sequence.basic import exact
-    from hps.report.parallel import parallel_report
-
-    budget = Budget(seconds, evaluations, seed)
-    if incumbent is not None and method == "exact":
-        result = exact(problem.parallel_problem, budget, incumbent)
-    else:
-        result = run_planner(method, problem.parallel_problem, budget)
-    gap = gap_of(result.cost, result.bound, result.plan is not None)
-    report = {"feasible": False, "reason": "none_found", "stages": []}
-    if result.score is not None:
-        report = parallel_report(result.score)
-    report.update(
-        method=result.planner,
-        bound=_finite(result.bound),
-        gap=gap,
-        search_seconds=result.seconds,
-        evaluations=result.evaluations,
+    problem = _problem(problem)
+    if not isinstance(method, str):
+        raise ConfigError("method", "", f"must be a planner name, got {method!r}")
+    budget = Budget(
+        check_seconds(seconds, "seconds"),
+        None if evaluations is None else check_count(evaluations, "evaluations"),
+        check_seed(seed, "seed"),
     )
-    score = result.score
-    return PlanOutcome(
-        problem=problem,
-        planner=result.planner,
-        stages=result.plan or (),
-        micro_batch=result.micro_batch,
-        feasible=result.feasible,
-        cost=result.cost,
-        throughput=score.throughput if score is not None else 0.0,
-        bound=result.bound,
-        gap=gap,
-        seconds=result.seconds,
-        evaluations=result.evaluations,
-        report=report,
-    )
+    return run(method, problem, budget, **options)
 
 
-def schedule_outcome(problem: Problem, planner: str, report: dict, bound: float, gap, seconds, evaluations):
-    """The PlanOutcome of a schedule-model `plan_report` document."""
-    stages = tuple(
-        ParallelStage(s["first_layer"], s["last_layer"], s["type"], 1, int(s["replicas"]))
-        for s in report["stages"]
-        if report["feasible"]
-    )
-    return PlanOutcome(
-        problem=problem,
-        planner=planner,
-        stages=stages,
-        micro_batch=None,
-        feasible=report["feasible"],
-        cost=report["cost"] if report["feasible"] else math.inf,
-        throughput=report["throughput"],
-        bound=bound,
-        gap=gap,
-        seconds=seconds,
-        evaluations=evaluations,
-        report=report,
-        schedule=tuple(report["schedule"]),
-    )
-
-
-def exact_schedule_report(problem: Problem, seconds: float) -> dict:
-    """The `hps search --method exact --json` document of the schedule model: the optimal plan's
-    `hps evaluate` report (the closest plan, and why it fails, when none is feasible) with the
-    certificate (bound, gap, search_seconds)."""
-    from hps.planners.exact_schedule import solve_exact
-    from hps.report.placement import closest_plan, plan_report
-
-    inst = problem.instance
-    found = solve_exact(inst, seconds=seconds)
-    plan = found.plan if found.plan is not None else closest_plan(inst)
-    report = plan_report(inst, plan, found.score if found.plan is not None else None)
-    gap = found.gap if found.plan is not None else None
-    if found.plan is None and report["feasible"]:  # time ran out, yet the closest plan is feasible: it is
-        gap = gap_of(report["cost"], found.bound, True)  # the incumbent, so verdict and gap agree
-    report.update(bound=_finite(found.bound), gap=gap, search_seconds=found.seconds)
-    return report
-
-
-def _plan_exact_schedule(problem: Problem, seconds: float) -> PlanOutcome:
-    report = exact_schedule_report(problem, seconds)
-    bound = math.nan if report["bound"] is None else report["bound"]
-    report["method"] = "exact"
-    return schedule_outcome(problem, "exact", report, bound, report["gap"], report["search_seconds"], None)
-
-
-def _plan_search(problem: Problem, method: str, evaluations, seed: int) -> PlanOutcome:
-    import jax
-
-    from hps.planners.search import run_search
-    from hps.planners.search.arrays import search_arrays
-    from hps.report.placement import schedule_report
-
-    if not problem.job.schedule_model:
-        raise ConfigError("method", "", f"{method} scores schedules with micro_batches inf and state sharding none")
-    params, table = search_arrays(problem.workload, problem.catalog, problem.job)
-    found = run_search(method, params, key=jax.random.key(seed), budget=evaluations, warmup=True, table=table)
-    report = schedule_report(problem.workload, problem.catalog, problem.job, list(found.schedule))
-    report.update(method=method, evaluations=found.evaluations, wall_seconds=found.wall_seconds)
-    return schedule_outcome(problem, method, report, math.nan, None, found.wall_seconds, found.evaluations)
-
-
-@dataclasses.dataclass(frozen=True)
-class Evaluation:
-    """One plan scored: feasible, reason (None when feasible), cost ($, inf unless feasible),
-    throughput (samples/s), iteration_s (parallel-plan model; None in the schedule model), mfu
-    (likewise), report: the JSON document `hps evaluate --json` prints."""
-
-    feasible: bool
-    reason: str | None
-    cost: float
-    throughput: float
-    iteration_s: float | None
-    mfu: float | None
-    report: dict
-
-
-def evaluate(problem: Problem, plan) -> Evaluation:
-    """Score `plan` on `problem`: a PlanOutcome, a PlanFile, a sequence of ParallelStage (the
-    parallel-plan model, under the job's micro_batch), or for the schedule model a sequence of
-    type names, one per layer. ConfigError naming the stage field a plan gets wrong."""
-    if not isinstance(problem, Problem):
-        raise ConfigError("problem", "", f"must be a hps.Problem, got {type(problem).__name__}")
+def evaluate(problem: Problem, plan) -> PlanScore:
+    """Score `plan` on `problem`: a PlanResult, a Plan, a PlanFile, a sequence of ParallelStage
+    (the parallel-plan model, under the job's micro_batch), or for the schedule model a sequence
+    of type names, one per layer. ConfigError naming the stage field a plan gets wrong."""
+    problem = _problem(problem)
     micro_batch = problem.job.micro_batch
-    if isinstance(plan, PlanOutcome):
-        micro_batch = plan.micro_batch
-        plan = plan.stages if problem.parallel else plan.schedule
-    elif isinstance(plan, PlanFile):
-        micro_batch = plan.job.micro_batch
-        plan = plan.stages
+    if isinstance(plan, PlanResult):
+        if plan.plan is None:
+            raise ConfigError("plan", "", "no plan was found, so there is nothing to score")
+        plan = plan.plan
+    if isinstance(plan, PlanFile):
+        micro_batch, plan = plan.job.micro_batch, plan.stages
+    elif isinstance(plan, Plan):
+        micro_batch, plan = plan.micro_batch, plan.stages
     if problem.parallel:
         return _evaluate_parallel(problem, plan, micro_batch)
     return _evaluate_schedule(problem, plan)
 
 
-def _evaluate_parallel(problem: Problem, stages, micro_batch) -> Evaluation:
+def _evaluate_parallel(problem: Problem, stages, micro_batch) -> PlanScore:
     import json
 
     from hps.config.planfile import check_plan_against, parse_plan_file, plan_file_json
-    from hps.costmodel.parallel.score import score_plan
-    from hps.report.parallel import parallel_report
 
     if isinstance(stages, str) or not stages or not all(isinstance(stage, ParallelStage) for stage in stages):
-        raise ConfigError("plan", "", "must be a non-empty sequence of hps ParallelStage (or a PlanOutcome, PlanFile)")
+        raise ConfigError("plan", "", "must be a non-empty sequence of hps ParallelStage (or a PlanResult, PlanFile)")
     if micro_batch is None:
         raise ConfigError("plan", "micro_batch", "scoring a parallel plan needs a micro-batch: set the job's")
     job = dataclasses.replace(problem.job, micro_batch=float(micro_batch))
     holder = PlanFile(problem.workload.name, problem.catalog.name, job, tuple(stages))
     checked = parse_plan_file(json.loads(json.dumps(plan_file_json(holder, "plan"))), "plan")
     check_plan_against(checked, problem.workload, problem.catalog, "plan")
-    score = score_plan(problem.parallel_problem, checked.stages, int(micro_batch))
-    report = parallel_report(score)
-    return Evaluation(score.feasible, score.reason, score.cost, score.throughput, score.iteration_s, score.mfu, report)
+    return problem.score(Plan(checked.stages, int(micro_batch)))
 
 
-def _evaluate_schedule(problem: Problem, schedule) -> Evaluation:
+def _evaluate_schedule(problem: Problem, schedule) -> PlanScore:
     from hps.config.loaders import parse_schedule
-    from hps.costmodel.schedule.plan import schedule_plan
-    from hps.report.placement import plan_report
+    from hps.costmodel.schedule.plan import evaluate_plan, schedule_plan
 
+    if isinstance(schedule, tuple) and schedule and all(isinstance(stage, ParallelStage) for stage in schedule):
+        schedule = [stage.type for stage in schedule for _ in range(stage.first, stage.last + 1)]
     if isinstance(schedule, str) or not schedule or not all(isinstance(name, str) for name in schedule):
-        raise ConfigError("plan", "", "must be a sequence of resource type names, one per layer (or a PlanOutcome)")
+        raise ConfigError("plan", "", "must be a sequence of resource type names, one per layer (or a PlanResult)")
     types = parse_schedule(",".join(schedule), problem.catalog, len(problem.workload.layers), source="plan")
-    report = plan_report(problem.instance, schedule_plan(types))
-    cost = report["cost"] if report["feasible"] else math.inf
-    return Evaluation(report["feasible"], report["reason"], cost, report["throughput"], None, None, report)
+    return evaluate_plan(problem.instance, schedule_plan(types))

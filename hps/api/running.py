@@ -7,7 +7,8 @@ import dataclasses
 import math
 
 from hps.api.checks import check_count, check_positive, check_seed, renamed
-from hps.api.planning import PlanOutcome
+from hps.api.planning import Problem
+from hps.contract.types import Plan, PlanResult
 from hps.errors import ConfigError
 
 RENAMED = {"--devices": "devices", "--replicas": "replicas", "--micro-batches": "micro_batches", "--steps": "steps"}
@@ -29,22 +30,21 @@ class Execution:
     report: dict
 
 
-def _schedule_of(plan: PlanOutcome) -> tuple[list[str], tuple[int, ...] | None, tuple[int, ...] | None]:
+def _schedule_of(problem: Problem, plan: Plan) -> tuple[list[str], tuple[int, ...] | None, tuple[int, ...] | None]:
     """(type per layer, replicas per stage or None: the executor provisions them, tensor degree
     per stage or None: 1 each) of a plan the executor can run: a schedule-model plan, or a
     parallel plan whose adjacent stages differ in type."""
-    if plan.schedule is not None:
-        return list(plan.schedule), None, None
-    if not plan.stages:
-        raise ConfigError("plan", "", "no plan was found, so there is nothing to execute")
+    schedule = [stage.type for stage in plan.stages for _ in range(stage.first, stage.last + 1)]
+    if not problem.parallel:
+        return schedule, None, None
     if any(a.type == b.type for a, b in zip(plan.stages, plan.stages[1:])):
         raise ConfigError("plan", "stages", "adjacent stages of one type run as one stage here; merge them first")
-    schedule = [stage.type for stage in plan.stages for _ in range(stage.first, stage.last + 1)]
     return schedule, tuple(stage.dp for stage in plan.stages), tuple(stage.tp for stage in plan.stages)
 
 
 def execute(
-    plan: PlanOutcome,
+    plan: PlanResult | Plan,
+    problem: Problem,
     devices: str | None = None,
     steps: int = 5,
     check: bool = False,
@@ -53,7 +53,8 @@ def execute(
     seed: int = 0,
     micro_batches: int | None = None,
 ) -> Execution:
-    """Train `plan`'s model for `steps` steps on device pools per resource type (`devices`, e.g.
+    """Train `problem`'s model as `plan` (hps.plan's result, or a Plan) places it, for `steps`
+    steps on device pools per resource type (`devices`, e.g.
     "cpu=0-3,v100=4-7"; None: GPU types on GPUs, CPU types on CPUs) and measure it; `check`: also
     train on one device and compare parameters. The workload must be one the zoo builds a model
     for (hps.models)."""
@@ -62,8 +63,14 @@ def execute(
     from hps.executor.plan import ExecuteOptions, execute_plan
     from hps.models.registry import build_model
 
-    if not isinstance(plan, PlanOutcome):
-        raise ConfigError("plan", "", f"must be a PlanOutcome (hps.plan), got {type(plan).__name__}")
+    if isinstance(plan, PlanResult):
+        if plan.plan is None:
+            raise ConfigError("plan", "", "no plan was found, so there is nothing to execute")
+        plan = plan.plan
+    if not isinstance(plan, Plan):
+        raise ConfigError("plan", "", f"must be a PlanResult (hps.plan) or a Plan, got {type(plan).__name__}")
+    if not isinstance(problem, Problem):
+        raise ConfigError("problem", "", f"must be a hps.Problem, got {type(problem).__name__}")
     steps = check_count(steps, "steps", 1, MAX_EXECUTE_STEPS)
     seed = check_seed(seed)
     if learning_rate is not None:
@@ -72,11 +79,10 @@ def execute(
         micro_batches = check_count(micro_batches, "micro_batches")
     if devices is not None and not isinstance(devices, str):
         raise ConfigError("devices", "", f"must be pools like 'cpu=0-3,v100=4-7' or None, got {devices!r}")
-    problem = plan.problem
     workload, catalog, job = problem.workload, problem.catalog, problem.job
     if job.batch != int(job.batch) or not math.isfinite(job.batch):
         raise ConfigError("plan", "job.batch", f"executing needs a whole number of samples, got {job.batch:g}")
-    names, replicas, tensor = _schedule_of(plan)
+    names, replicas, tensor = _schedule_of(problem, plan)
     with renamed(RENAMED):
         model = build_model(workload.name, seed=seed, source="plan", **problem.overrides)
         schedule = parse_schedule(",".join(names), catalog, len(workload.layers), source="plan")

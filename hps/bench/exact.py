@@ -10,7 +10,6 @@ whose floor needs several units per stage. Times are wall seconds of `solve_exac
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 
 import numpy as np
@@ -18,7 +17,7 @@ import numpy as np
 from hps.config.types import Catalog, Dimension, Job, Layer, Network, ResourceType, Workload
 from hps.costmodel.schedule.provisioning import build_instance
 from hps.errors import InstanceTooLarge
-from hps.planners.exact_schedule import solve_exact
+from hps.methods.exact_schedule import solve_exact
 
 GIB = 2.0**30
 UNITS = 65_536
@@ -79,8 +78,8 @@ def time_point(layers: int, types: int) -> dict:
         "types": types,
         "build_s": built - started,
         "solve_s": result.seconds,
-        "stages": len(result.plan) if result.plan else None,
-        "gap": result.gap if math.isfinite(result.gap) else None,
+        "stages": len(result.plan.stages) if result.plan else None,
+        "gap": result.gap,
     }
 
 
@@ -107,7 +106,7 @@ def parallel_point(layers: int, types: int, block: int = 8, micro_batch: int = 1
     "refused"} (refused: why the stage table was not built, else None)."""
     from hps.config.types import Job
     from hps.costmodel.parallel.problem import ParallelProblem
-    from hps.planners.exact_parallel.solver import solve_parallel
+    from hps.methods.exact_parallel.solver import solve_parallel
 
     workload, catalog, job = synthetic_instance(layers, types)
     cut = tuple(dataclasses.replace(l, cut_after=(i + 1) % block == 0) for i, l in enumerate(workload.layers))
@@ -124,8 +123,8 @@ def parallel_point(layers: int, types: int, block: int = 8, micro_batch: int = 1
     return {
         **out,
         "solve_s": result.seconds,
-        "stages": len(result.plan) if result.plan else None,
+        "stages": len(result.plan.stages) if result.plan else None,
         "cost": result.score.cost if result.score else None,
-        "gap": result.gap if math.isfinite(result.gap) else None,
+        "gap": result.gap,
         "refused": None,
     }

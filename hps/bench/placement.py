@@ -20,7 +20,7 @@ from hps.config.paths import resolve_topology
 from hps.config.types import Job
 from hps.costmodel.schedule import build_params, evaluate_schedules, evaluate_with_table
 from hps.costmodel.schedule.cost import segment_table
-from hps.planners.search import exhaustive
+from hps.methods.search import exhaustive
 from hps.reference import placement as reference
 from hps.workloads import build_workload
 

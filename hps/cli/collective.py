@@ -60,8 +60,8 @@ def register(subparsers) -> None:
 
 
 def _plot(path, network, size, chunks, policy, intra, result) -> None:
-    from hps.collective import studies
     from hps.report.gantt import save_gantt  # matplotlib: only when a chart is asked for
+    from hps.studies import collectives as studies
 
     panels = [(f"{policy} + {intra}", result)]
     if policy != "baseline":
@@ -74,7 +74,7 @@ def _iteration(network, args) -> dict:
     if not (math.isfinite(args.batch_per_npu) and args.batch_per_npu > 0):
         raise ConfigError("--batch-per-npu", "batch_per_npu", f"must be a positive number, got {args.batch_per_npu}")
     check_in_range(args.batch_per_npu, "batch_per_npu", "--batch-per-npu", "batch_per_npu")
-    from hps.collective import studies
+    from hps.studies import collectives as studies
 
     workload = workload_arg(args.iteration, flag="--iteration")
     resource = studies.compute_resource(args.catalog, args.resource)
@@ -90,7 +90,7 @@ def _iteration(network, args) -> dict:
 
 
 def run(args) -> int:
-    from hps.collective import studies
+    from hps.studies import collectives as studies
 
     size = parse_size(args.size)
     if not 1 <= args.chunks <= MAX_CHUNKS:

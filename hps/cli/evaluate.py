@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from hps.cli.common import add_instance_args, print_json, resolve_instance
-from hps.cli.parallel import evaluate_plan_file
+from hps.cli.parallel import add_clock_arg, evaluate_plan_file
 
 
 def register(subparsers) -> None:
@@ -24,6 +24,7 @@ def register(subparsers) -> None:
         help="also d(cost)/d(figure) and elasticity of every catalogue and network figure "
         "(jax.grad, provisioning fixed)",
     )
+    add_clock_arg(parser)
     parser.set_defaults(run=run)
 
 
@@ -67,11 +68,11 @@ def _sensitivity(args, workload, catalog, job, plan, report):
     """The jax.grad sensitivity of a feasible HeterPS schedule's cost (null when infeasible: it
     has no cost); ConfigError for what the jnp model does not express, InstanceTooLarge naming
     the estimate when its arrays would not fit memory (checked before they are allocated)."""
+    from hps.contract.memory import jnp_model_bytes, refuse_past_memory
     from hps.costmodel.schedule import build_params
     from hps.costmodel.schedule.plan import schedule_plan
     from hps.costmodel.schedule.sensitivity import sensitivity
     from hps.errors import ConfigError
-    from hps.plan.memory import jnp_model_bytes, refuse_past_memory
 
     schedule = [t for first, last, t in plan for _ in range(first, last + 1)]
     if plan != schedule_plan(schedule) or not job.schedule_model:

@@ -15,7 +15,7 @@ import signal
 import sys
 
 from hps import __version__
-from hps.errors import HpsError
+from hps.errors import ConfigError, HpsError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -155,6 +155,23 @@ def closed_stdout() -> int:
     return CLOSED_STDOUT_STATUS
 
 
+FIELD_FLAGS = {
+    "method": "--method",
+    "evaluations": "--budget",
+    "seconds": "--seconds",
+    "seed": "--seed",
+    "clock": "--clock",
+}
+"""The library's argument names a command-line flag sets."""
+
+
+def as_flags(error: HpsError) -> HpsError:
+    """`error` as the command line says it: a ConfigError naming a library argument names its flag."""
+    if isinstance(error, ConfigError) and error.source in FIELD_FLAGS:
+        return ConfigError(FIELD_FLAGS[error.source], error.field, error.problem)
+    return error
+
+
 WRITE_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS, errno.EIO)
 """Failed writes a command reports in one line (naming the file) instead of a traceback."""
 
@@ -176,7 +193,7 @@ def _run_command(argv: list[str] | None) -> int:
         with stop.handling():
             return args.run(args)
     except HpsError as error:
-        print(f"hps {args.command}: error: {error}", file=sys.stderr)
+        print(f"hps {args.command}: error: {as_flags(error)}", file=sys.stderr)
         return 2
     except MemoryError:  # an allocation no estimate foresaw: said in words, as a refused instance is
         print(f"hps {args.command}: error: out of memory; give a smaller instance or more memory", file=sys.stderr)

@@ -3,7 +3,7 @@
 `--samples` is the job's training samples N, as in every command; `--plans` is how many
 distinct plans the policy samples (default 64, drawn without replacement) before the exact model
 keeps the best, greedy plan included;
-`--refine` then polishes that plan with a hill climb of stage moves (`hps.planners.search.refine`).
+`--refine` then polishes that plan with a hill climb of stage moves (`hps.methods.search.refine`).
 """
 
 from __future__ import annotations

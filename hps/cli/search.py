@@ -1,5 +1,5 @@
-"""`hps search`: the exact solver and the placement baselines (single, greedy, random, genetic,
-gradient, exhaustive) on one instance; every baseline is reported as cost over the optimum."""
+"""`hps search`: one planner, or every planner of the problem's model beside the exact solver
+(`--method all`), each reported as cost over the optimum; in either cost model."""
 
 from __future__ import annotations
 
@@ -7,30 +7,26 @@ import math
 import sys
 
 from hps.cli.common import add_instance_args, add_seed_arg, int_range, print_json, resolve_instance
-from hps.cli.parallel import add_parallel_args, search_parallel
+from hps.cli.parallel import add_clock_arg, add_parallel_args, parallel_job
 from hps.config.limits import MAX_SEARCH_BUDGET
-from hps.errors import ConfigError, InstanceTooLarge, SearchSpaceTooLarge
+from hps.errors import ConfigError
 from hps.report.tables import format_table
 
 ALL = "all"
-EXACT = "exact"
 EXACT_SECONDS = 60.0
-METHOD_NAMES = ("single", "greedy", "random", "genetic", "gradient", "exhaustive")
-"""The keys of `hps.planners.search.METHODS` (the jnp searches), in its order, named here so
-that building the parser (`hps --help`) does not import JAX."""
-PLANNER_NAMES = ("exact", "single", "greedy", "random", "genetic", "refine", "exhaustive")
-"""The keys of `hps.planners.sequence.PLANNERS` (the parallel-plan model's planners), in its order."""
 
 
 def register(subparsers) -> None:
+    from hps.contract.registry import planner_names
+
     parser = subparsers.add_parser("search", help="find the cheapest feasible placement with a baseline search")
     add_instance_args(parser)
     parser.add_argument(
         "--method",
-        choices=(ALL, *dict.fromkeys((EXACT, *METHOD_NAMES, *PLANNER_NAMES))),
-        help="search method: exact (the optimum over every plan, with its certificate) or a baseline "
-        "over schedules; 'all': the optimum and every baseline beside it (default; with --parallel the "
-        "default is exact, and the baselines are the parallel-plan planners, refine among them, gradient not)",
+        choices=(ALL, *planner_names()),
+        help="planner: exact (the optimum over every plan, with its certificate) or a baseline; 'all': the "
+        "optimum and every baseline of the problem's model beside it (default; with --parallel the default is "
+        "exact); policy needs --warm-start's checkpoint",
     )
     parser.add_argument(
         "--budget",
@@ -65,99 +61,8 @@ def register(subparsers) -> None:
         "given, then every one- and two-run sequence; the time to certificate counts both",
     )
     add_parallel_args(parser)
+    add_clock_arg(parser)
     parser.set_defaults(run=run)
-
-
-def _summary(result, catalog) -> dict:
-    from hps.costmodel.schedule import REASONS
-
-    return {
-        "method": result.method,
-        "schedule": [catalog.names[t] for t in result.schedule],
-        "feasible": result.feasible,
-        "reason": None if result.feasible else REASONS[result.reason],
-        "cost": result.cost if math.isfinite(result.cost) else None,
-        "throughput": result.throughput,
-        "dollars_per_hour": result.dollars_per_hour,
-        "evaluations": result.evaluations,
-        "wall_seconds": result.wall_seconds,
-    }
-
-
-def _run_methods(methods, params, args, show_progress, table=None):
-    import jax
-    from tqdm import tqdm
-
-    from hps.planners.search import run_search
-
-    results, skipped = [], {}
-    bar = tqdm(methods, desc="search", disable=not show_progress, file=sys.stderr, leave=False)
-    for method in bar:
-        bar.set_postfix_str(method)
-        try:
-            found = run_search(
-                method, params, key=jax.random.key(args.seed), budget=args.budget, warmup=True, table=table
-            )
-            results.append(found)
-        except SearchSpaceTooLarge as error:
-            if len(methods) == 1:
-                raise
-            skipped[method] = str(error)
-    return results, skipped
-
-
-def _exact(workload, catalog, job, seconds: float) -> tuple[dict, dict]:
-    """(the `hps evaluate` report of the optimal plan plus its certificate, its summary row)."""
-    from hps.api.planning import Problem, exact_schedule_report
-
-    report = exact_schedule_report(Problem(workload, catalog, job, parallel=False), seconds)
-    row = {
-        "method": EXACT,
-        "schedule": report["schedule"],
-        "stages": len(report["stages"]),
-        "feasible": report["feasible"],
-        "reason": report["reason_code"] if not report["feasible"] else None,
-        "cost": report["cost"],
-        "throughput": report["throughput"],
-        "dollars_per_hour": report["dollars_per_hour"],
-        "evaluations": None,
-        "wall_seconds": report["search_seconds"],
-    }
-    return report, row
-
-
-def _baselines(methods, workload, catalog, job, args, skipped):
-    """Summary rows of the jnp searches that can run this instance (the rest go to skipped)."""
-    if not job.schedule_model:  # the jnp searches score HeterPS schedules only
-        why = "the baselines score HeterPS schedules only (--micro-batches inf, --state-sharding none)"
-        if len(methods) == 1:
-            from hps.errors import ConfigError
-
-            raise ConfigError("--method", "method", f"{why}; use --method exact")
-        skipped.update(dict.fromkeys(methods, why))
-        return []
-    from hps.planners.search.arrays import search_arrays
-
-    try:
-        params, table = search_arrays(workload, catalog, job)
-    except InstanceTooLarge as error:
-        if len(methods) == 1:
-            raise
-        skipped.update(dict.fromkeys(methods, str(error)))
-        return []
-    results, skipped_here = _run_methods(methods, params, args, show_progress=not args.json, table=table)
-    skipped.update(skipped_here)
-    return [_summary(r, catalog) for r in results]
-
-
-def _optimum(workload, catalog, job, seconds: float, skipped: dict) -> tuple[dict | None, dict | None]:
-    """`_exact` for --method all; (None, None), with the reason in `skipped`, when the exact
-    solver's arrays would not fit memory (the baselines may still plan the instance)."""
-    try:
-        return _exact(workload, catalog, job, seconds)
-    except InstanceTooLarge as error:
-        skipped[EXACT] = str(error)
-        return None, None
 
 
 def _pipelined(args, workload) -> bool:
@@ -168,40 +73,120 @@ def _pipelined(args, workload) -> bool:
     return not given and defaults is not None and math.isfinite(defaults.micro_batches)
 
 
+def _seconds(args) -> float:
+    if not args.seconds > 0:
+        raise ConfigError("--seconds", "seconds", f"must be > 0, got {args.seconds}")
+    return args.seconds
+
+
+def _budget(args):
+    from hps.contract.types import Budget
+
+    return Budget(_seconds(args), getattr(args, "budget", None), getattr(args, "seed", 0) or 0)
+
+
+def _compare(problem, names, budget, args, options=None):
+    """The comparison of `names` (`hps.contract.compare`), with a progress bar on standard error
+    (not with --json); a single planner that cannot plan this job names --method."""
+    from tqdm import tqdm
+
+    from hps.contract.compare import compare
+    from hps.contract.types import NotApplicable
+
+    bar = tqdm(total=len(names), desc="search", disable=args.json or len(names) == 1, file=sys.stderr, leave=False)
+    begun = []
+
+    def started(name: str) -> None:
+        bar.update(len(begun) > 0)
+        bar.set_postfix_str(name)
+        begun.append(name)
+
+    try:
+        return compare(problem, names, budget, options=options, on_start=started)
+    except NotApplicable as error:
+        raise ConfigError("--method", "method", f"{error.problem}; use --method exact") from None
+    finally:
+        bar.close()
+
+
 def run(args) -> int:
-    from hps.report.placement import format_report, schedule_report
+    from hps.api.planning import Problem
 
     workload, catalog, job = resolve_instance(args)
-    if args.parallel or args.out is not None or args.warm_start is not None or _pipelined(args, workload):
-        return search_parallel(args, workload, catalog, job, _seconds(args))
-    args.method = args.method or ALL
-    if args.method not in (ALL, EXACT, *METHOD_NAMES):
-        raise ConfigError("--method", "method", f"{args.method} plans in the parallel-plan model only; give --parallel")
-    skipped: dict[str, str] = {}
-    if args.method == EXACT:
-        report, _ = _exact(workload, catalog, job, _seconds(args))
-        report["method"] = EXACT
-        return _print_exact(report, workload, catalog, job, args)
-    methods = list(METHOD_NAMES) if args.method == ALL else [args.method]
-    optimum, optimum_row = (None, None)
-    if args.method == ALL:
-        optimum, optimum_row = _optimum(workload, catalog, job, _seconds(args), skipped)
-    rows = _baselines(methods, workload, catalog, job, args, skipped)
-    if optimum is None and not rows:
-        reasons = "; ".join(f"{method}: {why}" for method, why in skipped.items())
-        raise InstanceTooLarge(f"no search method can plan this instance here: {reasons}")
-    if optimum is not None:
-        rows = [optimum_row, *rows]
+    parallel = args.parallel or args.out is not None or args.warm_start is not None or args.clock != "roofline"
+    if parallel or _pipelined(args, workload):
+        from hps.cli.search_parallel import search_parallel
+
+        job = parallel_job(args, workload, job)
+        return search_parallel(
+            args, Problem(workload, catalog, job, parallel=True, clock=args.clock), _budget(args), _compare
+        )
+    from hps.contract.registry import planner_names
+
+    method = args.method or ALL
+    if method != ALL and method not in planner_names("schedule"):
+        raise ConfigError("--method", "method", f"{method} plans in the parallel-plan model only; give --parallel")
+    problem = Problem(workload, catalog, job, parallel=False)
+    names = list(planner_names("schedule")) if method == ALL else [method]
+    compared = _compare(problem, names, _budget(args), args)
+    return _print_schedule(problem, compared, args, every=method == ALL)
+
+
+def _schedule_row(problem, result) -> dict:
+    """A schedule-model planner's summary row."""
+
+    plan = problem.report(result)
+    row = {"method": result.planner, "schedule": plan["schedule"]}
+    if result.planner == "exact":
+        row["stages"] = len(plan["stages"])
+    return row | {
+        "feasible": plan["feasible"],
+        "reason": None if plan["feasible"] else plan["reason_code"],
+        "cost": plan["cost"],
+        "throughput": plan["throughput"],
+        "dollars_per_hour": plan["dollars_per_hour"],
+        "evaluations": result.evaluations,
+        "wall_seconds": result.seconds,
+    }
+
+
+def _print_schedule(problem, compared, args, every: bool) -> int:
+    from hps.report.placement import format_report
+
+    workload, job = problem.workload, problem.job
+    reference = compared.reference
+    if not every and reference is not None:  # --method exact: the optimum and its certificate
+        document = problem.report(reference)
+        if args.json:
+            print_json(document)
+            return 0
+        print(_heading(workload, job, problem.catalog))
+        print(format_report(document, workload))
+        if document["gap"] is not None:
+            print(f"proven bound ${document['bound']:,.2f} (gap {document['gap']:.2%}) in {reference.seconds:.2f} s")
+        elif document["bound"] is not None:  # the time ran out before a plan or a proof that none exists
+            print(
+                f"no feasible plan found in {reference.seconds:.2f} s, and none proven impossible: "
+                f"a feasible plan would cost at least ${document['bound']:,.2f} (raise --seconds)"
+            )
+        return 0
+    rows = [_schedule_row(problem, result) for result in compared.results]
+    if reference is not None:
+        best = rows[0]
         for row in rows:
-            row["cost_over_optimum"] = _ratio(row["cost"], optimum["cost"])
-        report, best = optimum, optimum_row
+            row["cost_over_optimum"] = (
+                None if row["cost"] is None or best["cost"] is None else row["cost"] / best["cost"]
+            )
+        document = problem.report(reference)
     else:
         best = min(rows, key=lambda r: (not r["feasible"], r["cost"] or math.inf, -r["throughput"]))
-        report = schedule_report(workload, catalog, job, [catalog.index(n) for n in best["schedule"]])
+        document = problem.report(next(r for r in compared.results if r.planner == best["method"]))
+        for key in ("method", "evaluations", "wall_seconds"):
+            document.pop(key, None)
     if args.json:
-        print_json({**report, "method": best["method"], "results": rows, "skipped": skipped})
+        print_json({**document, "method": best["method"], "results": rows, "skipped": compared.skipped})
         return 0
-    _print_rows(rows, workload, catalog, job, skipped)
+    _print_rows(rows, workload, problem.catalog, job, compared.skipped)
     if best["feasible"]:
         print(f"\nbest ({best['method']}):")
     else:
@@ -209,37 +194,7 @@ def run(args) -> int:
             f"\nno feasible plan: no method meets the floor of {job.throughput:g} samples/s within the catalogue's "
             f"memory and max_units; the closest plan ({best['method']}, highest throughput) fails on:"
         )
-    print(format_report(report, workload))
-    return 0
-
-
-def _seconds(args) -> float:
-    if not args.seconds > 0:
-        from hps.errors import ConfigError
-
-        raise ConfigError("--seconds", "seconds", f"must be > 0, got {args.seconds}")
-    return args.seconds
-
-
-def _ratio(cost, optimum):
-    return None if cost is None or optimum is None else cost / optimum
-
-
-def _print_exact(report, workload, catalog, job, args) -> int:
-    from hps.report.placement import format_report
-
-    if args.json:
-        print_json(report)
-        return 0
-    print(_heading(workload, job, catalog))
-    print(format_report(report, workload))
-    if report["gap"] is not None:
-        print(f"proven bound ${report['bound']:,.2f} (gap {report['gap']:.2%}) in {report['search_seconds']:.2f} s")
-    elif report["bound"] is not None:  # the time ran out before a plan or a proof that none exists
-        print(
-            f"no feasible plan found in {report['search_seconds']:.2f} s, and none proven impossible: "
-            f"a feasible plan would cost at least ${report['bound']:,.2f} (raise --seconds)"
-        )
+    print(format_report(document, workload))
     return 0
 
 

@@ -1,5 +1,5 @@
 """`hps sweep`: one workload and catalogue planned at every (throughput floor, price scale)
-point in the parallel-plan model (`hps.planners.sequence.sweep`), with a Pareto figure; `--certify K`
+point in the parallel-plan model (`hps.methods.sequence.sweep`), with a Pareto figure; `--certify K`
 checks K points drawn at random with the exact solver and shows the plan's cost over each
 proven optimum."""
 
@@ -9,6 +9,7 @@ import math
 import time
 
 from hps.cli.common import add_instance_args, add_seed_arg, figure_path, float_range, int_range, print_json
+from hps.cli.parallel import add_clock_arg
 from hps.errors import ConfigError
 
 CERTIFY_SECONDS = 60.0
@@ -65,6 +66,7 @@ def register(subparsers) -> None:
     )
     parser.add_argument("--plot", help="write the Pareto figure (cost against floor, a curve per price scale) here")
     add_seed_arg(parser)
+    add_clock_arg(parser)
     parser.set_defaults(run=run)
 
 
@@ -81,7 +83,7 @@ def _proposals(args, workload, catalog, job, sweep) -> list:
 def _stages(point) -> list[dict] | None:
     if point.plan is None:
         return None
-    return [{"type": s.type, "first": s.first, "last": s.last, "tp": s.tp, "dp": s.dp} for s in point.plan]
+    return [{"type": s.type, "first": s.first, "last": s.last, "tp": s.tp, "dp": s.dp} for s in point.plan.stages]
 
 
 def run(args) -> int:
@@ -90,7 +92,7 @@ def run(args) -> int:
     from hps.api.planning import Problem
     from hps.cli.common import resolve_instance
     from hps.cli.parallel import parallel_job
-    from hps.planners.sequence.sweep import Sweep, certify
+    from hps.methods.sequence.sweep import Sweep, certify
 
     plot = figure_path(args.plot)
     started = time.perf_counter()
@@ -104,7 +106,7 @@ def run(args) -> int:
             name = unknown[0] if unknown else ""
             choices = ", ".join(catalog.names)
             raise ConfigError("--scale-types", "scale_types", f"unknown resource type {name!r}; choose among {choices}")
-    base = Problem(workload, catalog, job, parallel=True).parallel_problem
+    base = Problem(workload, catalog, job, parallel=True, clock=args.clock).parallel_problem
     sweep = Sweep(base, scaled, point_seconds=args.point_seconds, first_seconds=6 * args.point_seconds)
     proposals = _proposals(args, workload, catalog, job, sweep)
     points = sweep.run(args.floors, args.price_scale, proposals)
@@ -113,20 +115,20 @@ def run(args) -> int:
         {
             "floor": p.floor,
             "price_scale": p.price_scale,
-            "cost": p.cost if p.feasible else None,
-            "feasible": p.feasible,
-            "plan": None if p.plan is None else {"micro_batch": p.micro_batch, "stages": _stages(p)},
+            "cost": p.cost if p.result.feasible else None,
+            "feasible": p.result.feasible,
+            "plan": None if p.plan is None else {"micro_batch": p.plan.micro_batch, "stages": _stages(p)},
         }
         for p in points
     ]
     if args.certify:
         rng = np.random.default_rng(args.seed)
         for i in sorted(rng.choice(len(points), size=min(args.certify, len(points)), replace=False).tolist()):
-            optimum, bound, seconds = certify(base, points[i], scaled, args.certify_seconds)
-            rows[i]["certify_seconds"] = seconds
-            rows[i]["certified_bound"] = bound if math.isfinite(bound) else None
-            if optimum is not None:
-                rows[i]["proven_optimum"] = optimum if math.isfinite(optimum) else None
+            found = certify(base, points[i], scaled, args.certify_seconds)
+            rows[i]["certify_seconds"] = found.seconds
+            rows[i]["certified_bound"] = found.bound if math.isfinite(found.bound) else None
+            if found.gap == 0.0:
+                rows[i]["proven_optimum"] = found.cost if math.isfinite(found.cost) else None
     document = {"points": rows, "seconds": planned}
     if args.certify:
         document["certify_seconds"] = time.perf_counter() - started - planned

@@ -73,8 +73,8 @@ def check_sample_batch(model: LayeredModel, batch: int, what: str, copies: int =
     process may use. The estimate is the input's bytes (from its shapes, `jax.eval_shape`)
     times (copies + the number of layers): each layer's output is taken to be about its input's
     size."""
+    from hps.contract.memory import refuse_past_memory
     from hps.errors import InstanceTooLarge
-    from hps.plan.memory import refuse_past_memory
 
     if batch > MAX_SAMPLE_BATCH:
         raise InstanceTooLarge(f"{what}: a batch of {batch:,} samples is past the {MAX_SAMPLE_BATCH:,} one array holds")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from hps.costmodel.parallel.score import PlanScore
+from hps.contract.types import PlanScore
 from hps.report.tables import format_table
 
 GIB = 2.0**30

@@ -5,12 +5,13 @@ from __future__ import annotations
 import math
 
 from hps.config.types import Catalog, Job, Workload
-from hps.costmodel.schedule.plan import Plan, evaluate_plan, schedule_plan
+from hps.contract.types import PlanScore, StageScore
+from hps.costmodel.schedule.plan import IndexPlan, evaluate_plan, failed_stage, schedule_plan
 from hps.costmodel.schedule.provisioning import Instance, build_instance, fastest_fitting, stage_cap
 from hps.report.tables import format_table, require_finite
 
 
-def plan_report(inst: Instance, plan: Plan, score: dict | None = None) -> dict:
+def plan_report(inst: Instance, plan: IndexPlan, score: PlanScore | None = None) -> dict:
     """Score one plan ((first layer, last layer, type index) per stage) and return the `hps
     evaluate` JSON keys: feasible, reason (null when feasible, else the reason and the failing
     stage, e.g. "memory at the stage starting at layer 0 (embedding): ..."), reason_code,
@@ -19,35 +20,47 @@ def plan_report(inst: Instance, plan: Plan, score: dict | None = None) -> dict:
     score: the plan's `evaluate_plan`, when the caller has it already."""
     workload, catalog = inst.workload, inst.catalog
     score = evaluate_plan(inst, plan) if score is None else score
-    stages = [{key: stage[key] for key in STAGE_KEYS} for stage in score["stages"]]
-    reason, code = None, score["reason"] or "feasible"
-    if not score["feasible"]:
-        layer = score["failed_layer"]
-        failed = next(stage for stage in stages if stage["first_layer"] == layer)
+    stages = [stage_row(stage) for stage in score.stages]
+    reason, code = None, score.reason or "feasible"
+    if not score.feasible:
+        failed = stages[failed_stage(score)]
+        layer = failed["first_layer"]
         why = infeasible_because(code, failed, stages, inst, inst.bubble(len(plan)))
         reason = f"{code} at the stage starting at layer {layer} ({workload.layers[layer].name}): {why}"
     report = {
-        "feasible": score["feasible"],
+        "feasible": score.feasible,
         "reason": reason,
         "reason_code": code,
-        "throughput": score["throughput"],
-        "dollars_per_hour": score["dollars_per_hour"],
-        "cost": score["cost"] if score["feasible"] else None,  # an infeasible plan has no cost
+        "throughput": score.throughput,
+        "dollars_per_hour": score.dollars_per_hour,
+        "cost": score.cost if score.feasible else None,  # an infeasible plan has no cost
         "stages": stages,
         "schedule": [catalog.names[t] for first, last, t in plan for _ in range(first, last + 1)],
     }
     return require_finite(report, "the plan's report")
 
 
-def closest_plan(inst) -> Plan:
+def closest_plan(inst) -> IndexPlan:
     """The single-type plan of the highest throughput: what a report shows when no plan is
     feasible (the plan nearest the floor, and why it fails)."""
     n = inst.num_layers
     plans = [((0, n - 1, t),) for t in range(inst.num_types)]
-    return max(plans, key=lambda plan: evaluate_plan(inst, plan)["throughput"])
+    return max(plans, key=lambda plan: evaluate_plan(inst, plan).throughput)
 
 
-STAGE_KEYS = ("type", "first_layer", "last_layer", "replicas", "time", "mode", "dollars_per_hour")
+def stage_row(stage: StageScore) -> dict:
+    """A schedule-model stage as `hps evaluate` prints it: type, first_layer, last_layer,
+    replicas, time (s per iteration), mode and dollars_per_hour."""
+    entry = stage.stage
+    return {
+        "type": entry.type,
+        "first_layer": entry.first,
+        "last_layer": entry.last,
+        "replicas": entry.dp,
+        "time": stage.time_per_microbatch_s,
+        "mode": stage.mode,
+        "dollars_per_hour": stage.dollars_per_hour,
+    }
 
 
 def schedule_report(workload: Workload, catalog: Catalog, job: Job, schedule: list[int]) -> dict:

@@ -34,19 +34,19 @@ from hps.costmodel.schedule.from_params import generated_instance
 from hps.costmodel.schedule.params import dense_size_fits
 from hps.costmodel.schedule.plan import evaluate_plan, schedule_plan
 from hps.errors import SearchSpaceTooLarge
+from hps.methods.search.climb_at_scale import best_single_type, climb_at_scale
+from hps.methods.search.methods import run_search
 from hps.placement.agent.evaluation import best_greedy_refined, climb_cost
 from hps.placement.agent.planner import best_by_numpy, candidate_schedules
 from hps.placement.env.generator import InstanceSplit, generate_instances
-from hps.planners.search.climb_at_scale import best_single_type, climb_at_scale
-from hps.planners.search.methods import run_search
 
 SEARCHES = ("greedy", "random", "genetic", "gradient")
 PLANNERS = ("policy", "policy_greedy", "policy_refined", "single", *SEARCHES, "climb")
 SCALE_KEY = 2026
 
 
-def _cost(score: dict) -> float:
-    return score["cost"] if score["feasible"] else math.inf
+def _cost(score) -> float:
+    return score.cost if score.feasible else math.inf
 
 
 def dense_fits(placement) -> bool:
@@ -86,7 +86,7 @@ def one_instance(
     """Every planner's cost ($, inf when infeasible; absent when it cannot run at this size)
     and time (s) on one unbatched instance (`instance` on the device, `arrays` its host copy),
     and the exact solver's cost, bound, gap. budget: the searches' evaluations (None: default)."""
-    from hps.planners.exact_schedule import solve_exact
+    from hps.methods.exact_schedule import solve_exact
 
     inst = generated_instance(arrays)
     key = jax.random.PRNGKey(seed)
@@ -105,9 +105,9 @@ def one_instance(
         "policy_seconds": policy_seconds,
         "policy_greedy": _cost(evaluate_plan(inst, schedule_plan(np.asarray(schedules)[-1]))),
         "single": float(arrays.reference_cost),
-        "exact": exact.score["cost"] if exact.plan is not None else math.inf,
+        "exact": exact.cost,
         "exact_bound": exact.bound,
-        "exact_gap": exact.gap,
+        "exact_gap": math.inf if exact.gap is None else exact.gap,
         "exact_seconds": exact.seconds,
     }
     if dense_fits(instance.placement):

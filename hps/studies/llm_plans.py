@@ -96,7 +96,7 @@ def plan_record(result) -> dict:
 
 def run_item(config: LlmPlansConfig, params: tuple[str, float]) -> dict:
     from hps.costmodel.parallel.problem import ParallelProblem
-    from hps.planners.exact_parallel.solver import solve_parallel
+    from hps.methods.exact_parallel.solver import solve_parallel
 
     name, scale = params
     workload = build_workload(name)
@@ -112,7 +112,7 @@ def run_item(config: LlmPlansConfig, params: tuple[str, float]) -> dict:
         if found.plan is not None and (best is None or found.score.cost < best.score.cost):
             best = found
     # a single-type plan is a plan of the whole problem: it only prunes, the optimum is the same
-    incumbent = (best.plan, best.micro_batch) if best is not None else None
+    incumbent = best.plan if best is not None else None
     exact = plan_record(solve_parallel(problem, seconds=config.seconds, incumbent=incumbent))
     return json_ready(
         {

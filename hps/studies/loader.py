@@ -2,11 +2,41 @@
 
 from __future__ import annotations
 
+import importlib
 import runpy
 from pathlib import Path
 
 from hps.errors import ConfigError
 from hps.studies.base import EXPERIMENT_KINDS, experiment_kind_names
+
+KIND_MODULES = (
+    "hps.studies.collective_bench",
+    "hps.studies.collective_policy",
+    "hps.studies.device_check",
+    "hps.studies.executor_calibration",
+    "hps.studies.generalization",
+    "hps.studies.heterps_zoo",
+    "hps.studies.llm_plans",
+    "hps.studies.parallel_hard",
+    "hps.studies.placement_at_scale",
+    "hps.studies.placement_policy",
+    "hps.studies.profile_check",
+    "hps.studies.published_runs",
+    "hps.studies.quickstart",
+    "hps.studies.scaling",
+    "hps.studies.themis_allreduce",
+    "hps.studies.themis_end_to_end",
+    "hps.studies.themis_iteration",
+    "hps.studies.themis_paper",
+)
+"""The modules of the kinds hps ships; importing one registers its kind."""
+
+
+def shipped_kinds() -> dict:
+    """Every registered experiment kind {config type: kind}, the shipped ones imported first."""
+    for module in KIND_MODULES:
+        importlib.import_module(module)
+    return EXPERIMENT_KINDS
 
 
 def load_config(path):
@@ -27,6 +57,7 @@ def load_config(path):
         raise ConfigError(source, "", f"cannot run the experiment file: {type(error).__name__}: {error}") from error
     make = namespace.get("config")
     if not callable(make):
+        shipped_kinds()
         raise ConfigError(
             source, "config", f"must define config() returning one of {', '.join(experiment_kind_names())}"
         )
@@ -37,6 +68,7 @@ def load_config(path):
     except Exception as error:
         raise ConfigError(source, "config()", f"{type(error).__name__}: {error}") from error
     if not isinstance(config, tuple(EXPERIMENT_KINDS)):
+        shipped_kinds()
         raise ConfigError(
             source,
             "config()",

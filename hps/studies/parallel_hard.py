@@ -4,7 +4,7 @@ where it proves none, and the solver warm-started with the sequence search's pla
 
 One item per instance. Per instance: the exact solver cold within `seconds` (the yardstick: its
 cost, bound and time to certificate); each planner within `planner_seconds` (the sweep's point
-search `sequence`, and `single`, `greedy`, `refine` of `hps.planners.sequence`); the exact
+search `sequence`, and `single`, `greedy`, `refine` of `hps.methods.sequence`); the exact
 solver's best plan after the sequence search's own wall time (`exact_same_time`); and, where the
 cold solver took at least `warm_from` seconds or proved nothing, the solver again within
 `seconds` from the sequence search's plan, whose time to certificate counts the search's time.
@@ -70,7 +70,7 @@ def _cost(score) -> float | None:
 
 
 def _solve(instance, seconds: float, incumbent=None) -> dict:
-    from hps.planners.exact_parallel.solver import solve_parallel
+    from hps.methods.exact_parallel.solver import solve_parallel
 
     found = solve_parallel(instance.problem, seconds=seconds, incumbent=incumbent)
     return {
@@ -81,49 +81,32 @@ def _solve(instance, seconds: float, incumbent=None) -> dict:
     }
 
 
-def _policy(config: ParallelHardConfig, instance, seed: int) -> dict:
-    """The policy planner: its sequences (checkpoint loading and sampling timed), then the point
-    search from them within `planner_seconds`."""
-    import time
-
-    from hps.placement.agent.checkpoint import load_policy
-    from hps.placement.agent.planner import policy_sequences
-    from hps.planners.sequence.completion import segments
-    from hps.planners.sequence.sweep import policy_plan
-
-    started = time.perf_counter()
-    policy, params, _ = load_policy(config.checkpoint)
-    problem = instance.problem
-    proposals = policy_sequences(
-        policy, params, instance.workload, instance.catalog, instance.job, segments(problem),
-        samples=config.samples, seed=seed,
-    )  # fmt: skip
-    sampled = time.perf_counter() - started
-    point = policy_plan(problem, proposals, config.planner_seconds)
-    return {"cost": _cost(point.score), "seconds": sampled + point.seconds, "sample_seconds": sampled}
-
-
 def run_item(config: ParallelHardConfig, seed: int) -> dict:
     from hps.config.loaders import load_catalog
     from hps.config.paths import resolve_topology
-    from hps.planners.sequence import Budget, run_planner
-    from hps.planners.sequence.sweep import policy_plan
+    from hps.contract.compare import compare
+    from hps.contract.problem import Problem
+    from hps.contract.types import Budget
     from hps.studies.hard_instances import SPLITS, generate
 
     base = load_catalog(resolve_topology(config.catalog, "catalogs", "catalog"))
     instance = generate(SPLITS[config.split], seed, base)
     exact = _solve(instance, config.seconds)
-    planners = {} if config.checkpoint is None else {"policy": _policy(config, instance, seed)}
-    sequence = policy_plan(instance.problem, [], config.planner_seconds)
-    planners["sequence"] = {"cost": _cost(sequence.score), "seconds": sequence.seconds}
-    for name in ("single", "greedy", "refine"):
-        found = run_planner(name, instance.problem, Budget(seconds=config.planner_seconds, seed=seed))
-        planners[name] = {"cost": _cost(found.score), "seconds": found.seconds}
+    names = ["sequence", "single", "greedy", "refine"]
+    options = {}
+    if config.checkpoint is not None:
+        names.insert(0, "policy")
+        options["policy"] = {"checkpoint": config.checkpoint, "samples": config.samples}
+    problem = Problem(instance.workload, instance.catalog, instance.job, model="parallel")
+    budget = Budget(seconds=config.planner_seconds, evaluations=None, seed=seed)
+    compared = compare(problem, names, budget, options=options)
+    planners = {r.planner: {"cost": _cost(r.score), "seconds": r.seconds} for r in compared.results}
+    sequence = next(r for r in compared.results if r.planner == "sequence")
     same = _solve(instance, sequence.seconds)
     planners["exact_same_time"] = {"cost": same["cost"], "seconds": same["seconds"]}
     warm = None
     if sequence.plan is not None and (not exact["proven"] or exact["seconds"] >= config.warm_from):
-        warm = _solve(instance, config.seconds, incumbent=(sequence.plan, sequence.micro_batch))
+        warm = _solve(instance, config.seconds, incumbent=sequence.plan)
         warm["to_certificate"] = warm["seconds"] + sequence.seconds
     return json_ready(
         {

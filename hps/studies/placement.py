@@ -10,6 +10,7 @@ resumable like any `hps train` run, so an experiment is one command on a fresh m
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +19,7 @@ import jax
 from hps.config.types import Catalog, Job, Workload
 from hps.costmodel.schedule import build_params
 from hps.errors import SearchSpaceTooLarge
-from hps.planners.search import METHODS, run_search
+from hps.methods.search import METHODS, run_search
 from hps.report.placement import schedule_report
 from hps.studies.base import ExperimentConfig
 from hps.workloads import build_workload
@@ -177,19 +178,22 @@ def compare_on_instance(
 
 def _exact_row(workload, catalog, job) -> tuple[dict, bool]:
     """The exact solver's row (its HeterPS optimum, bound and gap) and whether it is proven."""
+    from hps.costmodel.schedule.plan import index_plan
     from hps.costmodel.schedule.provisioning import build_instance
-    from hps.planners.exact_schedule import solve_exact
+    from hps.methods.exact_schedule import solve_exact
 
     inst = build_instance(workload, catalog, job)
     found = solve_exact(inst, heterps=True)
-    schedule = [t for first, last, t in found.plan or () for _ in range(first, last + 1)]
+    plan = () if found.plan is None else index_plan(found.plan, catalog)
+    schedule = [t for first, last, t in plan for _ in range(first, last + 1)]
     stages = inst.num_layers * (inst.num_layers + 1) // 2 * inst.num_types
     if not schedule:
         row = {"cost": None, "dollars_per_hour": None, "throughput": None, "schedule": None}
         row |= {"evaluations": stages, "seconds": found.seconds}
     else:
         row = _row(workload, catalog, job, schedule, stages, found.seconds)
-    return row | {"bound": found.bound, "gap": found.gap}, found.gap == 0.0
+    gap = math.inf if found.gap is None else found.gap  # no plan, and none proven impossible
+    return row | {"bound": found.bound, "gap": gap}, found.gap == 0.0
 
 
 def _row(workload, catalog, job, schedule, evaluations, seconds) -> dict:

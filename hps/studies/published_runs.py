@@ -10,12 +10,11 @@ are held out, and the summary reports the two groups apart.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import statistics
 from dataclasses import dataclass
 
-from hps.costmodel.clocks.kernel import KernelTimes
+from hps.costmodel.clocks.base import Clock, clock_named
 from hps.studies.base import ExperimentConfig, Summary, register_experiment_kind
 from hps.studies.files import json_ready
 from hps.studies.published_table import RUNS, PublishedRun
@@ -26,19 +25,9 @@ FITTED: tuple[str, ...] = (
     "mcore-1.7b", "mcore-32b", "mcore-177b", "mcore-462b",
     "titan-8b", "maxtext-v5p-l2-70b", "maxtext-v6e-l2-70b", "nemo-h100-70b", "nemo-b200-8b", "neuron-trn1-8b",
 )  # fmt: skip
-"""The runs the kernel-level model's constants were fitted to (docs/published-runs.md); the others
-are held out."""
-KERNEL = KernelTimes(
-    efficiency={"h100": 0.68, "a100-80": 0.60, "tpu-v5p": 0.905, "tpu-v6e": 0.588, "trn1": 0.49},
-    fp8_efficiency={"h100": 0.474, "h200": 0.474, "b200": 0.41, "gb200": 0.41},
-    half_work_flop=0.5e12,
-    tp_exposed=0.0,
-)
-"""Fitted constants (docs/published-runs.md): H100's e_max, w_half and tp_exposed together to
-mcore-1.7b, -32b, -177b and -462b (a grid, least largest |ratio − 1|); then, each alone, A100's e_max
-to titan-8b, TPU v5p's to maxtext-v5p-l2-70b, TPU v6e's to maxtext-v6e-l2-70b, Trainium's (trn1) to
-neuron-trn1-8b, Hopper's FP8 e_max (h100, h200) to nemo-h100-70b and Blackwell's (b200, gb200) to
-nemo-b200-8b."""
+"""The runs the kernel clock's constants were fitted to (docs/published-runs.md; the constants are
+the catalogues' cloud-2026 and trainium-2022, each with a comment naming its runs); the others are
+held out."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,7 +36,7 @@ class PublishedRunsConfig(ExperimentConfig):
 
     name: str = "published_runs"
     model: str = "kernel"
-    """"kernel": the kernel-level time model at the fitted constants; "roofline": the catalogue's."""
+    """The clock: "kernel" (the catalogue's fitted constants) or "roofline"."""
     runs: tuple[str, ...] = tuple(run.key for run in RUNS)
     """Keys of `RUNS` to score."""
 
@@ -107,16 +96,18 @@ def _catalog(name: str = CATALOG):
     return load_catalog(resolve_topology(name, "catalogs", "published runs"))
 
 
-def kernel_times(run: PublishedRun) -> KernelTimes:
-    """The kernel-level time model at the fitted constants, with the run's matmul precision and
-    interleaved schedule."""
-    return dataclasses.replace(KERNEL, fp8=run.compute == "fp8", virtual_stages=run.virtual_stages)
+def run_clock(run: PublishedRun, model: str = "kernel") -> Clock:
+    """The clock `model` for the run: the kernel clock with the run's matmul precision and
+    interleaved schedule, or the roofline."""
+    if model == "roofline":
+        return clock_named("roofline")
+    return clock_named(model, fp8=run.compute == "fp8", virtual_stages=run.virtual_stages)
 
 
 def score_run(run: PublishedRun, model: str = "kernel") -> dict:
     """The run's plan scored as `hps evaluate --plan` scores a plan file (parse, check against the
-    workload and catalogue, score, report) under `model` ("kernel": `kernel_times(run)`;
-    "roofline": the catalogue's roofline), and predicted vs published per device."""
+    workload and catalogue, score, report) under the clock `model` (`run_clock`), and predicted vs
+    published per device."""
     from hps.config.planfile import check_plan_against, parse_plan_file
     from hps.costmodel.parallel.problem import ParallelProblem
     from hps.costmodel.parallel.score import score_plan
@@ -130,7 +121,7 @@ def score_run(run: PublishedRun, model: str = "kernel") -> dict:
     plan = parse_plan_file(document, run.key)
     catalog = _catalog(run.catalog)
     check_plan_against(plan, workload, catalog, run.key)
-    problem = ParallelProblem(workload, catalog, plan.job, time_model=kernel_times(run) if model == "kernel" else None)
+    problem = ParallelProblem(workload, catalog, plan.job, clock=run_clock(run, model))
     report = parallel_report(score_plan(problem, plan.stages))
     units = run.tp * run.pp * run.dp
     tokens = report["throughput"] * run.seq_len / units

@@ -36,7 +36,7 @@ from hps.io.figures import save_figure
 from hps.io.runfolder import stop
 from hps.io.runfolder.folder import run_folder
 from hps.io.runfolder.manifest import MANIFEST_NAME
-from hps.planners.search import METHODS
+from hps.methods.search import METHODS
 from hps.report.placement import schedule_report
 from hps.studies.base import ExperimentConfig, Summary, register_experiment_kind
 from hps.studies.files import json_ready

@@ -311,17 +311,16 @@ def test_the_throughput_reason_names_the_fastest_unit_count_not_the_cap(capsys):
 
 
 def test_exact_search_out_of_time_gives_one_verdict_in_text_and_json(monkeypatch):
+    from hps.api.planning import Problem, plan
     from hps.cli import search
-    from hps.config.loaders import load_catalog
-    from hps.config.paths import resolve_topology
     from hps.config.types import Job
-    from hps.placement import exact
-    from hps.planners.exact_schedule.solver import ExactResult
-    from hps.workloads import resolve_workload
+    from hps.contract.types import PlanResult
+    from hps.methods.exact_schedule import solver
 
-    timed_out = ExactResult(plan=None, score=None, bound=1e-9, gap=math.inf, seconds=1e-9)
-    monkeypatch.setattr(exact, "solve_exact", lambda inst, seconds: timed_out)
-    catalog = load_catalog(resolve_topology("small", "catalogs", "--catalog"))
-    report, row = search._exact(resolve_workload("mlp"), catalog, Job(batch=64, throughput=1, samples=1e6), 1e-9)
+    timed_out = PlanResult("exact", plan=None, score=None, bound=1e-9, seconds=1e-9, evaluations=None)
+    monkeypatch.setattr(solver, "solve_exact", lambda inst, seconds: timed_out)
+    problem = Problem("mlp", "small", Job(batch=64, throughput=1, samples=1e6), parallel=False)
+    result = plan(problem, "exact", seconds=1e-9)
+    report, row = problem.report(result), search._schedule_row(problem, result)
     assert report["feasible"] and row["feasible"]
     assert report["gap"] is not None and math.isfinite(report["gap"]), report

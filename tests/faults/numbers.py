@@ -9,6 +9,7 @@ output shows inf or NaN: a non-finite figure is a typed error, an infeasible pla
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -25,13 +26,13 @@ from hps.collective.model.network import steps_per_phase_codes
 from hps.config.loaders import load_catalog, load_network, load_workload
 from hps.config.types import ALGORITHM_CODE, ALGORITHMS, Job, stage_spans, steps_per_phase
 from hps.costmodel.schedule import REASONS, build_params, evaluate_schedules
-from hps.costmodel.schedule.plan import evaluate_plan, schedule_plan
+from hps.costmodel.schedule.plan import schedule_plan
 from hps.costmodel.schedule.provisioning import build_instance
 from hps.errors import ConfigError
 from hps.reference import collective as reference_collective
 from hps.reference import placement as reference
 from hps.report.tables import format_table
-from tests.helpers import run_cli_output
+from tests.helpers import evaluated, run_cli_output
 
 REPO = Path(__file__).resolve().parents[2]
 SMALL_CATALOG = (REPO / "topologies" / "catalogs" / "small.toml").read_text()
@@ -212,7 +213,7 @@ def test_the_json_writer_and_tables_refuse_inf_and_nan_naming_the_figure():
 def test_a_non_finite_figure_from_the_model_exits_2_and_writes_no_output(monkeypatch, tmp_path, capsys):
     """A figure the model should never give (inf from in-range inputs) is a typed error naming it:
     no traceback, nothing printed, no chart written."""
-    from hps.collective import studies
+    from hps.studies import collectives as studies
 
     single = studies.single_allreduce
 
@@ -229,7 +230,9 @@ def test_a_non_finite_figure_from_the_model_exits_2_and_writes_no_output(monkeyp
     import hps.report.placement as placement_report
 
     score = placement_report.evaluate_plan
-    monkeypatch.setattr(placement_report, "evaluate_plan", lambda *a: {**score(*a), "throughput": math.nan})
+    monkeypatch.setattr(
+        placement_report, "evaluate_plan", lambda *a: dataclasses.replace(score(*a), throughput=math.nan)
+    )
     code, out, err = run_cli_output(["evaluate", "--workload", "mlp", "--schedule", "cpu,cpu,cpu,cpu"], capsys)
     assert code == 2 and out == "" and "error: the plan's report: throughput is not a finite number (nan)" in err
 
@@ -296,7 +299,7 @@ def test_placement_models_at_the_ends_of_the_ranges_equal_the_reference(corner, 
     inst = build_instance(workload, catalog, job)
     for schedule, want, got in zip(schedules, wanted, jnp_plans(workload, catalog, job, schedules)):
         assert_plan_equals_reference(got, want)
-        assert_plan_equals_reference(evaluate_plan(inst, schedule_plan(schedule)), want)
+        assert_plan_equals_reference(evaluated(inst, schedule_plan(schedule)), want)
     flags = [f"--{key}={value!r}" for key, value in values.items()]
     names = ",".join(catalog.names[t] for t in schedules[-1])
     argv = ["evaluate", "--catalog", catalog_path, "--workload", workload_path, *flags, "--schedule", names, "--json"]
@@ -315,7 +318,7 @@ def test_the_general_model_at_the_ends_of_the_ranges_equals_the_reference(tmp_pa
     workload, catalog = load_workload(workload_path), load_catalog(catalog_path)
     job = Job(**values, micro_batches=1.0, state_sharding="auto")
     plan = ((0, 0, 0), (1, 1, 1), (2, 2, 0))
-    got = evaluate_plan(build_instance(workload, catalog, job), plan)
+    got = evaluated(build_instance(workload, catalog, job), plan)
     assert_plan_equals_reference(got, reference.evaluate_plan(workload, catalog, job, plan))
 
 

@@ -38,8 +38,10 @@ from pathlib import Path
 
 from hps.config.files import atomic_write_text
 from hps.errors import ConfigError
-from hps.studies import hostile_files, hostile_flags, hostile_setup
 from hps.studies.base import ExperimentConfig, Summary, register_experiment_kind
+from tools.hostile import files as hostile_files
+from tools.hostile import flags as hostile_flags
+from tools.hostile import setup as hostile_setup
 from tools.hostile.cases import all_cases
 from tools.hostile.setup import CHUNKS, TINY_TRAINING, run_hps
 from tools.hostile.steps import run_procedure

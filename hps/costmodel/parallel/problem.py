@@ -13,7 +13,8 @@ import math
 import numpy as np
 
 from hps.config.types import PRECISIONS, Catalog, Job, Workload, steps_per_phase
-from hps.costmodel.clocks.kernel import KernelTimes, compute_seconds
+from hps.costmodel.clocks.base import Clock
+from hps.costmodel.clocks.roofline import RooflineClock
 from hps.costmodel.schedule.provisioning import allreduce_coefficients
 
 BUCKET_BYTES = 25 * 2**20
@@ -82,14 +83,15 @@ class ParallelProblem:
     """A workload on a catalogue under a job, for the parallel-plan model. `job.micro_batch`
     None leaves the micro-batch b to the solver (any divisor of the batch). `allowed`, a bool
     (L, T) array, restricts which types may run each layer (None: any); a type sequence is
-    completed exactly by solving the problem with one type allowed per layer."""
+    completed exactly by solving the problem with one type allowed per layer. `clock` times the
+    layers (`hps.costmodel.clocks`; the roofline by default)."""
 
     workload: Workload
     catalog: Catalog
     job: Job
     allowed: np.ndarray | None = None
-    time_model: KernelTimes | None = None
-    """The kernel-level time model (`hps.costmodel.clocks.kernel`); None: the roofline."""
+    clock: Clock = RooflineClock()
+    """How long a layer takes on a device (`hps.costmodel.clocks.base.clock_named`)."""
     memo: dict = dataclasses.field(default_factory=dict, repr=False)
     """Derived tables by method and arguments (`_memo`)."""
 
@@ -134,7 +136,7 @@ class ParallelProblem:
 
     def restricted(self, allowed: np.ndarray) -> ParallelProblem:
         """The same problem with only `allowed` (L, T) types per layer."""
-        return ParallelProblem(self.workload, self.catalog, self.job, allowed, self.time_model, self.memo)
+        return ParallelProblem(self.workload, self.catalog, self.job, allowed, self.clock, self.memo)
 
     def shape(self) -> tuple:
         """What every derived table depends on besides the throughput floor, the samples to train
@@ -143,12 +145,12 @@ class ParallelProblem:
         resources = tuple(dataclasses.replace(r, price_per_hour=1.0) for r in self.catalog.resources)
         job = dataclasses.replace(self.job, throughput=1.0, samples=1.0)
         allowed = None if self.allowed is None else self.allowed.tobytes()
-        return id(self.workload), resources, self.catalog.links, job, self.time_model, allowed
+        return id(self.workload), resources, self.catalog.links, job, self.clock, allowed
 
     def repriced(self, catalog: Catalog, job: Job) -> ParallelProblem:
         """This problem under `catalog` and `job`, which may differ from its own only in the types'
         prices, the floor and the samples (ValueError otherwise), sharing its derived tables."""
-        out = ParallelProblem(self.workload, catalog, job, self.allowed, self.time_model, self.memo)
+        out = ParallelProblem(self.workload, catalog, job, self.allowed, self.clock, self.memo)
         if out.shape() != self.shape():
             raise ValueError("a repriced problem differs only in the types' prices, the floor and the samples")
         return out
@@ -162,12 +164,15 @@ class ParallelProblem:
 
     def computes_fp8(self, types, count: int) -> np.ndarray:
         """(count,) bool: whether each of `count` stages on `types` (type indices; None: unknown,
-        no stage) runs its matmuls in FP8 under the time model."""
-        model = self.time_model
-        if model is None or not model.fp8 or types is None:
+        no stage) runs its matmuls in FP8 under the clock."""
+        if types is None:
             return np.zeros(count, bool)
-        names = [r.name for r in self.catalog.resources]
-        return np.array([model.computes_fp8(names[int(y)]) for y in np.asarray(types).reshape(-1)], bool)
+        return self.fp8_types()[np.asarray(types, np.int64).reshape(-1)]
+
+    @_memo
+    def fp8_types(self) -> np.ndarray:
+        """(T,) bool: whether each type runs its matmuls in FP8 under the clock."""
+        return np.array([self.clock.computes_fp8(r) for r in self.catalog.resources], bool)
 
     @property
     def num_layers(self) -> int:
@@ -199,7 +204,7 @@ class ParallelProblem:
         """((L,) measured seconds per micro-batch of m samples, NaN where none; (L,) source of
         each: "measured" (an entry for (type, tp, m)), "interpolated" (linear in the micro-batch
         between the layer's nearest measured sizes below and above m for (type, tp)) or
-        "roofline" (no measured size on both sides: the model's own time)."""
+        the clock's name (no measured size on both sides: the clock's time)."""
         name = self.catalog.resources[type_index].name
         extra = 1.0 if self.job.recompute == "full" else 0.0
         seconds, sources = np.full(self.num_layers, np.nan), []
@@ -217,32 +222,27 @@ class ParallelProblem:
                 (m0, v0), (m1, v1) = below[-1], above[0]
                 seconds[i], source = v0 + (v1 - v0) * (m - m0) / (m1 - m0), "interpolated"
             else:
-                source = "roofline"
+                source = self.clock.name
             sources.append(source)
         return seconds, tuple(sources)
 
     def time_sources(self, type_index: int, tp: int, m: int, first: int, last: int) -> str:
         """What layers first..last's times on (type, tp, m) come from, e.g. "measured" or
-        "2 measured, 1 interpolated, 3 roofline"."""
+        "2 measured, 1 interpolated, 3 roofline" (the clock's name for the clock's times)."""
         sources = self.measured_times(type_index, tp, m)[1][first : last + 1]
-        counts = {s: sources.count(s) for s in ("measured", "interpolated", "roofline") if s in sources}
+        counts = {s: sources.count(s) for s in ("measured", "interpolated", self.clock.name) if s in sources}
         return next(iter(counts)) if len(counts) == 1 else ", ".join(f"{n} {s}" for s, n in counts.items())
 
     @_memo
     def layer_times(self, type_index: int, tp: int, m: int) -> np.ndarray:
         """(L,) seconds per micro-batch of m samples per replica on one device of a tp-way group:
         the measured forward + backward where the layer has an entry for (type, tp, m), linear
-        between its measured sizes around m (`measured_times`), else the roofline on 1/tp of the
-        work plus the layer's tensor-parallel All-Reduces."""
+        between its measured sizes around m (`measured_times`), else the larger of the clock's
+        compute time on 1/tp of the work and the HBM traffic, plus input reads and the exposed
+        part of the layer's tensor-parallel All-Reduces."""
         r = self.catalog.resources[type_index]
         extra = 1.0 if self.job.recompute == "full" else 0.0
-        efficiency = np.where(self.sparse_kind, r.efficiency_sparse, r.efficiency_dense)
-        compute = m * self.flops * (1 + extra / 3) / (tp * r.peak_flops * efficiency)
-        if self.time_model is not None:
-            model = self.time_model
-            peak = model.peak_flops(r.name, r.peak_flops)
-            calls = compute_seconds(m * self.flops / tp, peak, model.e_max(r.name), model.half_work_flop)
-            compute = np.where(self.sparse_kind, compute, calls * (1 + extra / 3))
+        compute = self.clock.compute_seconds(r, self.flops, self.sparse_kind, tp, m, extra)
         memory = m * self.mem_bytes * (1 + extra / 3) / (tp * r.mem_bw)
         io = m * self.io_bytes / r.io_bw
         comm = np.zeros_like(compute)
@@ -253,8 +253,7 @@ class ParallelProblem:
                 2 * m * self.tp_bytes * (1 + extra / 2) * (tp - 1) / tp / dim.bandwidth
                 + self.tp_collectives * (1 + extra / 2) * 2 * steps * dim.latency
             )
-        if self.time_model is not None:
-            comm = comm * self.time_model.tp_exposed
+        comm = comm * self.clock.tp_exposed(r)
         times = np.maximum(compute, memory) + io + comm
         measured, _ = self.measured_times(type_index, tp, m)
         return np.where(np.isnan(measured), times, measured)

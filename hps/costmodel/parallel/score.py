@@ -3,58 +3,14 @@ egress, cost and MFU (docs/parallel-plans.md, "A plan's score")."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import numpy as np
 
 from hps.config.types import ParallelStage
-from hps.costmodel.clocks.kernel import bubble_slots
+from hps.contract.types import PlanScore, StageScore
 from hps.costmodel.parallel.problem import FLOOR_TOLERANCE, ParallelProblem
 from hps.costmodel.parallel.stages import stage_arrays
-
-REASONS = ("feasible", "memory", "no_link", "pooled_cap", "throughput")
-"""Why a plan is infeasible, in the order they are checked (the first that fails is reported)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class StageScore:
-    """One stage: its plan entry, site, per-replica micro-batch (samples), time per micro-batch
-    (s), tail (s), memory per device (bytes), units and $/hour."""
-
-    stage: ParallelStage
-    site: str
-    replica_micro_batch: int
-    time_per_microbatch_s: float
-    tail_s: float
-    memory_per_device_bytes: float
-    memory_limit_bytes: float
-    units: int
-    dollars_per_hour: float
-    time_source: str = "roofline"
-    """What its layer times come from: "measured", "interpolated", "roofline" or a mix."""
-
-
-@dataclasses.dataclass(frozen=True)
-class PlanScore:
-    """A plan's score. `reason` is None when feasible; `detail` says what failed and where.
-    iteration_s, throughput (samples/s), dollars_per_hour, egress_dollars (whole run), cost
-    (dollars, inf when infeasible), bottleneck_s (the largest time per micro-batch of a stage
-    or a link between sites) and mfu (model FLOPs over the units' peak)."""
-
-    feasible: bool
-    reason: str | None
-    detail: str
-    micro_batch: int
-    micro_batches: int
-    iteration_s: float
-    bottleneck_s: float
-    throughput: float
-    dollars_per_hour: float
-    egress_dollars: float
-    cost: float
-    mfu: float
-    stages: tuple[StageScore, ...]
 
 
 def score_plan(problem: ParallelProblem, stages: tuple[ParallelStage, ...], b: int | None = None) -> PlanScore:
@@ -106,8 +62,7 @@ def score_plan(problem: ParallelProblem, stages: tuple[ParallelStage, ...], b: i
                 reason, detail = "pooled_cap", f"{catalog.resources[t].name}: {used} units of {cap}"
                 break
     slowest = max([*arrays.time.tolist(), *hops])
-    virtual = 1 if problem.time_model is None else problem.time_model.virtual_stages
-    iteration = bubble_slots(num, micro_batches, virtual) * slowest + float(arrays.tail.max())
+    iteration = problem.clock.bubble_slots(num, micro_batches) * slowest + float(arrays.tail.max())
     throughput = job.batch / iteration
     if reason is None and throughput < job.throughput * (1 - FLOOR_TOLERANCE):
         reason, detail = "throughput", f"{throughput:.6g} samples/s below the floor {job.throughput:.6g}"

@@ -75,7 +75,7 @@ def stage_memory(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per stage (N,): (static bytes per device, activation bytes per device per micro-batch in
     flight, bytes of parameter states per device); first, last, tp, dp and types (the stages'
-    type indices; only an FP8 time model reads them) are (N,) ints. A stage on a type that
+    type indices; only a clock that computes FP8 reads them) are (N,) ints. A stage on a type that
     computes in FP8 keeps its layers' FP8 stashes and FP8 weight copies."""
     first, last, tp, dp = (np.asarray(x, np.int64) for x in (first, last, tp, dp))
     m = b // dp
@@ -88,9 +88,9 @@ def stage_memory(
     if zero >= 3:
         static = static + np.where(dp > 1, range_max(problem.parameters, first, last) * p_bytes / tp, 0.0)
     fp8 = problem.computes_fp8(types, len(first))
-    static = static + np.where(fp8, params / tp * getattr(problem.time_model, "fp8_weight_bytes", 0.0), 0.0)
+    static = static + np.where(fp8, params / tp * problem.clock.fp8_weight_bytes, 0.0)
     if problem.job.recompute == "full":
-        inputs = problem.input_prefix if problem.time_model is None else problem.unit_input_prefix
+        inputs = problem.unit_input_prefix if problem.clock.keeps_unit_inputs else problem.input_prefix
         kept = inputs[last + 1] - inputs[first]
         peak = np.where(fp8, range_max(problem.fp8_stash, first, last), range_max(problem.stash, first, last))
         static = static + m * peak / tp

@@ -8,7 +8,7 @@ __getattr__, __all__ = lazy_exports(
     {
         "cost": (
             "REASONS",
-            "ScheduleResult",
+            "ScheduleScores",
             "SegmentTable",
             "evaluate_schedules",
             "evaluate_with_table",

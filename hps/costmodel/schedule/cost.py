@@ -31,7 +31,7 @@ class SegmentTable:
 
 
 @struct.dataclass
-class ScheduleResult:
+class ScheduleScores:
     """Scores of a batch of N schedules. Scalars are (N,); per-stage arrays are (N, L), valid
     where `stage_end` (one entry per stage, at its last layer). cost is +inf when infeasible;
     failed_layer is the first layer of the stage that failed, −1 when feasible."""
@@ -191,7 +191,7 @@ def _packed_segments(table: SegmentTable, params: PlacementParams) -> jnp.ndarra
     return [c.reshape(-1) for c in columns]
 
 
-def evaluate_with_table(table: SegmentTable, params: PlacementParams, schedules) -> ScheduleResult:
+def evaluate_with_table(table: SegmentTable, params: PlacementParams, schedules) -> ScheduleScores:
     """Score schedules (N, L) int (type index per layer; padded layers ignored).
 
     The first failing stage is found with one min over keys first_layer·8 + reason (stages are
@@ -238,7 +238,7 @@ def score_stages(
     reason = jnp.where(feasible, FEASIBLE, key % 8)
     failed = jnp.where(feasible, -1, key // 8)
     cost = jnp.where(feasible, dollars * (params.samples / throughput) / 3600.0, jnp.inf)
-    return ScheduleResult(
+    return ScheduleScores(
         feasible=feasible,
         reason=reason,
         failed_layer=failed,
@@ -258,6 +258,6 @@ def single_type_schedules(max_types: int, max_layers: int) -> jnp.ndarray:
     return jnp.broadcast_to(jnp.arange(max_types, dtype=jnp.int32)[:, None], (max_types, max_layers))
 
 
-def evaluate_schedules(params: PlacementParams, schedules) -> ScheduleResult:
+def evaluate_schedules(params: PlacementParams, schedules) -> ScheduleScores:
     """The whole model: provision every segment, then score schedules (N, L)."""
     return evaluate_with_table(segment_table(params), params, schedules)

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 from hps.costmodel.schedule.allreduce import allreduce_table
 from hps.costmodel.schedule.cost import (
     FEASIBLE,
-    ScheduleResult,
+    ScheduleScores,
     _stage_structure,
     layer_time,
     provision_modes,
@@ -56,7 +56,7 @@ def stage_values(params: PlacementParams, alpha, beta, types, first, general: bo
     return replicas.astype(jnp.float32), time, params.batch / (bubble * time), replicas * price, reason, sharded
 
 
-def evaluate_direct(params: PlacementParams, schedules, alpha=None, beta=None) -> ScheduleResult:
+def evaluate_direct(params: PlacementParams, schedules, alpha=None, beta=None) -> ScheduleScores:
     """Score schedules (N, L) of one instance under the schedule model (bubble 1, replicated
     states); pass (alpha, beta) = allreduce_table(params) to reuse them across calls."""
     if alpha is None:
@@ -70,7 +70,7 @@ def evaluate_direct(params: PlacementParams, schedules, alpha=None, beta=None) -
     return score_stages(params, types, first, ends, bad_type, *stages)
 
 
-def evaluate_plans(params: PlacementParams, types, ends, alpha=None, beta=None) -> ScheduleResult:
+def evaluate_plans(params: PlacementParams, types, ends, alpha=None, beta=None) -> ScheduleScores:
     """Score explicit plans under the general model (docs/pipeline-plans.md): types (N, L) the
     type of each layer's stage, ends (N, L) bool where a stage ends (adjacent stages may share
     a type; a stage ends at the last real layer whatever ends says there). The bubble is

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from hps.config.types import Catalog, stage_spans
+from hps.config.types import Catalog, ParallelStage, stage_spans
+from hps.contract.types import PlanScore, StageScore, training_cost
 from hps.costmodel.schedule.provisioning import (
     FEASIBLE,
     INVALID_TYPE,
@@ -25,16 +26,16 @@ from hps.costmodel.schedule.provisioning import (
 from hps.errors import ConfigError
 
 REASONS = ("feasible", "invalid_type", "memory", "throughput", "pooled_cap")
-Plan = tuple[tuple[int, int, int], ...]
+IndexPlan = tuple[tuple[int, int, int], ...]
 """(first layer, last layer, type index) per stage, in layer order; layers count from 0."""
 
 
-def schedule_plan(schedule: Sequence[int]) -> Plan:
+def schedule_plan(schedule: Sequence[int]) -> IndexPlan:
     """The plan of a schedule (one type index per layer): its maximal runs."""
     return tuple(stage_spans(list(schedule)))
 
 
-def check_plan(plan: Plan, num_layers: int, num_types: int, source: str = "--stages", field: str = "") -> None:
+def check_plan(plan: IndexPlan, num_layers: int, num_types: int, source: str = "--stages", field: str = "") -> None:
     """ConfigError (naming source and field) unless the stages cover layers 0..num_layers−1 in
     order, without gaps or overlaps, each on a type index below num_types."""
     if not plan:
@@ -54,8 +55,8 @@ def check_plan(plan: Plan, num_layers: int, num_types: int, source: str = "--sta
         raise ConfigError(source, field, f"the stages end at layer {expected - 1}, the workload has {num_layers}")
 
 
-def parse_stages(text: str, catalog: Catalog, num_layers: int, source: str = "--stages") -> Plan:
-    """`FIRST-LAST:TYPE,...` (layers from 0, inclusive; TYPE a catalogue name) -> a checked Plan."""
+def parse_stages(text: str, catalog: Catalog, num_layers: int, source: str = "--stages") -> IndexPlan:
+    """`FIRST-LAST:TYPE,...` (layers from 0, inclusive; TYPE a catalogue name) -> a checked IndexPlan."""
     field, plan = "", []
     for item in text.split(","):
         span, _, name = item.strip().partition(":")
@@ -73,10 +74,9 @@ def parse_stages(text: str, catalog: Catalog, num_layers: int, source: str = "--
     return tuple(plan)
 
 
-def evaluate_plan(inst: Instance, plan: Plan) -> dict:
-    """The plan's score: feasible, reason (None when feasible), failed_layer, throughput
-    (samples/s), dollars_per_hour, cost ($), stages [{type, first_layer, last_layer, replicas,
-    time (s per iteration), mode, reason, dollars_per_hour}]."""
+def evaluate_plan(inst: Instance, plan: IndexPlan) -> PlanScore:
+    """The plan's score; its reason is the first stage's that fails on its own (else the first
+    over its type's pooled cap), its detail names that stage's first layer."""
     check_plan(plan, inst.num_layers, inst.num_types, "plan", "stages")
     first, last, types = (np.array(column, np.int64) for column in zip(*plan))
     stages = provision(inst, first, last, types, len(plan))
@@ -87,30 +87,67 @@ def evaluate_plan(inst: Instance, plan: Plan) -> dict:
     own = failed[reason[failed] != POOLED_CAP]
     first_failed = (own if own.size else failed)[:1]
     dollars = float(np.sum(stages.replicas * inst.price[types]))
-    throughput = inst.job.batch / (inst.bubble(len(plan)) * float(np.max(stages.time)))
+    iteration = inst.bubble(len(plan)) * float(np.max(stages.time))
+    throughput = inst.job.batch / iteration
     feasible = first_failed.size == 0
-    names = inst.catalog.names
-    return {
-        "feasible": feasible,
-        "reason": None if feasible else REASONS[int(reason[first_failed[0]])],
-        "failed_layer": -1 if feasible else int(first[first_failed[0]]),
-        "throughput": throughput,
-        "dollars_per_hour": dollars,
-        "cost": dollars * (inst.job.samples / throughput) / 3600 if feasible else math.inf,
-        "stages": [
-            {
-                "type": names[t],
-                "first_layer": int(f),
-                "last_layer": int(e),
-                "replicas": int(k),
-                "time": float(s),
-                "mode": MODES[m],
-                "reason": REASONS[r],
-                "dollars_per_hour": float(k * inst.price[t]),
-            }
-            for f, e, t, k, s, m, r in zip(first, last, types, stages.replicas, stages.time, stages.mode, reason)
-        ],
-    }
+    resources, batch = inst.catalog.resources, inst.job.batch
+    scores = tuple(
+        StageScore(
+            stage=ParallelStage(int(f), int(e), resources[t].name, 1, int(k)), site=resources[t].site,
+            replica_micro_batch=batch / k, time_per_microbatch_s=float(s), tail_s=0.0,
+            memory_per_device_bytes=float(mem), memory_limit_bytes=float(inst.memory[t]), units=int(k),
+            dollars_per_hour=float(k * inst.price[t]), mode=MODES[m], reason=None if r == FEASIBLE else REASONS[r],
+        )
+        for f, e, t, k, s, m, r, mem in zip(
+            first, last, types, stages.replicas, stages.time, stages.mode, reason, stages.memory
+        )
+    )  # fmt: skip
+    peak = sum(score.units * resources[t].peak_flops for score, t in zip(scores, types))
+    flops = sum(layer.flops for layer in inst.workload.layers)
+    return PlanScore(
+        feasible=feasible,
+        reason=None if feasible else REASONS[int(reason[first_failed[0]])],
+        detail="" if feasible else f"the stage starting at layer {int(first[first_failed[0]])}",
+        micro_batch=None,
+        micro_batches=inst.job.micro_batches,
+        iteration_s=iteration,
+        bottleneck_s=float(np.max(stages.time)),
+        throughput=throughput,
+        dollars_per_hour=dollars,
+        egress_dollars=0.0,
+        cost=training_cost(dollars, inst.job.samples, throughput) if feasible else math.inf,
+        mfu=flops * throughput / peak,
+        stages=scores,
+    )
 
 
-__all__ = ["INVALID_TYPE", "REASONS", "Plan", "check_plan", "evaluate_plan", "parse_stages", "schedule_plan"]
+def failed_layer(score: PlanScore) -> int:
+    """The first layer of the stage a schedule-model score's reason comes from (-1 when feasible)."""
+    return -1 if score.feasible else score.stages[failed_stage(score)].stage.first
+
+
+def index_plan(plan, catalog: Catalog) -> IndexPlan:
+    """The (first layer, last layer, type index) stages of a `hps.contract.types.Plan`."""
+    return tuple((stage.first, stage.last, catalog.index(stage.type)) for stage in plan.stages)
+
+
+def failed_stage(score: PlanScore) -> int | None:
+    """The index of the stage a schedule-model score's reason comes from (None when feasible):
+    the first stage failing for that reason."""
+    if score.feasible:
+        return None
+    return next(j for j, stage in enumerate(score.stages) if stage.reason == score.reason)
+
+
+__all__ = [
+    "INVALID_TYPE",
+    "REASONS",
+    "IndexPlan",
+    "check_plan",
+    "evaluate_plan",
+    "failed_layer",
+    "failed_stage",
+    "index_plan",
+    "parse_stages",
+    "schedule_plan",
+]

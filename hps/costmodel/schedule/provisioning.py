@@ -175,12 +175,14 @@ def build_instance(workload: Workload, catalog: Catalog, job: Job) -> Instance:
 @dataclass(frozen=True)
 class Stages:
     """Provisioned stages, each field (N,): replicas k, time (s per iteration at k), reason
-    code (FEASIBLE, MEMORY or THROUGHPUT), mode (REPLICATED or SHARDED)."""
+    code (FEASIBLE, MEMORY or THROUGHPUT), mode (REPLICATED or SHARDED), memory (bytes per unit
+    at k)."""
 
     replicas: np.ndarray
     time: np.ndarray
     reason: np.ndarray
     mode: np.ndarray
+    memory: np.ndarray
 
 
 def boundary_bytes(inst: Instance, first, last) -> np.ndarray:
@@ -358,4 +360,5 @@ def provision(inst: Instance, first, last, types, stages: int) -> Stages:
     mode = np.where(feasible & (k_sh < k_rep), SHARDED, REPLICATED)
     replicas = np.where(feasible, np.minimum(k_rep, k_sh), cap)
     reason = np.where(feasible, FEASIBLE, np.where(fits_rep | fits_sh, THROUGHPUT, MEMORY))
-    return Stages(replicas=replicas, time=_time(inst, seg, replicas, mode), reason=reason, mode=mode)
+    time, memory = _time(inst, seg, replicas, mode), _memory(inst, seg, replicas, mode)
+    return Stages(replicas=replicas, time=time, reason=reason, mode=mode, memory=memory)

@@ -3,11 +3,11 @@
 Two teachers (`TEACHERS`, chosen by the training config's `teacher`):
 
 - "exact" (the default): the exact solver's proven optimum over HeterPS schedules
-  (`hps.planners.exact_schedule.solve_exact(..., heterps=True)` on the instance's own float32 numbers,
+  (`hps.methods.exact_schedule.solve_exact(..., heterps=True)` on the instance's own float32 numbers,
   widened), so the policy imitates the best plan there is, not a search's guess at it. It runs
   in numpy, one instance after another, about 15 ms an instance of 4–24 layers on one core.
 - "climb": the stage-move hill climb started from the best single-type plan
-  (`hps.planners.search.refine.climb_from_single`), scored by the exact model: jitted and
+  (`hps.methods.search.refine.climb_from_single`), scored by the exact model: jitted and
   vmapped, about 9 ms an instance, and optimal on most small instances but not on all.
 - "single": every layer on the cheapest feasible single type; weak, but nearly free at any
   size (the RL benchmark uses it on large instances, where the update's work is the same).
@@ -29,6 +29,8 @@ import numpy as np
 from flax import struct
 
 from hps.costmodel.schedule.cost import FEASIBLE
+from hps.methods.search.refine import climb_from_single
+from hps.methods.search.scoring import RANK_FEASIBLE
 from hps.placement.agent.rollout import truncate_obs
 from hps.placement.env.env import PlacementEnv, PlacementObs
 from hps.placement.env.generator import (
@@ -37,8 +39,6 @@ from hps.placement.env.generator import (
     generate_instances,
     single_type_stages,
 )
-from hps.planners.search.refine import climb_from_single
-from hps.planners.search.scoring import RANK_FEASIBLE
 from hps.rl.reinforce import masked_mean
 
 LABEL_SECONDS = 2.0
@@ -67,7 +67,8 @@ def exact_plans(instances: PlacementInstance):
     best plan found within LABEL_SECONDS where the solver cannot close it sooner), and
     whether a feasible plan was found."""
     from hps.costmodel.schedule.from_params import generated_instance
-    from hps.planners.exact_schedule import solve_exact
+    from hps.costmodel.schedule.plan import index_plan
+    from hps.methods.exact_schedule import solve_exact
 
     arrays = jax.device_get(instances)
     count, max_layers = np.asarray(arrays.placement.layer_mask).shape
@@ -75,10 +76,11 @@ def exact_plans(instances: PlacementInstance):
     feasible = np.zeros((count,), bool)
     for i in range(count):
         one = jax.tree.map(lambda x: np.asarray(x)[i], arrays)  # noqa: B023
-        found = solve_exact(generated_instance(one), heterps=True, seconds=LABEL_SECONDS)
+        inst = generated_instance(one)
+        found = solve_exact(inst, heterps=True, seconds=LABEL_SECONDS)
         if found.plan is not None:
             feasible[i] = True
-            for first, last, type_index in found.plan:
+            for first, last, type_index in index_plan(found.plan, inst.catalog):
                 schedules[i, first : last + 1] = type_index
     return jnp.asarray(schedules), jnp.asarray(feasible)
 

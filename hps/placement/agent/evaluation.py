@@ -5,7 +5,7 @@ exhaustive search checks the optimum independently) and large ones (24–32 laye
 Per instance: the policy's best of `samples` sampled plans plus its greedy plan, and its greedy
 plan alone, all scored by the exact cost model; the genetic algorithm given the same number of
 evaluations (one generation of samples + 1 individuals, so it is seeded with single-type
-plans and random ones); and the optimum (HeterPS schedules, `hps.planners.exact_schedule`). Costs are
+plans and random ones); and the optimum (HeterPS schedules, `hps.methods.exact_schedule`). Costs are
 compared as cost / optimum over the instances where a feasible plan exists.
 `heldout_evaluator` is the cheaper greedy-only check a training session runs for its learning
 curve.
@@ -21,6 +21,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from hps.costmodel.schedule.cost import segment_table
+from hps.methods.search import exhaustive, genetic, gradient, single
+from hps.methods.search.refine import climb_from_single, refine
+from hps.methods.search.scoring import RANK_FEASIBLE, batch_best, score
 from hps.placement.agent.planner import candidate_schedules
 from hps.placement.agent.policy import PolicyFunctions
 from hps.placement.agent.rollout import rollout
@@ -31,9 +34,6 @@ from hps.placement.env.generator import (
     InstanceSplit,
     generate_instances,
 )
-from hps.planners.search import exhaustive, genetic, gradient, single
-from hps.planners.search.refine import climb_from_single, refine
-from hps.planners.search.scoring import RANK_FEASIBLE, batch_best, score
 
 HELDOUT_SMALL = InstanceSplit("heldout-small", 4, 10, 2, 4, salt=3)
 EVAL_KEY = 77
@@ -48,11 +48,11 @@ class Comparison:
     genetic_*: the GA at the same evaluations (a population of EQUAL_POPULATION, so it evolves);
     gradient_*: the gradient search at the same evaluations; worst_ / median_sampled_ratio: of
     the policy's best samples; within_3_percent: instances where that best sample is within 3 %
-    of optimum. refined_*: the best sample polished by stage moves (`hps.planners.search.refine`), which
+    of optimum. refined_*: the best sample polished by stage moves (`hps.methods.search.refine`), which
     scored refine_evaluations more plans per instance on average; genetic_refined_ratio: the GA
     given the same total evaluations as the policy and its refinement on each instance.
     climb_*: the training teacher alone (stage moves from the best single-type plan,
-    `hps.planners.search.refine.climb_from_single`), which scored climb_evaluations plans on average.
+    `hps.methods.search.refine.climb_from_single`), which scored climb_evaluations plans on average.
     exact_seconds: the exact solver's mean time per instance; exhaustive_agrees: instances
     where exhaustive search, the independent check, found the same optimum (to 1e-5)."""
 
@@ -260,12 +260,11 @@ def exact_optimum(instance) -> dict:
     """{"cost" ($, inf when infeasible), "feasible", "seconds"}: the exact solver's proven
     optimum over HeterPS schedules of one unbatched PlacementInstance."""
     from hps.costmodel.schedule.from_params import generated_instance
-    from hps.planners.exact_schedule import solve_exact
+    from hps.methods.exact_schedule import solve_exact
 
     arrays = jax.device_get(instance)
     found = solve_exact(generated_instance(arrays), heterps=True)
-    feasible = found.plan is not None
-    return {"cost": found.score["cost"] if feasible else np.inf, "feasible": feasible, "seconds": found.seconds}
+    return {"cost": found.cost, "feasible": found.feasible, "seconds": found.seconds}
 
 
 def compare_on_large(

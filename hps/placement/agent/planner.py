@@ -3,8 +3,8 @@
 The policy draws `samples` distinct schedules of the instance, without replacement (stochastic
 beam search, `hps.placement.agent.beam`), and decodes one greedily; the exact cost model scores
 them all and the cheapest feasible one wins (the least infeasible when none is
-feasible). With `refine`, a hill climb of stage moves (`hps.planners.search.refine`, or past the segment
-table's size `hps.planners.search.climb_at_scale`) then polishes that plan.
+feasible). With `refine`, a hill climb of stage moves (`hps.methods.search.refine`, or past the segment
+table's size `hps.methods.search.climb_at_scale`) then polishes that plan.
 
 The instance is padded to the least size bucket of hps.config.limits (POLICY_LAYER_BUCKETS,
 POLICY_TYPE_BUCKETS, POLICY_UNIT_BUCKETS) that holds its layers, types and largest max_units,
@@ -27,25 +27,26 @@ import numpy as np
 
 from hps.config.limits import POLICY_LAYER_BUCKETS, POLICY_TYPE_BUCKETS, POLICY_UNIT_BUCKETS, policy_bucket
 from hps.config.types import Catalog, Job, Workload
+from hps.contract.memory import refuse_past_memory
+from hps.contract.types import PlanScore
 from hps.costmodel.schedule import build_params
 from hps.costmodel.schedule.cost import segment_table
 from hps.costmodel.schedule.params import dense_size_fits
-from hps.costmodel.schedule.plan import evaluate_plan, schedule_plan
+from hps.costmodel.schedule.plan import evaluate_plan, failed_layer, schedule_plan
 from hps.costmodel.schedule.provisioning import allreduce_table, build_instance
 from hps.errors import ConfigError
+from hps.methods.search.climb_at_scale import climb_at_scale
+from hps.methods.search.refine import refine
+from hps.methods.search.scoring import RANK_FEASIBLE, batch_best, score
 from hps.placement.agent.beam import beam_plans
 from hps.placement.agent.policy import PolicyFunctions
 from hps.placement.agent.rollout import rollout
 from hps.placement.env.env import PlacementEnv
 from hps.placement.env.generator import make_instance
-from hps.plan.memory import refuse_past_memory
-from hps.planners.search.climb_at_scale import climb_at_scale
-from hps.planners.search.refine import refine
-from hps.planners.search.scoring import RANK_FEASIBLE, batch_best, score
 
 
 @dataclass(frozen=True)
-class Plan:
+class Sampled:
     """schedule: type index per layer (refined when planned with `polish`); sampled_schedule:
     the best of the sampled plans, before any refinement; candidates: schedules scored
     (samples + 1 greedy); feasible_candidates: how many of them were feasible;
@@ -122,7 +123,7 @@ class _Best:
     `evaluate_plan` score."""
 
     schedule: np.ndarray
-    score: dict
+    score: PlanScore
 
 
 def best_by_numpy(inst, schedules) -> tuple[_Best, int]:
@@ -130,11 +131,11 @@ def best_by_numpy(inst, schedules) -> tuple[_Best, int]:
     cheapest feasible one; when none is, the one whose first failing stage starts latest, then
     the highest throughput (the closest to feasible, as far as one plan's score tells)."""
     scores = [evaluate_plan(inst, schedule_plan(row)) for row in np.asarray(schedules)]
-    feasible = [s["feasible"] for s in scores]
+    feasible = [s.feasible for s in scores]
     if any(feasible):
-        best = min((i for i, ok in enumerate(feasible) if ok), key=lambda i: scores[i]["cost"])
+        best = min((i for i, ok in enumerate(feasible) if ok), key=lambda i: scores[i].cost)
     else:
-        best = max(range(len(scores)), key=lambda i: (scores[i]["failed_layer"], scores[i]["throughput"]))
+        best = max(range(len(scores)), key=lambda i: (failed_layer(scores[i]), scores[i].throughput))
     return _Best(np.asarray(schedules)[best], scores[best]), sum(feasible)
 
 
@@ -162,7 +163,7 @@ def plan(
     samples: int = 64,
     seed: int = 0,
     polish: bool = False,
-) -> Plan:
+) -> Sampled:
     """The best of `samples` distinct sampled plans and the greedy plan of `workload` on
     `catalog`; `polish`: then refined by stage moves (against the jnp model's segment table
     where it fits, else by `climb_at_scale` in numpy). Each step runs once to compile, then
@@ -199,7 +200,7 @@ def plan(
         start = time.perf_counter()
         schedule, climbed, evaluations = climb_at_scale(inst, best.schedule)
         refined, refine_seconds = _Best(schedule, climbed), time.perf_counter() - start
-    return Plan(
+    return Sampled(
         schedule=np.asarray(refined.schedule).tolist(),
         sampled_schedule=np.asarray(best.schedule).tolist(),
         candidates=samples + 1,

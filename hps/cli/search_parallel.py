@@ -1,0 +1,154 @@
+"""`hps search` in the parallel-plan model: `--method PLANNER|all`, the warm start and `--out
+PLAN.json` (docs/parallel-plans.md)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+
+from hps.cli.common import output_path, print_json
+from hps.config.types import PlanFile
+from hps.errors import ConfigError
+
+WARM_SHARE = 0.1
+"""The share of --seconds the warm start's incumbent may take."""
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def _row(result, comparison) -> dict:
+    """One planner's summary: cost, cost over the exact solver's (x_optimum), seconds,
+    evaluations, feasible, bound and gap."""
+    return {
+        "method": result.planner,
+        "feasible": result.feasible,
+        "cost": _finite(result.cost),
+        "x_optimum": comparison.over_optimum(result),
+        "seconds": result.seconds,
+        "evaluations": result.evaluations,
+        "bound": _finite(result.bound),
+        "gap": result.gap,
+        "micro_batch": None if result.plan is None else result.plan.micro_batch,
+        "stages": None if result.plan is None else len(result.plan.stages),
+    }
+
+
+def search_parallel(args, problem, budget, compare) -> int:
+    """Plan with --method's planner (exact by default; 'all': every planner beside the exact
+    solver) within --seconds each and --budget evaluations; the best plan written with --out.
+    compare: the command's comparison (with its progress bar)."""
+    from hps.contract.registry import planner_names
+    from hps.contract.types import gap_of
+    from hps.report.parallel import format_parallel
+
+    out = output_path(getattr(args, "out", None))
+    if out is not None and getattr(args, "overrides", None):
+        why = "a plan file names a zoo workload or a file, not --set overrides: export the workload first"
+        raise ConfigError("--out", "out", f"{why} (hps workload export NAME --set ... --out W.toml)")
+    method = getattr(args, "method", None) or "exact"
+    warm = getattr(args, "warm_start", None)
+    if warm is not None and method != "exact":
+        raise ConfigError("--warm-start", "warm_start", f"starts the exact solver only, not --method {method}")
+    incumbent, warm_report = (None, None) if warm is None else _warm_start(warm, problem, budget)
+    names = planner_names("parallel") if method == "all" else [method]
+    options = {"exact": {"incumbent": incumbent}} if incumbent is not None else None
+    compared = compare(problem, names, budget, args, options)
+    results, reference = compared.results, compared.reference
+    rows = [_row(r, compared) for r in results]
+    best = compared.best
+    head = reference if reference is not None else best
+    document = problem.report(best)
+    document.update(
+        bound=_finite(head.bound),
+        gap=gap_of(best.cost, head.bound, best.plan is not None),
+        results=rows,
+        skipped=compared.skipped,
+    )
+    if warm_report is not None:
+        warm_report["solver_seconds"] = results[0].seconds
+        proven = results[0].gap == 0.0
+        warm_report["certificate_seconds"] = warm_report["incumbent_seconds"] + results[0].seconds if proven else None
+        document["warm_start"] = warm_report
+    job = problem.job
+    if out is not None and best.plan is not None:
+        from hps.config.planfile import write_plan_file
+
+        job_out = dataclasses.replace(job, micro_batch=float(best.plan.micro_batch))
+        write_plan_file(PlanFile(args.workload, args.catalog, job_out, best.plan.stages), out)
+    if args.json:
+        print_json(document)
+        return 0
+    print(f"{problem.workload.name} on {problem.catalog.name}: batch {job.batch:g}, floor {job.throughput:g} "
+          f"samples/s, {job.precision}, ZeRO {job.zero}, recompute {job.recompute}")  # fmt: skip
+    if len(results) > 1 or compared.skipped:
+        _print_rows(rows, compared.skipped, reference)
+        print(f"\nbest ({best.planner}):")
+    if best.plan is None:
+        print(f"no feasible plan found in {best.seconds:.2f} s ({best.planner})")
+        return 0
+    print(format_parallel(document))
+    if head.planner == "exact" or document["gap"] is not None:
+        gap = document["gap"]
+        proven = "gap unknown" if gap is None else "proven optimal" if gap == 0 else f"gap {gap:.2%}"
+        print(f"bound       ${head.bound:,.0f} ({proven}) by {head.planner} in {head.seconds:.2f} s")
+        if best is not head:
+            print(f"{best.planner}: {best.evaluations} type sequences completed in {best.seconds:.2f} s")
+    else:
+        print(f"{best.planner}: {best.evaluations} type sequences completed in {best.seconds:.2f} s (no bound)")
+    if warm_report is not None:
+        w = warm_report
+        cost = "none found" if w["incumbent_cost"] is None else f"${w['incumbent_cost']:,.0f}"
+        source = "policy's plan" if w["checkpoint_step"] is not None else "sequence search's plan"
+        print(f"warm start  {source} {cost} in {w['incumbent_seconds']:.2f} s, then the solver "
+              f"{w['solver_seconds']:.2f} s" + ("" if w["certificate_seconds"] is None else
+              f": certificate after {w['certificate_seconds']:.2f} s in all"))  # fmt: skip
+    if out is not None:
+        print(f"wrote {out}")
+    return 0
+
+
+def _warm_start(checkpoint: str, problem, budget) -> tuple:
+    """(a plan or None, the warm_start report): the policy's sequences (none where `checkpoint`
+    is empty) completed exactly and refined by run moves, then the one- and two-run sequences
+    (`hps.methods.sequence.sweep.policy_plan`), within a tenth of the budget's seconds."""
+    from hps.methods.sequence.sweep import policy_plan
+
+    started = time.perf_counter()
+    base = problem.parallel_problem
+    proposals, step = [], None
+    if checkpoint:
+        from hps.methods.sequence.completion import segments
+        from hps.placement.agent.checkpoint import load_policy
+        from hps.placement.agent.planner import policy_sequences
+
+        policy, params, spec = load_policy(checkpoint)
+        proposals = policy_sequences(policy, params, problem.workload, problem.catalog, problem.job, segments(base),
+                                     seed=budget.seed)  # fmt: skip
+        step = spec["step"]
+    point = policy_plan(base, proposals, WARM_SHARE * budget.seconds)
+    report = {
+        "checkpoint_step": step,
+        "sequences": len(proposals),
+        "incumbent_cost": point.cost if point.feasible else None,
+        "incumbent_seconds": time.perf_counter() - started,
+    }
+    return (point.plan if point.feasible else None), report
+
+
+def _print_rows(rows: list[dict], skipped: dict[str, str], reference) -> None:
+    from hps.report.tables import format_table
+
+    headers = ["method", "cost_$", "x_optimum", "feasible", "evaluations", "search_s", "stages", "micro_batch"]
+    table = [
+        [r["method"], r["cost"], r["x_optimum"], r["feasible"], r["evaluations"], r["seconds"], r["stages"],
+         r["micro_batch"]]
+        for r in rows
+    ]  # fmt: skip
+    print(format_table(headers, table))
+    if reference is not None and reference.gap not in (0.0, None):
+        print(f"x_optimum is over the exact solver's plan, not proven optimal (gap {reference.gap:.2%})")
+    for method, why in skipped.items():
+        print(f"{method}: skipped: {why}")

@@ -1,0 +1,112 @@
+"""The one problem every planner takes: a workload on a catalogue under a job, in one of the two
+cost models, each model's tables built on first use."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+from functools import cached_property
+
+from hps.config.types import Catalog, Job, Workload
+from hps.contract.types import Plan, PlanScore
+from hps.errors import ConfigError
+
+MODELS = ("schedule", "parallel")
+"""The schedule model (one type per layer, replicas provisioned per stage: HeterPS) and the
+parallel-plan model (stages with tensor- and data-parallel degrees, integer micro-batches, sites
+and links)."""
+
+
+def default_model(job: Job) -> str:
+    """The parallel-plan model where the job names a finite micro-batch count or a micro-batch
+    size (the zoo's LLMs), else the schedule model."""
+    return "parallel" if math.isfinite(job.micro_batches) or job.micro_batch is not None else "schedule"
+
+
+def clock_of(clock, model: str):
+    """The clock `clock` names (one of `hps.costmodel.clocks.base.CLOCKS`) or is; ConfigError
+    naming the field "clock" for an unknown name, or a clock other than the roofline in the
+    schedule model (which times layers by its own roofline only)."""
+    from hps.costmodel.clocks.base import CLOCKS, clock_named
+
+    if isinstance(clock, str):
+        if clock not in CLOCKS:
+            raise ConfigError("clock", "", f"unknown clock {clock!r}; choose one of {', '.join(CLOCKS)}")
+        clock = clock_named(clock)
+    elif getattr(clock, "name", None) not in CLOCKS:
+        raise ConfigError("clock", "", f"must be a clock name ({', '.join(CLOCKS)}) or a clock, got {clock!r}")
+    if model == "schedule" and clock.name != CLOCKS[0]:
+        raise ConfigError("clock", "", f"the schedule model times layers by the {CLOCKS[0]} only, got {clock.name!r}")
+    return clock
+
+
+class Problem:
+    """A workload on a catalogue under a job, planned or scored any number of times. model: one
+    of MODELS (None: `default_model(job)`); clock: what times the parallel-plan model's layers, a
+    name of `hps.costmodel.clocks.base.CLOCKS` or a clock (docs/clocks.md)."""
+
+    def __init__(self, workload: Workload, catalog: Catalog, job: Job, *, model: str | None = None, clock="roofline"):
+        if not isinstance(job, Job):
+            raise ConfigError("job", "", f"must be a hps.Job, got {type(job).__name__}")
+        model = default_model(job) if model is None else model
+        if model not in MODELS:
+            raise ConfigError("model", "", f"must be one of {', '.join(MODELS)}, got {model!r}")
+        self.workload, self.catalog, self.job, self.model = workload, catalog, job, model
+        self.clock = clock_of(clock, model)
+
+    @property
+    def parallel(self) -> bool:
+        return self.model == "parallel"
+
+    def __repr__(self) -> str:
+        where = f"{self.workload.name!r} on {self.catalog.name!r}"
+        return f"Problem({where}, {self.model} model, {self.clock.name} clock, {self.job})"
+
+    def with_job(self, **changes) -> Problem:
+        """The same workload, catalogue and model under the job with `changes` (e.g.
+        throughput=500.0); its tables are built anew on first use."""
+        from hps.config.validation import validate_job
+
+        unknown = sorted(set(changes) - set(Job.__dataclass_fields__))
+        if unknown:
+            raise ConfigError("with_job", unknown[0], "not a job field")
+        job = dataclasses.replace(self.job, **changes)
+        validate_job(job, source="with_job")
+        changed = copy.copy(self)
+        for table in ("parallel_problem", "instance", "search_arrays"):
+            changed.__dict__.pop(table, None)
+        changed.job = job
+        return changed
+
+    @cached_property
+    def parallel_problem(self):
+        """The parallel-plan model's `ParallelProblem` (its numpy tables built on first use)."""
+        from hps.costmodel.parallel.problem import ParallelProblem
+
+        return ParallelProblem(self.workload, self.catalog, self.job, clock=self.clock)
+
+    @cached_property
+    def instance(self):
+        """The schedule model's `Instance` (its provisioning tables built on first use)."""
+        from hps.costmodel.schedule.provisioning import build_instance
+
+        return build_instance(self.workload, self.catalog, self.job)
+
+    @cached_property
+    def search_arrays(self):
+        """(padded params, segment table) of the schedule model's jnp searches."""
+        from hps.costmodel.schedule.search_arrays import search_arrays
+
+        return search_arrays(self.workload, self.catalog, self.job)
+
+    def score(self, plan: Plan) -> PlanScore:
+        """`plan`'s score in this problem's model (the schedule model provisions its own replicas:
+        the stages' tp and dp are not read there)."""
+        if self.parallel:
+            from hps.costmodel.parallel.score import score_plan
+
+            return score_plan(self.parallel_problem, plan.stages, plan.micro_batch)
+        from hps.costmodel.schedule.plan import evaluate_plan, index_plan
+
+        return evaluate_plan(self.instance, index_plan(plan, self.catalog))

@@ -1,0 +1,84 @@
+"""The one list of planner names: each name's planner per cost model, imported on first use (so
+that `hps --help` and `import hps` import no planner).
+
+Every target is `plan(problem: Problem, budget: Budget, **options) -> PlanResult`. Adding a
+planner is one module with that function and one line here.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+
+from hps.contract.problem import MODELS, Problem
+from hps.contract.types import Budget, PlanResult
+from hps.errors import ConfigError
+
+PLANNERS: dict[str, dict[str, str]] = {
+    "exact": {"schedule": "hps.methods.exact_schedule.solver:plan", "parallel": "hps.methods.sequence.basic:exact"},
+    "single": {"schedule": "hps.methods.search.planners:single", "parallel": "hps.methods.sequence.basic:single"},
+    "greedy": {"schedule": "hps.methods.search.planners:greedy", "parallel": "hps.methods.sequence.basic:greedy"},
+    "random": {
+        "schedule": "hps.methods.search.planners:random_search",
+        "parallel": "hps.methods.sequence.stochastic:random_search",
+    },
+    "genetic": {
+        "schedule": "hps.methods.search.planners:genetic",
+        "parallel": "hps.methods.sequence.stochastic:genetic",
+    },
+    "gradient": {"schedule": "hps.methods.search.planners:gradient"},
+    "refine": {"parallel": "hps.methods.sequence.stochastic:refine"},
+    "sequence": {"parallel": "hps.methods.sequence.sweep:sequence"},
+    "exhaustive": {
+        "schedule": "hps.methods.search.planners:exhaustive",
+        "parallel": "hps.methods.sequence.basic:exhaustive",
+    },
+    "policy": {
+        "schedule": "hps.placement.agent.policy_planner:policy",
+        "parallel": "hps.placement.agent.policy_planner:policy",
+    },
+}
+"""name -> {model: "module:function"}. `exact` is every comparison's yardstick; `policy` needs
+the option checkpoint (a trained placement policy's folder)."""
+NEEDS_OPTIONS = {"policy": ("checkpoint",)}
+"""Planners that plan only with these options given."""
+NOT_PLANNERS = {
+    ("gradient", "parallel"): "gradient relaxes the schedule model's one type per layer into a smooth cost; the "
+    "parallel-plan model's cuts, t, d and micro-batch are integer choices with no such relaxation",
+    ("sequence", "schedule"): "sequence is the parallel-plan model's point search (type sequences completed exactly)",
+}
+"""Why a name has no planner in a model."""
+
+
+def planner_names(model: str | None = None, *, with_options: bool = False) -> tuple[str, ...]:
+    """The names with a planner in `model` (every name when None), in registry order; those
+    that need options only with with_options."""
+    return tuple(
+        name
+        for name, targets in PLANNERS.items()
+        if (model is None or model in targets) and (with_options or name not in NEEDS_OPTIONS)
+    )
+
+
+def planner(name: str, model: str) -> Callable[..., PlanResult]:
+    """The planner `name` of `model`; ConfigError naming the field "method" for an unknown name
+    or one with no planner in that model."""
+    if model not in MODELS:
+        raise ConfigError("model", "", f"must be one of {', '.join(MODELS)}, got {model!r}")
+    if name not in PLANNERS:
+        choices = ", ".join(planner_names(model, with_options=True))
+        raise ConfigError("method", "", f"unknown planner {name!r}; choose one of {choices}")
+    if model not in PLANNERS[name]:
+        why = NOT_PLANNERS.get((name, model), f"{name} plans in the {'/'.join(PLANNERS[name])} model only")
+        choices = ", ".join(planner_names(model, with_options=True))
+        raise ConfigError("method", "", f"{name} has no planner in the {model} model ({why}); choose one of {choices}")
+    module, _, function = PLANNERS[name][model].partition(":")
+    return getattr(importlib.import_module(module), function)
+
+
+def run(name: str, problem: Problem, budget: Budget, **options) -> PlanResult:
+    """Plan `problem` with the planner `name` of its model within `budget`."""
+    missing = [option for option in NEEDS_OPTIONS.get(name, ()) if options.get(option) is None]
+    if missing:
+        raise ConfigError("method", missing[0], f"{name} plans only with a {missing[0]} given")
+    return planner(name, problem.model)(problem, budget, **options)

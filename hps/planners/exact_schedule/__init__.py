@@ -1,7 +1,0 @@
-"""The exact placement solver (docs/pipeline-plans.md): the cheapest plan of the general model
-over every plan, with a certificate (a proven lower bound and the gap). numpy only: importing it
-imports no JAX."""
-
-from hps.planners.exact_schedule.solver import ExactResult, solve_exact
-
-__all__ = ["ExactResult", "solve_exact"]

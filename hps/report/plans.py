@@ -1,0 +1,61 @@
+"""The JSON documents of a planner's result and of a scored plan, in either cost model: what
+`hps search --json` and `hps evaluate --json` print, and what the API's `report` returns."""
+
+from __future__ import annotations
+
+import math
+
+from hps.contract.problem import Problem
+from hps.contract.types import PlanResult, PlanScore, gap_of
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def score_report(problem: Problem, score: PlanScore) -> dict:
+    """The `hps evaluate --json` document of a scored plan."""
+    if problem.parallel:
+        from hps.report.parallel import parallel_report
+
+        return parallel_report(score)
+    from hps.costmodel.schedule.plan import IndexPlan
+    from hps.report.placement import plan_report
+
+    names = problem.catalog.names
+    spans: IndexPlan = tuple((s.stage.first, s.stage.last, names.index(s.stage.type)) for s in score.stages)
+    return plan_report(problem.instance, spans, score)
+
+
+def result_report(problem: Problem, result: PlanResult) -> dict:
+    """The `hps search --json` document of one planner's result: the plan's `score_report` (in
+    the parallel-plan model "none_found" where no plan was found; in the schedule model the
+    closest single-type plan and why it fails) and method; with a proven bound, bound, gap and
+    search_seconds (the parallel-plan model also evaluations); without one (the schedule model's
+    searches), evaluations and wall_seconds."""
+    if problem.parallel:
+        report = {"feasible": False, "reason": "none_found", "stages": []}
+        if result.score is not None:
+            report = score_report(problem, result.score)
+        report.update(
+            method=result.planner,
+            bound=_finite(result.bound),
+            gap=result.gap,
+            search_seconds=result.seconds,
+            evaluations=result.evaluations,
+        )
+        return report
+    from hps.report.placement import closest_plan, plan_report
+
+    if result.score is not None:
+        report = score_report(problem, result.score)
+    else:
+        report = plan_report(problem.instance, closest_plan(problem.instance))
+    if math.isnan(result.bound):
+        report.update(method=result.planner, evaluations=result.evaluations, wall_seconds=result.seconds)
+        return report
+    gap = result.gap if result.plan is not None else None
+    if result.plan is None and report["feasible"]:  # time ran out, yet the closest plan is feasible: it is
+        gap = gap_of(report["cost"], result.bound, True)  # the incumbent, so verdict and gap agree
+    report.update(bound=_finite(result.bound), gap=gap, search_seconds=result.seconds, method=result.planner)
+    return report
