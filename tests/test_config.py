@@ -396,7 +396,7 @@ def test_schedule_with_unknown_resource_name():
     with pytest.raises(ConfigError) as info:
         parse_schedule("cpu,tpu,cpu", catalog, 3)
     message = str(info.value)
-    assert message.startswith("--schedule: layer[1]:") and "'tpu'" in message and "gpu-a" in message
+    assert message.startswith("schedule: layer[1]:") and "'tpu'" in message and "gpu-a" in message
 
 
 def test_schedule_of_the_wrong_length():

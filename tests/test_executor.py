@@ -90,7 +90,7 @@ def test_stage_spans_are_maximal_runs_of_one_type():
 def test_micro_batches_split_evenly_over_every_stage():
     assert micro_batch_count(64, [2, 8], 4) == 4
     assert micro_batch_count(48, [8], 4) == 3  # 48/4 = 12 is not a multiple of 8; 48/3 = 16 is
-    with pytest.raises(ConfigError, match="--batch"):
+    with pytest.raises(ConfigError, match="^batch: "):
         micro_batch_count(60, [8], 2)
 
 

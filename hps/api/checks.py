@@ -4,8 +4,6 @@ command line's checks name the flag."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 
 from hps.errors import ConfigError
 
@@ -47,16 +45,3 @@ def check_positive(value: object, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and value > 0):
         raise ConfigError(name, "", f"must be a positive, finite number, got {value!r}")
     return float(value)
-
-
-@contextmanager
-def renamed(names: Mapping[str, str]) -> Iterator[None]:
-    """Re-raise a ConfigError whose source is a command-line flag in `names` as naming the API
-    argument instead (e.g. --budget -> evaluations)."""
-    try:
-        yield
-    except ConfigError as error:
-        if error.source not in names:
-            raise
-        field = "" if error.field in names.values() else error.field
-        raise ConfigError(names[error.source], field, error.problem) from None

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from hps.api.checks import check_choice, check_count, check_positive, renamed
+from hps.api.checks import check_choice, check_count, check_positive
 from hps.api.loading import load_network
 from hps.config.types import Network
 from hps.errors import ConfigError
@@ -20,7 +20,6 @@ best fixed order, and a trained collective policy (with a checkpoint)."""
 BATCH_POLICIES = POLICIES[:-1]
 INTRA = ("fifo", "scf")
 """Intra-dimension disciplines: first in, first out, or smallest chunk first."""
-RENAMED = {"--chunks": "chunks", "--policy": "policy", "--size": "size_bytes", "--checkpoint": "checkpoint"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,14 +81,13 @@ def allreduce(
     net = load_network(network, source="network")
     size, chunks = _checked(size_bytes, chunks, policy, intra, POLICIES)
     orders = None
-    with renamed(RENAMED):
-        if policy == "learned":
-            if checkpoint is None:
-                raise ConfigError("checkpoint", "", "policy 'learned' needs the folder of a trained collective policy")
-            from hps.collective.agent.checkpoint import checkpoint_orders
+    if policy == "learned":
+        if checkpoint is None:
+            raise ConfigError("checkpoint", "", "policy 'learned' needs the folder of a trained collective policy")
+        from hps.collective.agent.checkpoint import checkpoint_orders
 
-            orders = checkpoint_orders(checkpoint, net, size, chunks)
-        payload, result = studies.single_allreduce(net, size, chunks, policy, intra == "scf", orders=orders)
+        orders = checkpoint_orders(checkpoint, net, size, chunks)
+    payload, result = studies.single_allreduce(net, size, chunks, policy, intra == "scf", orders=orders)
     return AllReduce(
         network=net.name,
         size_bytes=size,

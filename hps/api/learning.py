@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from hps.api.checks import check_count, check_positive, check_seed, renamed
+from hps.api.checks import check_count, check_positive, check_seed
 from hps.api.planning import Problem
 from hps.contract.types import PlanResult
 from hps.errors import ConfigError
@@ -49,8 +49,7 @@ class Policy:
 
         if step is not None:
             step = check_count(step, "step", 0)
-        with renamed({"--checkpoint": "path"}):
-            self.functions, self.params, self.spec = load(path, step)
+        self.functions, self.params, self.spec = load(path, step)
         self.path = os.fspath(path)
 
     @property
@@ -69,17 +68,16 @@ class Policy:
             raise ConfigError("problem", "", f"must be a hps.Problem, got {type(problem).__name__}")
         plans = check_count(plans, "plans", 1, 1 << 16)
         seed = check_seed(seed)
-        with renamed({"--samples": "plans"}):
-            result = sample_plans(
-                self.functions,
-                self.params,
-                problem.workload,
-                problem.catalog,
-                problem.job,
-                samples=plans,
-                seed=seed,
-                polish=bool(refine),
-            )
+        result = sample_plans(
+            self.functions,
+            self.params,
+            problem.workload,
+            problem.catalog,
+            problem.job,
+            samples=plans,
+            seed=seed,
+            polish=bool(refine),
+        )
         return sampled_result(problem, result)
 
 

@@ -6,12 +6,10 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from hps.api.checks import check_count, check_positive, check_seed, renamed
+from hps.api.checks import check_count, check_positive, check_seed
 from hps.api.planning import Problem
 from hps.contract.types import Plan, PlanResult
 from hps.errors import ConfigError
-
-RENAMED = {"--devices": "devices", "--replicas": "replicas", "--micro-batches": "micro_batches", "--steps": "steps"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,20 +81,19 @@ def execute(
     if job.batch != int(job.batch) or not math.isfinite(job.batch):
         raise ConfigError("plan", "job.batch", f"executing needs a whole number of samples, got {job.batch:g}")
     names, replicas, tensor = _schedule_of(problem, plan)
-    with renamed(RENAMED):
-        model = build_model(workload.name, seed=seed, source="plan", **problem.overrides)
-        schedule = parse_schedule(",".join(names), catalog, len(workload.layers), source="plan")
-        options = ExecuteOptions(
-            steps=steps,
-            micro_batches=micro_batches,
-            devices=devices,
-            learning_rate=learning_rate,
-            seed=seed,
-            check=bool(check),
-            replicas=replicas,
-            tensor=tensor,
-        )
-        report = execute_plan(model, workload, catalog, job, schedule, options)
+    model = build_model(workload.name, seed=seed, source="plan", **problem.overrides)
+    schedule = parse_schedule(",".join(names), catalog, len(workload.layers), source="plan")
+    options = ExecuteOptions(
+        steps=steps,
+        micro_batches=micro_batches,
+        devices=devices,
+        learning_rate=learning_rate,
+        seed=seed,
+        check=bool(check),
+        replicas=replicas,
+        tensor=tensor,
+    )
+    report = execute_plan(model, workload, catalog, job, schedule, options)
     return Execution(
         measured_step_time=report["measured_step_time"],
         measured_throughput=report["measured_throughput"],

@@ -42,9 +42,9 @@ def run(args) -> int:
         raise ConfigError("--workload", "", "required with --schedule or --stages")
     workload, catalog, job = resolve_instance(args)
     if args.stages is not None:
-        plan = parse_stages(args.stages, catalog, len(workload.layers))
+        plan = parse_stages(args.stages, catalog, len(workload.layers), source="--stages")
     else:
-        plan = schedule_plan(parse_schedule(args.schedule, catalog, len(workload.layers)))
+        plan = schedule_plan(parse_schedule(args.schedule, catalog, len(workload.layers), source="--schedule"))
     report = plan_report(build_instance(workload, catalog, job), plan)
     if args.sensitivity:
         report["sensitivity"] = _sensitivity(args, workload, catalog, job, plan, report)

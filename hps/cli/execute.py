@@ -181,7 +181,7 @@ def run(args) -> int:
         whole_batch(job.batch)
         model = build_model(workload.name, seed=args.seed, **parse_set(args.overrides))
         check_model_matches(model, workload)
-        schedule = parse_schedule(args.schedule, catalog, len(workload.layers))
+        schedule = parse_schedule(args.schedule, catalog, len(workload.layers), source="--schedule")
     except ConfigError as error:
         raise blamed_on_file(error, args) from None
     if args.plan:

@@ -161,6 +161,22 @@ FIELD_FLAGS = {
     "seconds": "--seconds",
     "seed": "--seed",
     "clock": "--clock",
+    "samples": "--samples",
+    "replicas": "--replicas",
+    "tensor": "--tensor",
+    "micro_batches": "--micro-batches",
+    "batch": "--batch",
+    "workload": "--workload",
+    "schedule": "--schedule",
+    "stages": "--stages",
+    "devices": "--devices",
+    "chunks": "--chunks",
+    "orders": "--orders",
+    "policy": "--policy",
+    "checkpoint": "--checkpoint",
+    "coordinator": "--coordinator",
+    "num_processes": "--num-processes",
+    "process_id": "--process-id",
 }
 """The library's argument names a command-line flag sets."""
 

@@ -324,7 +324,7 @@ def write_workload(workload: Workload, path: str | os.PathLike[str]) -> None:
 # ---------------------------------------------------------------- command-line schedules
 
 
-def parse_schedule(text: str, catalog: Catalog, n_layers: int, source: str = "--schedule") -> list[int]:
+def parse_schedule(text: str, catalog: Catalog, n_layers: int, source: str = "schedule") -> list[int]:
     """``NAME,NAME,...`` (one resource type name per layer) -> resource indices into `catalog`."""
     names = [part.strip() for part in text.split(",")]
     if "" in names:

@@ -82,11 +82,11 @@ def planned_orders(
     (≥ chunks, D) orders of a trained collective policy (the caller loads the policy;
     the executor only receives orders)."""
     if policy not in PLANNED_POLICIES:
-        raise ConfigError("--policy", "policy", f"unknown policy {policy!r}; expected one of {PLANNED_POLICIES}")
+        raise ConfigError("policy", "", f"unknown policy {policy!r}; expected one of {PLANNED_POLICIES}")
     if policy == "learned" and learned_orders is None:
-        raise ConfigError("--checkpoint", "checkpoint", "the learned policy needs a collective policy checkpoint")
+        raise ConfigError("checkpoint", "", "the learned policy needs a collective policy checkpoint")
     if not isinstance(chunks, Integral) or not 1 <= chunks <= MAX_CHUNKS:
-        raise ConfigError("--chunks", "chunks", f"must be an integer between 1 and {MAX_CHUNKS}, got {chunks!r}")
+        raise ConfigError("chunks", "", f"must be an integer between 1 and {MAX_CHUNKS}, got {chunks!r}")
     chunks = int(chunks)
     net = used_network(network, replicas)
     n_axes = len(net.dimensions)

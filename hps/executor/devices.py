@@ -15,7 +15,7 @@ import jax
 from hps.config.types import Catalog
 from hps.errors import ConfigError
 
-FLAG = "--devices"
+FLAG = "devices"
 
 
 def parse_device_map(text: str, catalog: Catalog, n_devices: int) -> dict[str, list[int]]:
@@ -36,7 +36,7 @@ def parse_device_map(text: str, catalog: Catalog, n_devices: int) -> dict[str, l
             raise ConfigError(FLAG, entry, f"type {name!r} is mapped twice")
         pools[name] = _index_span(entry, span, n_devices)
     if not pools:
-        raise ConfigError(FLAG, "devices", "empty mapping; expected e.g. cpu=0-3,v100=4-7")
+        raise ConfigError(FLAG, "", "empty mapping; expected e.g. cpu=0-3,v100=4-7")
     return pools
 
 
@@ -61,7 +61,7 @@ def device_pools(catalog: Catalog, types: Sequence[str], mapping: str | None = N
         indices = parse_device_map(mapping, catalog, len(devices))
         missing = sorted(set(types) - set(indices))
         if missing:
-            raise ConfigError(FLAG, "devices", f"the plan uses {', '.join(missing)} but the mapping does not name it")
+            raise ConfigError(FLAG, "", f"the plan uses {', '.join(missing)} but the mapping does not name it")
         return {name: [devices[i] for i in indices[name]] for name in types}
     by_kind = {kind: _platform_devices(kind) for kind in ("cpu", "gpu")}
     both = all(by_kind.values())

@@ -76,7 +76,7 @@ def stage_mesh(devices: Sequence, network: Network, axis_prefix: str = "d", tens
     in `devices`. `axis_names` and `dims` name the data axes only.
     """
     if len(devices) % tensor:
-        raise ConfigError("--tensor", "tensor", f"{len(devices)} devices do not split into groups of {tensor}")
+        raise ConfigError("tensor", "", f"{len(devices)} devices do not split into groups of {tensor}")
     dims, sizes = used_dimensions(network, len(devices) // tensor)
     grid = np.empty(len(devices), dtype=object)
     grid[:] = list(devices)

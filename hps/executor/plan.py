@@ -77,10 +77,10 @@ def forced_replicas(replicas, names: list[str], pools: dict, networks: list) -> 
     """Per-stage replica counts given by the user, checked against the stages, their pools and
     their networks (k must fill whole dimensions)."""
     if len(replicas) != len(names):
-        raise ConfigError("--replicas", "replicas", f"the plan has {len(names)} stages, got {len(replicas)} counts")
+        raise ConfigError("replicas", "", f"the plan has {len(names)} stages, got {len(replicas)} counts")
     for k, name in zip(replicas, names):
         if not 1 <= k <= len(pools[name]):
-            raise ConfigError("--replicas", name, f"needs 1 <= k <= {len(pools[name])} (its pool), got {k}")
+            raise ConfigError("replicas", name, f"needs 1 <= k <= {len(pools[name])} (its pool), got {k}")
     for k, network in zip(replicas, networks):
         used_dimensions(network, k)
     return list(replicas)
@@ -91,10 +91,10 @@ def stage_tensor(tensor, names: list[str], pools: dict) -> list[int]:
     if tensor is None:
         return [1] * len(names)
     if len(tensor) != len(names):
-        raise ConfigError("--tensor", "tensor", f"the plan has {len(names)} stages, got {len(tensor)} degrees")
+        raise ConfigError("tensor", "", f"the plan has {len(names)} stages, got {len(tensor)} degrees")
     for t, name in zip(tensor, names):
         if not 1 <= t <= len(pools[name]):
-            raise ConfigError("--tensor", name, f"needs 1 <= t <= {len(pools[name])} (its pool), got {t}")
+            raise ConfigError("tensor", name, f"needs 1 <= t <= {len(pools[name])} (its pool), got {t}")
     return list(tensor)
 
 
@@ -118,7 +118,7 @@ def micro_batch_count(batch: int, replicas: list[int], wanted: int) -> int:
         if batch % m == 0 and (batch // m) % step == 0:
             return m
     raise ConfigError(
-        "--batch", "batch", f"{batch} samples do not split evenly over {step} replicas; use a multiple of {step}"
+        "batch", "", f"{batch} samples do not split evenly over {step} replicas; use a multiple of {step}"
     )
 
 
@@ -128,7 +128,7 @@ def execute_plan(
     """Run `options.steps` training steps of the plan and return the `hps execute` report."""
     if len(model.layers) != len(workload.layers):
         raise ConfigError(
-            "--workload", workload.name, f"the model has {len(model.layers)} layers, the table {len(workload.layers)}"
+            "workload", workload.name, f"the model has {len(model.layers)} layers, the table {len(workload.layers)}"
         )
     planned = schedule_report(workload, catalog, job, schedule)
     spans = stage_spans(schedule)
@@ -147,8 +147,8 @@ def execute_plan(
     micro = micro_batch_count(batch, ks, options.micro_batches or max(2, len(spans)))
     if options.micro_batches is not None and micro != options.micro_batches:
         raise ConfigError(
-            "--micro-batches",
             "micro_batches",
+            "",
             f"{options.micro_batches} micro-batches do not split the batch of {batch} samples into whole "
             f"samples for every stage's replicas ({', '.join(map(str, ks))}); the most that do is {micro}",
         )

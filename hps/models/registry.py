@@ -98,7 +98,9 @@ def build_model_and_workload(
     return init(rngs if rngs is not None else nnx.Rngs(seed)), table
 
 
-def model_from_spec(spec: str, overrides: Mapping[str, object] | None = None, *, source: str = "--set") -> LayeredModel:
+def model_from_spec(
+    spec: str, overrides: Mapping[str, object] | None = None, *, source: str = "overrides"
+) -> LayeredModel:
     """The model `spec` names: "MODULE:FACTORY" (an importable module, or a path to a .py file, and
     a callable in it returning a LayeredModel, called with `overrides` as keyword arguments) or a
     zoo workload with a Flax model (`build_model(spec, **overrides)`).

@@ -387,5 +387,5 @@ def checkpoint_folder(path: str | os.PathLike) -> Path:
     if nested.is_dir():
         return nested
     if not folder.is_dir():
-        raise ConfigError(str(path), "--checkpoint", "no such directory")
+        raise ConfigError(str(path), "", "no such directory")
     return folder

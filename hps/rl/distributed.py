@@ -31,11 +31,11 @@ def initialize(coordinator: str, num_processes: int, process_id: int) -> None:
     HpsError naming the coordinator when the others do not join within TIMEOUT_S."""
     host, _, port = coordinator.rpartition(":")
     if not host or not port.isdigit():
-        raise ConfigError("--coordinator", "coordinator", f"must be HOST:PORT, got {coordinator!r}")
+        raise ConfigError("coordinator", "", f"must be HOST:PORT, got {coordinator!r}")
     if num_processes < 1:
-        raise ConfigError("--num-processes", "num_processes", f"must be ≥ 1, got {num_processes}")
+        raise ConfigError("num_processes", "", f"must be ≥ 1, got {num_processes}")
     if not 0 <= process_id < num_processes:
-        raise ConfigError("--process-id", "process_id", f"must be in [0, {num_processes}), got {process_id}")
+        raise ConfigError("process_id", "", f"must be in [0, {num_processes}), got {process_id}")
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
     try:
         jax.distributed.initialize(

@@ -110,7 +110,7 @@ def ideal(net: NetworkParams, total_bytes):
     return ideal_time(net, total_bytes)
 
 
-def explicit_orders(orders, n_dims, n_chunks, max_chunks: int | None = None, source="--orders"):
+def explicit_orders(orders, n_dims, n_chunks, max_chunks: int | None = None, source="orders"):
     """Validate a user's order lists -> (max_chunks, D) int32 (numpy), D = dims_bucket(n_dims);
     max_chunks None: chunks_bucket(n_chunks), n_chunks ≤ MAX_CHUNKS.
 
@@ -157,7 +157,7 @@ def policy_orders(policy: str, net, total_bytes, n_chunks, *, orders=None, scf=T
     params, n_dims = _as_params(net)
     limit = MAX_CHUNKS if max_chunks is None else max_chunks
     if not 1 <= int(n_chunks) <= limit:
-        raise ConfigError("--chunks", "chunks", f"must be between 1 and {limit}, got {n_chunks}")
+        raise ConfigError("chunks", "", f"must be between 1 and {limit}, got {n_chunks}")
     max_chunks = padded_chunks(int(n_chunks), max_chunks)
     if policy == "baseline":
         return baseline_orders(params, max_chunks)
@@ -169,13 +169,13 @@ def policy_orders(policy: str, net, total_bytes, n_chunks, *, orders=None, scf=T
         return best_fixed_orders(params, total_bytes, n_chunks, scf, max_chunks)[0]
     if policy == "explicit":
         if orders is None:
-            raise ConfigError("--orders", "orders", "the explicit policy needs a list of orders")
+            raise ConfigError("orders", "", "the explicit policy needs a list of orders")
         return jnp.asarray(explicit_orders(orders, n_dims, int(n_chunks), max_chunks))
     if policy == "learned":
         raise ConfigError(
-            "--policy",
             "policy",
+            "",
             "'learned' orders come from a trained collective policy: give --checkpoint DIR "
             "(hps train --kind collective)",
         )
-    raise ConfigError("--policy", "policy", f"unknown policy {policy!r}; expected one of {ORDER_POLICIES}")
+    raise ConfigError("policy", "", f"unknown policy {policy!r}; expected one of {ORDER_POLICIES}")

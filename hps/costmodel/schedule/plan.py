@@ -35,7 +35,7 @@ def schedule_plan(schedule: Sequence[int]) -> IndexPlan:
     return tuple(stage_spans(list(schedule)))
 
 
-def check_plan(plan: IndexPlan, num_layers: int, num_types: int, source: str = "--stages", field: str = "") -> None:
+def check_plan(plan: IndexPlan, num_layers: int, num_types: int, source: str = "stages", field: str = "") -> None:
     """ConfigError (naming source and field) unless the stages cover layers 0..num_layers−1 in
     order, without gaps or overlaps, each on a type index below num_types."""
     if not plan:
@@ -55,7 +55,7 @@ def check_plan(plan: IndexPlan, num_layers: int, num_types: int, source: str = "
         raise ConfigError(source, field, f"the stages end at layer {expected - 1}, the workload has {num_layers}")
 
 
-def parse_stages(text: str, catalog: Catalog, num_layers: int, source: str = "--stages") -> IndexPlan:
+def parse_stages(text: str, catalog: Catalog, num_layers: int, source: str = "stages") -> IndexPlan:
     """`FIRST-LAST:TYPE,...` (layers from 0, inclusive; TYPE a catalogue name) -> a checked IndexPlan."""
     field, plan = "", []
     for item in text.split(","):

@@ -155,7 +155,7 @@ def sensitivity(params: PlacementParams, catalog: Catalog, schedule) -> dict:
     plan, feasible, model_cost, reason = fix_plan(params, jnp.asarray(padded))
     if not bool(feasible):
         reason = REASONS[int(reason)]
-        raise ConfigError("--schedule", "sensitivity", f"the plan is infeasible ({reason}); its cost has no gradient")
+        raise ConfigError("schedule", "sensitivity", f"the plan is infeasible ({reason}); its cost has no gradient")
     _, grads = cost_and_gradients(params, plan)
     cost = float(model_cost)
     used_types = {int(t) for t in schedule}

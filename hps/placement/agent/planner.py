@@ -169,7 +169,7 @@ def plan(
     where it fits, else by `climb_at_scale` in numpy). Each step runs once to compile, then
     once timed."""
     if samples < 1:
-        raise ConfigError("--samples", "samples", f"must be ≥ 1, got {samples}")
+        raise ConfigError("samples", "", f"must be ≥ 1, got {samples}")
     dense = dense_model_fits(workload, catalog)
     layers, types, units = policy_sizes(workload, catalog)
     padded = build_params(
