@@ -14,7 +14,6 @@ from hps.config.types import Job
 from hps.costmodel.schedule import build_params, evaluate_schedules
 from hps.costmodel.schedule.allreduce import allreduce_table
 from hps.costmodel.schedule.cost import THROUGHPUT, single_type_schedules
-from hps.costmodel.schedule.direct import evaluate_direct
 from hps.costmodel.schedule.provisioning import allreduce_table as numpy_allreduce_table
 from hps.placement.env import (
     HELDOUT,
@@ -27,6 +26,7 @@ from hps.placement.env import (
     generate_instances,
 )
 from hps.placement.env.generator import BATCHES, generation_block
+from tests.direct_model import evaluate_direct
 
 ENV = PlacementEnv()
 SMALL = InstanceSplit("test-small", 4, 8, 2, 4, salt=11)

@@ -158,7 +158,7 @@ def test_jnp_general_model_equals_reference_on_random_plans():
     import jax
 
     from hps.costmodel.schedule import REASONS, build_params
-    from hps.costmodel.schedule.direct import evaluate_plans
+    from tests.direct_model import evaluate_plans
 
     evaluate = jax.jit(evaluate_plans)
     rng = random.Random(5)
@@ -204,7 +204,7 @@ def test_six_dimension_networks_in_both_models_equal_the_reference():
     import jax
 
     from hps.costmodel.schedule import REASONS, build_params
-    from hps.costmodel.schedule.direct import evaluate_plans
+    from tests.direct_model import evaluate_plans
 
     evaluate = jax.jit(evaluate_plans)
     rng = random.Random(17)

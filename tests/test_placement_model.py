@@ -167,7 +167,7 @@ def test_evaluation_compiles_once_across_instances():
 @pytest.mark.parametrize("seed", range(2))
 def test_direct_evaluation_equals_the_segment_table_path_and_the_reference(seed):
     """evaluate_direct (no segment table, for RL) scores exactly like evaluate_schedules."""
-    from hps.costmodel.schedule.direct import evaluate_direct
+    from tests.direct_model import evaluate_direct
 
     direct = jax.jit(evaluate_direct)
     rng = random.Random(100 + seed)

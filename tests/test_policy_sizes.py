@@ -19,7 +19,6 @@ from hps.config.limits import (
 )
 from hps.config.loaders import load_catalog
 from hps.config.paths import resolve_topology
-from hps.costmodel.schedule.direct import evaluate_direct
 from hps.costmodel.schedule.plan import schedule_plan
 from hps.costmodel.schedule.provisioning import build_instance
 from hps.methods.search.climb_at_scale import climb_at_scale
@@ -30,6 +29,7 @@ from hps.placement.agent.rollout import rollout
 from hps.placement.env import InstanceSplit, PlacementEnv, generate_instances
 from hps.studies.placement import default_job
 from hps.workloads import build_workload
+from tests.direct_model import evaluate_direct
 from tests.helpers import evaluated
 
 POLICY = PolicyFunctions(PolicySpec(hidden=16))

@@ -9,8 +9,6 @@ from pathlib import Path
 
 import numpy as np
 
-from hps.config.files import atomic_write_text
-
 
 def json_ready(value):
     """`value` with NaN / inf as None and numpy scalars as Python numbers and bools, recursively
@@ -29,10 +27,6 @@ def json_ready(value):
 def json_text(document) -> str:
     """Deterministic JSON: sorted keys, two-space indent, no NaN/inf, newline at the end."""
     return json.dumps(document, indent=2, sort_keys=True, allow_nan=False) + "\n"
-
-
-def write_json_atomic(path, document) -> None:
-    atomic_write_text(path, json_text(document))
 
 
 def read_json(path):

@@ -117,8 +117,3 @@ def begin(folder: Path, command: list[str], run_id: str | None = None) -> Manife
     manifest = Manifest(folder=folder, run_id=run_id, document=document)
     manifest.save()
     return manifest
-
-
-def owner_of(folder: Path, path: str | os.PathLike) -> str | None:
-    """The run id the manifest of `folder` gives `path`, None when it gives none."""
-    return read(folder)["outputs"].get(Path(os.path.relpath(path, folder)).as_posix())

@@ -32,11 +32,9 @@ from hps.placement.env.generator import TRAIN, InstanceSplit, generate_instances
 from hps.rl import driver
 from hps.rl.agent import Agent
 from hps.rl.algorithms import make_update
-from hps.rl.driver import ALGORITHMS, BaseTrainConfig, TrainState
+from hps.rl.driver import BaseTrainConfig, TrainState
 from hps.rl.policy_kind import PolicyKind, register_policy_kind
 from hps.rl.sharding import check_divisible, env_mesh, env_shardings, replicated, shard_envs
-
-TRAIN_ALGORITHMS = ALGORITHMS
 
 
 @dataclass(frozen=True)

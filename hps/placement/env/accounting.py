@@ -1,11 +1,11 @@
 """Incremental scoring of a schedule as it is built, one layer per step.
 
 Each step provisions one stage — the open stage, from its first layer through the layer just
-placed — with the cost model's `provision` (the same function `evaluate_direct` and `evaluate_schedules`
-use), and keeps it pending. The next step commits the pending stage to running totals when the
-type changes (the stage is then complete), and the last layer commits its own. A whole schedule
-costs O(L·K) once instead of being re-scored at every step, and the totals at the last layer
-equal `evaluate_direct` on the full schedule (the env tests pin this).
+placed — with the cost model's `provision` (the same function `evaluate_schedules` uses), and
+keeps it pending. The next step commits the pending stage to running totals when the type
+changes (the stage is then complete), and the last layer commits its own. A whole schedule costs
+O(L·K) once instead of being re-scored at every step, and the totals at the last layer
+equal a direct evaluation of the full schedule (the env tests pin this).
 
 Reward of a finished schedule (docs/environments.md):
   feasible:    −min(cost / cost_scale, RATIO_CAP)          (cost_scale = the reference cost)
