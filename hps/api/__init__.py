@@ -2,7 +2,7 @@
 
 loading      load_workload, load_catalog, load_network, default_job, read_plan, write_plan,
              derive_workload
-planning     Problem, plan, planners, evaluate, report, plan_file (results: hps.contract.types)
+planning     Problem (with report and plan_file), plan, planners, evaluate (results: hps.contract.types)
 collectives  allreduce, allreduce_batch, AllReduce
 learning     train, load_policy, Policy, Training
 running      execute, Execution

@@ -7,7 +7,7 @@ import dataclasses
 import os
 
 from hps.api.checks import check_count, check_positive, check_seed
-from hps.api.planning import Problem
+from hps.api.planning import Problem, checked_problem
 from hps.contract.types import PlanResult
 from hps.errors import ConfigError
 
@@ -64,8 +64,7 @@ class Policy:
         from hps.placement.agent.planner import plan as sample_plans
         from hps.placement.agent.policy_planner import sampled_result
 
-        if not isinstance(problem, Problem):
-            raise ConfigError("problem", "", f"must be a hps.Problem, got {type(problem).__name__}")
+        problem = checked_problem(problem)
         plans = check_count(plans, "plans", 1, 1 << 16)
         seed = check_seed(seed)
         result = sample_plans(

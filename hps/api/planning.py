@@ -78,10 +78,21 @@ class Problem(contract.Problem):
         return PlanFile(self.workload_source, self.catalog_source, job, result.plan.stages)
 
 
-def _problem(problem: object) -> Problem:
+def checked_problem(problem: object) -> Problem:
+    """`problem`, or ConfigError naming the argument "problem" when it is not a hps.Problem."""
     if not isinstance(problem, Problem):
         raise ConfigError("problem", "", f"must be a hps.Problem, got {type(problem).__name__}")
     return problem
+
+
+def plan_of(planned: object, what: str) -> object:
+    """The Plan of a PlanResult (ConfigError naming "plan" where the planner found none, so there
+    is nothing to `what`), anything else as it is."""
+    if not isinstance(planned, PlanResult):
+        return planned
+    if planned.plan is None:
+        raise ConfigError("plan", "", f"no plan was found, so there is nothing to {what}")
+    return planned.plan
 
 
 def planners(parallel: bool = True) -> tuple[str, ...]:
@@ -106,7 +117,7 @@ def plan(
     planner's own (`policy`: checkpoint, samples, refine; `exact`: incumbent, a Plan to start from)."""
     from hps.contract.registry import run
 
-    problem = _problem(problem)
+    problem = checked_problem(problem)
     if not isinstance(method, str):
         raise ConfigError("method", "", f"must be a planner name, got {method!r}")
     budget = Budget(
@@ -121,12 +132,9 @@ def evaluate(problem: Problem, plan) -> PlanScore:
     """Score `plan` on `problem`: a PlanResult, a Plan, a PlanFile, a sequence of ParallelStage
     (the parallel-plan model, under the job's micro_batch), or for the schedule model a sequence
     of type names, one per layer. ConfigError naming the stage field a plan gets wrong."""
-    problem = _problem(problem)
+    problem = checked_problem(problem)
     micro_batch = problem.job.micro_batch
-    if isinstance(plan, PlanResult):
-        if plan.plan is None:
-            raise ConfigError("plan", "", "no plan was found, so there is nothing to score")
-        plan = plan.plan
+    plan = plan_of(plan, "score")
     if isinstance(plan, PlanFile):
         micro_batch, plan = plan.job.micro_batch, plan.stages
     elif isinstance(plan, Plan):

@@ -7,7 +7,7 @@ import dataclasses
 import math
 
 from hps.api.checks import check_count, check_positive, check_seed
-from hps.api.planning import Problem
+from hps.api.planning import Problem, checked_problem, plan_of
 from hps.contract.types import Plan, PlanResult
 from hps.errors import ConfigError
 
@@ -61,14 +61,10 @@ def execute(
     from hps.executor.plan import ExecuteOptions, execute_plan
     from hps.models.registry import build_model
 
-    if isinstance(plan, PlanResult):
-        if plan.plan is None:
-            raise ConfigError("plan", "", "no plan was found, so there is nothing to execute")
-        plan = plan.plan
+    plan = plan_of(plan, "execute")
     if not isinstance(plan, Plan):
         raise ConfigError("plan", "", f"must be a PlanResult (hps.plan) or a Plan, got {type(plan).__name__}")
-    if not isinstance(problem, Problem):
-        raise ConfigError("problem", "", f"must be a hps.Problem, got {type(problem).__name__}")
+    problem = checked_problem(problem)
     steps = check_count(steps, "steps", 1, MAX_EXECUTE_STEPS)
     seed = check_seed(seed)
     if learning_rate is not None:

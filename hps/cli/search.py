@@ -132,10 +132,8 @@ def run(args) -> int:
     return _print_schedule(problem, compared, args, every=method == ALL)
 
 
-def _schedule_row(problem, result) -> dict:
-    """A schedule-model planner's summary row."""
-
-    plan = problem.report(result)
+def _schedule_row(result, plan: dict) -> dict:
+    """A schedule-model planner's summary row, from its result and the result's report."""
     row = {"method": result.planner, "schedule": plan["schedule"]}
     if result.planner == "exact":
         row["stages"] = len(plan["stages"])
@@ -170,17 +168,18 @@ def _print_schedule(problem, compared, args, every: bool) -> int:
                 f"a feasible plan would cost at least ${document['bound']:,.2f} (raise --seconds)"
             )
         return 0
-    rows = [_schedule_row(problem, result) for result in compared.results]
+    reports = [problem.report(result) for result in compared.results]
+    rows = [_schedule_row(result, report) for result, report in zip(compared.results, reports)]
     if reference is not None:
         best = rows[0]
         for row in rows:
             row["cost_over_optimum"] = (
                 None if row["cost"] is None or best["cost"] is None else row["cost"] / best["cost"]
             )
-        document = problem.report(reference)
+        document = reports[0]  # the yardstick's: compare plans it first
     else:
         best = min(rows, key=lambda r: (not r["feasible"], r["cost"] or math.inf, -r["throughput"]))
-        document = problem.report(next(r for r in compared.results if r.planner == best["method"]))
+        document = reports[rows.index(best)]
         for key in ("method", "evaluations", "wall_seconds"):
             document.pop(key, None)
     if args.json:

@@ -115,8 +115,8 @@ def run(args) -> int:
         {
             "floor": p.floor,
             "price_scale": p.price_scale,
-            "cost": p.cost if p.result.feasible else None,
-            "feasible": p.result.feasible,
+            "cost": p.cost if p.feasible else None,
+            "feasible": p.feasible,
             "plan": None if p.plan is None else {"micro_batch": p.plan.micro_batch, "stages": _stages(p)},
         }
         for p in points

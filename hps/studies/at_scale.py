@@ -45,10 +45,6 @@ PLANNERS = ("policy", "policy_greedy", "policy_refined", "single", *SEARCHES, "c
 SCALE_KEY = 2026
 
 
-def _cost(score) -> float:
-    return score.cost if score.feasible else math.inf
-
-
 def dense_fits(placement) -> bool:
     """Whether the segment table of a padded (unbatched) PlacementParams fits DENSE_MODEL_BYTES."""
     return dense_size_fits(placement.max_layers, placement.max_types, int(placement.unit_grid.shape[-1]))
@@ -101,9 +97,9 @@ def one_instance(
     row = {
         "layers": inst.num_layers,
         "types": inst.num_types,
-        "policy": _cost(best.score),
+        "policy": best.score.cost,
         "policy_seconds": policy_seconds,
-        "policy_greedy": _cost(evaluate_plan(inst, schedule_plan(np.asarray(schedules)[-1]))),
+        "policy_greedy": evaluate_plan(inst, schedule_plan(np.asarray(schedules)[-1])).cost,
         "single": float(arrays.reference_cost),
         "exact": exact.cost,
         "exact_bound": exact.bound,
@@ -125,7 +121,7 @@ def numpy_climbs(inst, policy_best) -> dict:
     for name, start in (("policy_refined", lambda: policy_best), ("climb", lambda: best_single_type(inst))):
         began = time.perf_counter()
         _, score, _ = climb_at_scale(inst, start())
-        out.update({name: _cost(score), f"{name}_seconds": time.perf_counter() - began})
+        out.update({name: score.cost, f"{name}_seconds": time.perf_counter() - began})
     return out
 
 

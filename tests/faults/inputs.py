@@ -321,6 +321,7 @@ def test_exact_search_out_of_time_gives_one_verdict_in_text_and_json(monkeypatch
     monkeypatch.setattr(solver, "solve_exact", lambda inst, seconds: timed_out)
     problem = Problem("mlp", "small", Job(batch=64, throughput=1, samples=1e6), parallel=False)
     result = plan(problem, "exact", seconds=1e-9)
-    report, row = problem.report(result), search._schedule_row(problem, result)
+    report = problem.report(result)
+    row = search._schedule_row(result, report)
     assert report["feasible"] and row["feasible"]
     assert report["gap"] is not None and math.isfinite(report["gap"]), report

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from hps.config.types import Catalog, ParallelStage, stage_spans
-from hps.contract.types import PlanScore, StageScore, training_cost
+from hps.contract.types import Plan, PlanResult, PlanScore, StageScore, training_cost
 from hps.costmodel.schedule.provisioning import (
     FEASIBLE,
     INVALID_TYPE,
@@ -103,7 +103,6 @@ def evaluate_plan(inst: Instance, plan: IndexPlan) -> PlanScore:
         )
     )  # fmt: skip
     peak = sum(score.units * resources[t].peak_flops for score, t in zip(scores, types))
-    flops = sum(layer.flops for layer in inst.workload.layers)
     return PlanScore(
         feasible=feasible,
         reason=None if feasible else REASONS[int(reason[first_failed[0]])],
@@ -116,9 +115,18 @@ def evaluate_plan(inst: Instance, plan: IndexPlan) -> PlanScore:
         dollars_per_hour=dollars,
         egress_dollars=0.0,
         cost=training_cost(dollars, inst.job.samples, throughput) if feasible else math.inf,
-        mfu=flops * throughput / peak,
+        mfu=inst.model_flops * throughput / peak,
         stages=scores,
     )
+
+
+def planned(
+    planner: str, inst: Instance, plan: IndexPlan, bound: float, seconds: float, evaluations: int | None
+) -> PlanResult:
+    """A schedule-model planner's result: `plan` scored by `evaluate_plan`, as a Plan of tp-1
+    stages whose dp is the replicas provisioned."""
+    score = evaluate_plan(inst, plan)
+    return PlanResult(planner, Plan(tuple(stage.stage for stage in score.stages)), score, bound, seconds, evaluations)
 
 
 def failed_layer(score: PlanScore) -> int:
@@ -149,5 +157,6 @@ __all__ = [
     "failed_stage",
     "index_plan",
     "parse_stages",
+    "planned",
     "schedule_plan",
 ]

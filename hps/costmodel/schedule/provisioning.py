@@ -119,6 +119,11 @@ class Instance:
     def num_types(self) -> int:
         return len(self.catalog.resources)
 
+    @functools.cached_property
+    def model_flops(self) -> float:
+        """FLOP per sample of the whole workload (forward + backward)."""
+        return float(sum(layer.flops for layer in self.workload.layers))
+
     def bubble(self, stages: int) -> float:
         """1 + (S − 1)/M for a plan of S stages; 1 when M = inf."""
         m = self.job.micro_batches

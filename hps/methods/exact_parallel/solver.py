@@ -33,7 +33,6 @@ from hps.methods.exact_parallel.caps import CapPrices
 from hps.methods.exact_parallel.dfs import search_region
 from hps.methods.exact_parallel.table import SharedTables, StageTable, TableUnfinished
 
-"""Relative slack when comparing a bound with a cost computed in another order."""
 SPLIT = 0.01
 """A region whose largest τ may range over more than this ratio is halved (geometrically) so
 that each half is bounded by its own least τ."""

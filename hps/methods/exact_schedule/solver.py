@@ -23,8 +23,8 @@ from __future__ import annotations
 import math
 import time
 
-from hps.contract.types import Budget, Plan, PlanResult
-from hps.costmodel.schedule.plan import IndexPlan, evaluate_plan
+from hps.contract.types import Budget, PlanResult
+from hps.costmodel.schedule.plan import IndexPlan, evaluate_plan, planned
 from hps.costmodel.schedule.provisioning import Instance
 from hps.methods.exact_schedule.best import keep_cheaper
 from hps.methods.exact_schedule.caps import NODE_LIMIT, capped_search, meets_caps
@@ -132,9 +132,7 @@ def solve_exact(
     bound = min(cost, unproven)
     if plan is None:
         return PlanResult("exact", None, None, bound, time.perf_counter() - started, None)
-    score = evaluate_plan(inst, plan)
-    found = Plan(tuple(stage.stage for stage in score.stages))
-    return PlanResult("exact", found, score, bound, time.perf_counter() - started, None)
+    return planned("exact", inst, plan, bound, time.perf_counter() - started, None)
 
 
 def plan(problem, budget: Budget) -> PlanResult:

@@ -8,8 +8,8 @@ import math
 from functools import partial
 
 from hps.contract.problem import Problem
-from hps.contract.types import Budget, NotApplicable, Plan, PlanResult
-from hps.costmodel.schedule.plan import evaluate_plan, schedule_plan
+from hps.contract.types import Budget, NotApplicable, PlanResult
+from hps.costmodel.schedule.plan import planned, schedule_plan
 
 
 def searched(method: str, problem: Problem, budget: Budget) -> PlanResult:
@@ -26,9 +26,8 @@ def searched(method: str, problem: Problem, budget: Budget) -> PlanResult:
     found = run_search(
         method, params, key=jax.random.key(budget.seed), budget=budget.evaluations, warmup=True, table=table
     )
-    score = evaluate_plan(problem.instance, schedule_plan(found.schedule))
-    plan = Plan(tuple(stage.stage for stage in score.stages))
-    return PlanResult(method, plan, score, math.nan, found.wall_seconds, found.evaluations)
+    plan = schedule_plan(found.schedule)
+    return planned(method, problem.instance, plan, math.nan, found.wall_seconds, found.evaluations)
 
 
 single = partial(searched, "single")

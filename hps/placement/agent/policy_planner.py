@@ -6,8 +6,8 @@ import dataclasses
 import math
 import time
 
-from hps.contract.types import Budget, Plan, PlanResult
-from hps.costmodel.schedule.plan import evaluate_plan, schedule_plan
+from hps.contract.types import Budget, PlanResult
+from hps.costmodel.schedule.plan import planned, schedule_plan
 from hps.placement.agent.checkpoint import load_policy
 from hps.placement.agent.planner import Sampled, plan, policy_sequences
 
@@ -39,7 +39,5 @@ def sampled_result(problem, found: Sampled) -> PlanResult:
     """The PlanResult of a policy's `plan` on `problem` (schedule model): its schedule scored by
     the numpy model; seconds: its planning time, compile excluded; evaluations: the schedules it
     scored (candidates and refinement)."""
-    score = evaluate_plan(problem.instance, schedule_plan(found.schedule))
-    stages = tuple(stage.stage for stage in score.stages)
     evaluations = found.candidates + found.refine_evaluations
-    return PlanResult("policy", Plan(stages), score, math.nan, found.plan_seconds, evaluations)
+    return planned("policy", problem.instance, schedule_plan(found.schedule), math.nan, found.plan_seconds, evaluations)
