@@ -1,4 +1,4 @@
-"""Planners beside the certified optimum: the one loop every command, API call and study uses."""
+"""Planners beside the certified optimum: the loop `hps search` and the studies that take planners by name use."""
 
 from __future__ import annotations
 

@@ -8,10 +8,9 @@ planner is one module with that function and one line here.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
 
 from hps.contract.problem import MODELS, Problem
-from hps.contract.types import Budget, PlanResult
+from hps.contract.types import Budget, Planner, PlanResult
 from hps.errors import ConfigError
 
 PLANNERS: dict[str, dict[str, str]] = {
@@ -60,7 +59,7 @@ def planner_names(model: str | None = None, *, with_options: bool = False) -> tu
     )
 
 
-def planner(name: str, model: str) -> Callable[..., PlanResult]:
+def planner(name: str, model: str) -> Planner:
     """The planner `name` of `model`; ConfigError naming the field "method" for an unknown name
     or one with no planner in that model."""
     if model not in MODELS:

@@ -151,7 +151,10 @@ def gap_of(cost: float, bound: float, found: bool) -> float | None:
 
 
 class Planner(Protocol):
-    def __call__(self, problem, budget: Budget) -> PlanResult: ...
+    """What the registry holds per name and model: plan `problem` within `budget`, with the
+    planner's own keyword options."""
+
+    def __call__(self, problem, budget: Budget, **options) -> PlanResult: ...
 
 
 class SpaceTooLarge(ConfigError):
