@@ -3,6 +3,7 @@ equals plain single-device training, with every collective policy and mesh shape
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import jax
@@ -14,7 +15,7 @@ from hps.errors import ConfigError
 from hps.executor.devices import assign_stage_devices, parse_device_map
 from hps.executor.plan import (
     ExecuteOptions,
-    execute_plan,
+    execute_schedule,
     micro_batch_count,
 )
 from hps.models.registry import build_model_and_workload
@@ -35,7 +36,7 @@ def execute(name, schedule, replicas, *, policy=None, batch=64, steps=5, micro=N
     options = ExecuteOptions(
         steps=steps, devices=devices, check=True, replicas=replicas, policy=policy, micro_batches=micro
     )
-    return execute_plan(model, workload, PODS, job(batch), types, options)
+    return execute_schedule(model, workload, PODS, job(batch), types, options)
 
 
 @pytest.mark.parametrize(
@@ -77,9 +78,24 @@ def test_report_has_measured_and_predicted_terms_for_each_stage():
         assert all(v > 0 for v in stage["measured"].values())
         assert stage["predicted"]["sync"] > 0  # k > 1 and dense parameters: an All-Reduce is predicted
     assert report["measured_throughput"] == pytest.approx(report["batch"] / report["measured_step_time"])
-    assert report["predicted_throughput"] == pytest.approx(
-        min(report["batch"] / s["predicted_time"] for s in report["stages"])
-    )
+    # the prediction is the parallel-plan model's, held to its plain-Python reference: the stages
+    # as they ran (tp, dp), under the micro-batch they ran, trained in fp32 with plain SGD
+    from hps.config.types import ParallelStage
+    from hps.reference.parallel import evaluate
+    from hps.workloads import resolve_workload
+
+    micro = report["micro_batches"]
+    ran = dataclasses.replace(job(), micro_batch=64 // micro, micro_batches=micro, precision="fp32-sgd")
+    plan = [
+        ParallelStage(s["first_layer"], s["last_layer"], s["type"], s["tensor"], s["replicas"])
+        for s in report["stages"]
+    ]
+    reference = evaluate(resolve_workload("mlp"), PODS, ran, plan)
+    assert report["predicted_throughput"] == pytest.approx(reference["throughput"], rel=1e-9)
+    assert report["predicted_step_time"] == pytest.approx(reference["iteration_s"], rel=1e-9)
+    for stage, want in zip(report["stages"], reference["stages"]):
+        assert stage["predicted"]["compute"] + stage["predicted"]["transfer"] == pytest.approx(micro * want["time"])
+        assert stage["predicted"]["sync"] == pytest.approx(want["sync"])
 
 
 def test_stage_spans_are_maximal_runs_of_one_type():

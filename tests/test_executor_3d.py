@@ -19,7 +19,7 @@ from hps.config.loaders import load_catalog
 from hps.config.types import Job
 from hps.errors import StageDoesNotFit
 from hps.executor.pipeline import one_f_one_b, stage_order
-from hps.executor.plan import ExecuteOptions, execute_plan
+from hps.executor.plan import ExecuteOptions, execute_schedule
 from hps.executor.tensor import copy_to_tensor, layer_roles, reduce_from_tensor
 from hps.models.registry import build_model_and_workload
 
@@ -32,7 +32,7 @@ def execute(name, schedule, replicas, tensor, *, catalog=PODS, overrides=None, b
     options = ExecuteOptions(steps=steps, devices=SHARED, check=True, replicas=replicas, tensor=tensor)
     job = Job(batch=batch, throughput=100.0, samples=1e6, collective="themis", chunks=4)
     types = [catalog.index(t) for t in schedule.split(",")]
-    return execute_plan(model, workload, catalog, job, types, options)
+    return execute_schedule(model, workload, catalog, job, types, options)
 
 
 TRANSFORMER = ("transformer-small", {"heads": 4})  # 4 heads of width 8: t up to 4
@@ -203,3 +203,40 @@ def test_hps_execute_runs_a_parallel_plan_file_with_its_tp_and_dp(tmp_path, caps
     ]
     assert out["micro_batches"] == 4  # batch / micro_batch
     assert out["equivalent"] is True
+
+
+def test_adjacent_stages_of_one_type_run_each_on_its_own_devices_and_train_like_one_device(tmp_path, capsys):
+    """The shape every LLM plan the solver writes has (stages of one type in a row): each stage is
+    its own device group, the plan's micro-batch sets the micro-batch count, and the API runs
+    what the command line runs."""
+    import json
+
+    import hps
+    from hps.cli.main import main
+
+    plan = {
+        "format": "hps-plan/2",
+        "workload": "mlp",
+        "catalog": str(Path(__file__).parent / "data" / "pods.toml"),
+        "job": {"batch": 16, "micro_batch": 4, "throughput": 100, "samples": 1e6}
+        | {"precision": "fp32-sgd", "zero": 0, "recompute": "none"},
+        "stages": [
+            {"first": 0, "last": 1, "type": "gpu", "tp": 1, "dp": 2},
+            {"first": 2, "last": 3, "type": "gpu", "tp": 2, "dp": 2},
+        ],
+    }
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan))
+    argv = ["execute", "--plan", str(path), "--devices", "gpu=0-7", "--steps", "2", "--check", "--json"]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [(s["first_layer"], s["replicas"], s["tensor"]) for s in out["stages"]] == [(0, 2, 1), (2, 2, 2)]
+    assert out["micro_batches"] == 4 and out["equivalent"] is True
+    assert out["predicted_throughput"] > 0 and out["clock"] == "roofline"
+
+    plan_file = hps.read_plan(path)
+    problem = hps.Problem(plan.get("workload"), plan["catalog"], job=plan_file.job, parallel=True)
+    run = hps.execute(hps.Plan(plan_file.stages, 4), problem, devices="gpu=0-7", steps=2)
+    assert run.report["micro_batches"] == 4
+    assert [s["replicas"] for s in run.report["stages"]] == [2, 2]
+    assert run.predicted_throughput == pytest.approx(out["predicted_throughput"], rel=1e-12)

@@ -210,7 +210,9 @@ def test_the_rounds_after_the_warm_passes_are_the_ones_timed(monkeypatch):
 
 
 def test_profile_writes_the_stage_call_cost_and_the_prediction_counts_it_once_per_micro_batch(mlp_profile):
-    from hps.executor.predict import predict_stages
+    from hps.config.types import ParallelStage
+    from hps.contract.problem import Problem
+    from hps.executor.predict import executed_score, stage_predictions
 
     out, report = mlp_profile
     workload = load_workload(out)
@@ -220,20 +222,24 @@ def test_profile_writes_the_stage_call_cost_and_the_prediction_counts_it_once_pe
         assert call == pytest.approx(report["measured_call_s"][name]) and 0.0 <= call < 1.0
     catalog = load_catalog(PODS)
     job = Job(batch=64, throughput=1.0, samples=1e6)
-    gpu = catalog.names.index("gpu")
     last = len(workload.layers) - 1
     without = dataclasses.replace(workload, measured_call_s={})
+
+    def predicted(table, stages, micro):
+        return stage_predictions(executed_score(Problem(table, catalog, job, model="parallel"), stages, micro))
+
+    whole = (ParallelStage(0, last, "gpu", 1, 4),)
     for micro in (1, 4):
-        (plain,) = predict_stages(without, catalog, job, [(0, last, gpu, 4)], [0.0], micro)
-        (counted,) = predict_stages(workload, catalog, job, [(0, last, gpu, 4)], [0.0], micro)
+        (plain,) = predicted(without, whole, micro)
+        (counted,) = predicted(workload, whole, micro)
         assert counted.compute - plain.compute == pytest.approx(micro * workload.measured_call_s["gpu"])
-        # the layer times are the shares inside a stage: a one-layer stage is its time alone again,
-        # per replica 64 / 4 samples an iteration in micro-batches of entry.micro_batch a device
-        (one,) = predict_stages(workload, catalog, job, [(0, 0, gpu, 4)], [0.0], micro)
-        entry = next(e for e in workload.layers[0].measured if e.type == "gpu")
-        shares = 16 / entry.micro_batch * (entry.forward_s + entry.backward_s)
-        alone = shares + micro * workload.measured_call_s["gpu"]
-        assert one.compute == pytest.approx(alone)
+    # the layer times are the shares inside a stage: a one-layer stage is its time alone again,
+    # at the profiled 64 / 4 micro-batches / 4 replicas = 4 samples a device, once per micro-batch
+    split = (ParallelStage(0, 0, "gpu", 1, 4), ParallelStage(1, last, "gpu", 1, 4))
+    one = predicted(workload, split, 4)[0]
+    entry = next(e for e in workload.layers[0].measured if e.type == "gpu")
+    assert entry.micro_batch == 4
+    assert one.compute == pytest.approx(4 * (entry.forward_s + entry.backward_s + workload.measured_call_s["gpu"]))
 
 
 @pytest.mark.parametrize(
@@ -310,8 +316,9 @@ def test_the_parallel_model_adds_the_call_cost_once_per_stage_and_micro_batch():
 
 def test_the_moves_are_written_and_a_stage_receives_its_input_and_its_output_gradient(mlp_profile):
     from hps.config.types import ParallelStage
+    from hps.contract.problem import Problem
     from hps.costmodel.parallel.score import score_plan
-    from hps.executor.predict import predict_stages
+    from hps.executor.predict import executed_score, stage_predictions
 
     out, _ = mlp_profile
     workload = load_workload(out)
@@ -327,8 +334,8 @@ def test_the_moves_are_written_and_a_stage_receives_its_input_and_its_output_gra
                 moves[e.type, i] = (e.input_move_s, e.gradient_move_s)
     # two stages at the profiled 16 samples a micro-batch: 64 / 16 = 4 micro-batches, m = 16 / pool size
     job = Job(batch=64, throughput=1.0, samples=1e6)
-    cpu, gpu = catalog.names.index("cpu"), catalog.names.index("gpu")
-    first, second = predict_stages(workload, catalog, job, [(0, 1, cpu, 2), (2, last, gpu, 4)], [0.0, 0.0], 4)
+    ran = (ParallelStage(0, 1, "cpu", 1, 2), ParallelStage(2, last, "gpu", 1, 4))
+    first, second = stage_predictions(executed_score(Problem(workload, catalog, job, model="parallel"), ran, 4))
     assert first.boundary == pytest.approx(4 * moves["cpu", 2][1])  # only its output's gradient comes in
     assert second.boundary == pytest.approx(4 * moves["gpu", 2][0])  # only its input comes in
     # the parallel-plan model charges the same per micro-batch (b = 16: m = 8 on cpu, 4 on gpu)

@@ -145,6 +145,12 @@ def evaluate(problem: Problem, plan) -> PlanScore:
 
 
 def _evaluate_parallel(problem: Problem, stages, micro_batch) -> PlanScore:
+    return problem.score(checked_parallel_plan(problem, stages, micro_batch))
+
+
+def checked_parallel_plan(problem: Problem, stages, micro_batch) -> Plan:
+    """`stages` under `micro_batch` as a Plan checked as a plan file is (ConfigError naming the
+    stage field it gets wrong)."""
     import json
 
     from hps.config.planfile import check_plan_against, parse_plan_file, plan_file_json
@@ -157,7 +163,7 @@ def _evaluate_parallel(problem: Problem, stages, micro_batch) -> PlanScore:
     holder = PlanFile(problem.workload.name, problem.catalog.name, job, tuple(stages))
     checked = parse_plan_file(json.loads(json.dumps(plan_file_json(holder, "plan"))), "plan")
     check_plan_against(checked, problem.workload, problem.catalog, "plan")
-    return problem.score(Plan(checked.stages, int(micro_batch)))
+    return Plan(checked.stages, int(micro_batch))
 
 
 def _evaluate_schedule(problem: Problem, schedule) -> PlanScore:

@@ -1,4 +1,4 @@
-"""Running a plan from Python: real sharded JAX training of a schedule plan on this machine's
+"""Running a plan from Python: real sharded JAX training of a plan on this machine's
 devices, measured stage by stage against the model's prediction (docs/executor.md)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import dataclasses
 import math
 
 from hps.api.checks import check_count, check_positive, check_seed
-from hps.api.planning import Problem, checked_problem, plan_of
+from hps.api.planning import Problem, checked_parallel_plan, checked_problem, plan_of
 from hps.contract.types import Plan, PlanResult
 from hps.errors import ConfigError
 
@@ -28,16 +28,20 @@ class Execution:
     report: dict
 
 
-def _schedule_of(problem: Problem, plan: Plan) -> tuple[list[str], tuple[int, ...] | None, tuple[int, ...] | None]:
-    """(type per layer, replicas per stage or None: the executor provisions them, tensor degree
-    per stage or None: 1 each) of a plan the executor can run: a schedule-model plan, or a
-    parallel plan whose adjacent stages differ in type."""
-    schedule = [stage.type for stage in plan.stages for _ in range(stage.first, stage.last + 1)]
-    if not problem.parallel:
-        return schedule, None, None
-    if any(a.type == b.type for a, b in zip(plan.stages, plan.stages[1:])):
-        raise ConfigError("plan", "stages", "adjacent stages of one type run as one stage here; merge them first")
-    return schedule, tuple(stage.dp for stage in plan.stages), tuple(stage.tp for stage in plan.stages)
+def _runnable(problem: Problem, plan: Plan) -> Plan:
+    """`plan` checked against `problem`: in the parallel-plan model as a plan file is (under the
+    plan's micro-batch, else the job's), in the schedule model its stages' types and layers."""
+    if problem.parallel:
+        micro_batch = problem.job.micro_batch if plan.micro_batch is None else plan.micro_batch
+        return checked_parallel_plan(problem, plan.stages, micro_batch)
+    from hps.costmodel.schedule.plan import check_plan
+
+    for j, stage in enumerate(plan.stages):
+        if stage.type not in problem.catalog.names:
+            raise ConfigError("plan", f"stages[{j}].type", f"unknown type {stage.type!r} in {problem.catalog.name}")
+    spans = tuple((s.first, s.last, problem.catalog.index(s.type)) for s in plan.stages)
+    check_plan(spans, len(problem.workload.layers), len(problem.catalog.names), "plan", "stages")
+    return plan
 
 
 def execute(
@@ -57,7 +61,6 @@ def execute(
     train on one device and compare parameters. The workload must be one the zoo builds a model
     for (hps.models)."""
     from hps.config.limits import MAX_EXECUTE_STEPS
-    from hps.config.loaders import parse_schedule
     from hps.executor.plan import ExecuteOptions, execute_plan
     from hps.models.registry import build_model
 
@@ -73,12 +76,11 @@ def execute(
         micro_batches = check_count(micro_batches, "micro_batches")
     if devices is not None and not isinstance(devices, str):
         raise ConfigError("devices", "", f"must be pools like 'cpu=0-3,v100=4-7' or None, got {devices!r}")
-    workload, catalog, job = problem.workload, problem.catalog, problem.job
+    workload, job = problem.workload, problem.job
     if job.batch != int(job.batch) or not math.isfinite(job.batch):
         raise ConfigError("plan", "job.batch", f"executing needs a whole number of samples, got {job.batch:g}")
-    names, replicas, tensor = _schedule_of(problem, plan)
+    plan = _runnable(problem, plan)
     model = build_model(workload.name, seed=seed, source="plan", **problem.overrides)
-    schedule = parse_schedule(",".join(names), catalog, len(workload.layers), source="plan")
     options = ExecuteOptions(
         steps=steps,
         micro_batches=micro_batches,
@@ -86,10 +88,8 @@ def execute(
         learning_rate=learning_rate,
         seed=seed,
         check=bool(check),
-        replicas=replicas,
-        tensor=tensor,
     )
-    report = execute_plan(model, workload, catalog, job, schedule, options)
+    report = execute_plan(model, problem, plan, options)
     return Execution(
         measured_step_time=report["measured_step_time"],
         measured_throughput=report["measured_throughput"],

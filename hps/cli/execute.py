@@ -2,10 +2,11 @@
 
 The plan is a schedule (`--schedule`, or the "schedule" of `hps plan --out PLAN.json`, whose
 "instance" also names the workload, catalogue and job), or a parallel plan file (`--plan FILE`,
-hps-plan/2: stages with tensor- and data-parallel degrees, `--tensor` and `--replicas`). Stages
-run on device pools per resource type (`--devices cpu=0-3,v100=4-7`, or by device kind).
-Prints measured vs predicted time per stage and throughput; `--check` also trains the same
-model on one device and compares.
+hps-plan/2: stages with tensor- and data-parallel degrees and a micro-batch). `--tensor` and
+`--replicas` override the degrees. Stages run on device pools per resource type (`--devices
+cpu=0-3,v100=4-7`, or by device kind). Prints measured vs predicted (the parallel-plan model on
+`--clock`) time per stage and throughput; `--check` also trains the same model on one device and
+compares.
 With `--out FILE` the folder of FILE is checked for a write and free space before anything
 runs, FILE.lock is held while the plan runs (a second run writing FILE is refused, naming the
 first), and the report, printed first, is written with "produced_by": the run id and command.
@@ -28,6 +29,7 @@ from hps.cli.common import (
     resolve_instance,
     write_json,
 )
+from hps.cli.parallel import add_clock_arg
 from hps.config.limits import MAX_EXECUTE_STEPS
 from hps.config.loaders import parse_schedule
 from hps.errors import ConfigError
@@ -53,6 +55,7 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--tensor", help="comma-separated tensor-parallel degree per stage (e.g. 2,4; default 1 each): d·t devices"
     )
+    add_clock_arg(parser)
     parser.add_argument("--steps", type=int, default=5, help="training steps (default: %(default)s)")
     parser.add_argument("--micro-batches", type=int, help="micro-batches per step (default: one per stage, at least 2)")
     parser.add_argument(
@@ -151,6 +154,8 @@ def whole_batch(batch: float) -> int:
 
 
 def run(args) -> int:
+    from hps.contract.problem import Problem
+    from hps.contract.types import Plan
     from hps.executor.plan import ExecuteOptions, execute_plan
     from hps.models.registry import build_model
     from hps.report.execution import format_execution
@@ -158,6 +163,8 @@ def run(args) -> int:
     out = output_path(args.out)
     if args.plan and args.parallel_plan:
         raise ConfigError("--plan", "plan", "give a schedule plan (PLAN.json) or a parallel plan (--plan), not both")
+    if args.parallel_plan and args.schedule:
+        raise ConfigError("--schedule", "schedule", "give a schedule or a parallel plan (--plan), not both")
     parallel = None
     if args.parallel_plan:
         args, parallel = parallel_plan_instance(args.parallel_plan, args)
@@ -168,7 +175,7 @@ def run(args) -> int:
             setattr(args, key, default)
     if not args.workload:
         raise ConfigError("--workload", "workload", "give --workload (or a plan file)")
-    if not args.schedule:
+    if not args.schedule and parallel is None:
         raise ConfigError("--schedule", "schedule", "give --schedule (or a plan file)")
     check_run_flags(args)
     try:
@@ -181,14 +188,25 @@ def run(args) -> int:
         whole_batch(job.batch)
         model = build_model(workload.name, seed=args.seed, **parse_set(args.overrides))
         check_model_matches(model, workload)
-        schedule = parse_schedule(args.schedule, catalog, len(workload.layers), source="--schedule")
+        if parallel is None:
+            schedule = parse_schedule(args.schedule, catalog, len(workload.layers), source="--schedule")
     except ConfigError as error:
         raise blamed_on_file(error, args) from None
+    problem = Problem(workload, catalog, job, model="parallel" if parallel else "schedule", clock=args.clock)
+    if parallel is not None:
+        plan = Plan(parallel.stages, int(job.micro_batch))
+    else:
+        from hps.costmodel.schedule.plan import provisioned, schedule_plan
+
+        plan = provisioned(problem.instance, schedule_plan(schedule))
     if args.plan:
         from hps.config.schedule_plan import check_stages_match
-        from hps.report.placement import schedule_report
 
-        check_stages_match(args.plan_file, schedule_report(workload, catalog, job, schedule)["stages"], args.plan)
+        check_stages_match(
+            args.plan_file,
+            [{"type": s.type, "first_layer": s.first, "last_layer": s.last, "replicas": s.dp} for s in plan.stages],
+            args.plan,
+        )
     learned_orders = None
     if args.checkpoint:
         from functools import partial
@@ -196,12 +214,9 @@ def run(args) -> int:
         from hps.collective.agent.checkpoint import checkpoint_orders
 
         learned_orders = partial(checkpoint_orders, args.checkpoint)
-    micro_batches = args.micro_batches
-    if parallel is not None and micro_batches is None:
-        micro_batches = int(job.batch) // int(job.micro_batch)
     options = ExecuteOptions(
         steps=args.steps,
-        micro_batches=micro_batches,
+        micro_batches=args.micro_batches,
         policy=args.policy,
         learned_orders=learned_orders,
         devices=args.devices,
@@ -212,7 +227,7 @@ def run(args) -> int:
         tensor=parse_replicas(args.tensor, "--tensor"),
     )
     with output_file(out, args.argv) if out else contextlib.nullcontext() as produced:
-        report = execute_plan(model, workload, catalog, job, schedule, options)
+        report = execute_plan(model, problem, plan, options)
         if args.json:  # printed before the file is written: a failed write loses no measurement
             print_json(report)
         else:
@@ -236,24 +251,13 @@ def parse_replicas(text: str | None, flag: str = "--replicas") -> tuple[int, ...
 
 
 def parallel_plan_instance(path: str, args: Namespace):
-    """(args with the parallel plan file's workload, catalogue, schedule, dp as --replicas and
-    tp as --tensor filled in where the flags left them unset, the PlanFile). ConfigError naming
-    the file when two adjacent stages share a type (the executor runs them as one stage)."""
+    """(args with the parallel plan file's workload and catalogue filled in where the flags left
+    them unset, the PlanFile)."""
     from hps.config.planfile import read_plan_file
 
     plan = read_plan_file(path)
-    stages = plan.stages
-    if any(a.type == b.type for a, b in zip(stages, stages[1:])):
-        raise ConfigError(path, "stages", "adjacent stages of one type run as one stage here; merge them first")
-    filled = {
-        "workload": plan.workload,
-        "catalog": plan.catalog,
-        "schedule": ",".join(s.type for s in stages for _ in range(s.first, s.last + 1)),
-        "replicas": ",".join(str(s.dp) for s in stages),
-        "tensor": ",".join(str(s.tp) for s in stages),
-    }
     merged = vars(args).copy()
-    for key, value in filled.items():
+    for key, value in (("workload", plan.workload), ("catalog", plan.catalog)):
         if merged.get(key) is None:
             merged[key] = value
     return Namespace(**merged), plan

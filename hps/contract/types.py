@@ -56,6 +56,10 @@ class StageScore:
     """What its layer times come from: "measured", "interpolated", the clock's name or a mix."""
     mode: str = "replicated"
     reason: str | None = None
+    boundary_s: float = 0.0
+    """Of time_per_microbatch_s, the pipeline boundary's share (s)."""
+    sync_s: float = 0.0
+    """Of tail_s, the exposed gradient All-Reduce's share (s; the rest is the optimizer step)."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,14 +1,15 @@
 """Execute a placement plan for real (docs/executor.md): build the stages, train, measure, compare.
 
-`execute_plan` takes a workload with a Flax model, a catalogue, a job and a schedule (type per
-layer), and returns the `hps execute` report: per stage the measured time (compute + transfer +
-sync, seconds per iteration) beside the cost model's prediction for the replica counts that ran,
-the measured and predicted throughput (samples/s), and with `check` whether the parameters equal
-plain single-device training of the same model on the same batches.
+`execute_plan` takes a Flax model, the problem that planned it (workload, catalogue, job, clock)
+and a `Plan`, and returns the `hps execute` report: per stage the measured time (compute +
+transfer + sync, seconds per iteration) beside the plan model's prediction for the stages as they
+ran, the measured and predicted throughput (samples/s), and with `check` whether the parameters
+equal plain single-device training of the same model on the same batches.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -18,7 +19,9 @@ import jax
 import numpy as np
 import optax
 
-from hps.config.types import Catalog, Job, Workload, stage_spans
+from hps.config.types import Catalog, Job, Workload
+from hps.contract.problem import Problem
+from hps.contract.types import Plan
 from hps.errors import ConfigError, TrainingDiverged
 from hps.executor.allreduce import planned_orders
 from hps.executor.devices import assign_stage_devices, device_pools
@@ -27,12 +30,11 @@ from hps.executor.measure import median_stage_terms
 from hps.executor.mesh import stage_mesh as make_stage_mesh
 from hps.executor.mesh import used_dimensions
 from hps.executor.pipeline import compile_pipeline, train_step
-from hps.executor.predict import predict_stages
+from hps.executor.predict import executed_score, stage_predictions
 from hps.executor.reference import CHECK_PRECISION, parameter_differences, single_device_training
 from hps.executor.stages import layout_stage, place_stage
 from hps.executor.tensor import is_table
 from hps.models.base import LayeredModel, check_sample_batch
-from hps.report.placement import schedule_report
 
 EQUIVALENT_REL_DIFF = 1e-5
 """Largest relative difference per parameter array (max|got − want| / max|want|) `--check`
@@ -122,40 +124,54 @@ def micro_batch_count(batch: int, replicas: list[int], wanted: int) -> int:
     )
 
 
-def execute_plan(
-    model: LayeredModel, workload: Workload, catalog: Catalog, job: Job, schedule: list[int], options: ExecuteOptions
-) -> dict:
-    """Run `options.steps` training steps of the plan and return the `hps execute` report."""
+def executed_degrees(problem: Problem, plan: Plan, pools: dict, options: ExecuteOptions) -> tuple[list[int], list[int]]:
+    """(d, t) per stage as they run: t the plan's tp (or `options.tensor`); d the plan's dp
+    exactly in the parallel-plan model (or `options.replicas`), else the largest count within the
+    replicas the schedule model provisioned and the pool that fills whole network dimensions."""
+    names = [stage.type for stage in plan.stages]
+    networks = [problem.catalog.resources[problem.catalog.index(n)].network for n in names]
+    tensor = stage_tensor(options.tensor or [stage.tp for stage in plan.stages], names, pools)
+    forced = options.replicas
+    if forced is None and problem.parallel:
+        forced = [stage.dp for stage in plan.stages]
+    if forced is not None:
+        groups = {n: pools[n][: len(pools[n]) // t] for n, t in zip(names, tensor)}  # d counts groups of t
+        return forced_replicas(forced, names, groups, networks), tensor
+    ks = [
+        runnable_replicas(max(1, stage.dp // t), len(pools[n]) // t, net)
+        for stage, n, net, t in zip(plan.stages, names, networks, tensor)
+    ]
+    return ks, tensor
+
+
+def execute_plan(model: LayeredModel, problem: Problem, plan: Plan, options: ExecuteOptions) -> dict:
+    """Run `options.steps` training steps of `plan` (each stage on its own devices, whatever
+    the types of its neighbours) and return the `hps execute` report."""
+    workload, catalog, job = problem.workload, problem.catalog, problem.job
     if len(model.layers) != len(workload.layers):
         raise ConfigError(
             "workload", workload.name, f"the model has {len(model.layers)} layers, the table {len(workload.layers)}"
         )
-    planned = schedule_report(workload, catalog, job, schedule)
-    spans = stage_spans(schedule)
-    names = [catalog.names[t] for _, _, t in spans]
+    names = [stage.type for stage in plan.stages]
     pools = device_pools(catalog, names, options.devices)
-    networks = [catalog.resources[t].network for _, _, t in spans]
-    tensor = stage_tensor(options.tensor, names, pools)
-    ks = [
-        runnable_replicas(max(1, s["replicas"] // t), len(pools[n]) // t, net)
-        for s, n, net, t in zip(planned["stages"], names, networks, tensor)
-    ]
-    if options.replicas is not None:
-        groups = {n: pools[n][: len(pools[n]) // t] for n, t in zip(names, tensor)}  # d counts groups of t
-        ks = forced_replicas(options.replicas, names, groups, networks)
+    ks, tensor = executed_degrees(problem, plan, pools, options)
     batch = int(job.batch)
-    micro = micro_batch_count(batch, ks, options.micro_batches or max(2, len(spans)))
-    if options.micro_batches is not None and micro != options.micro_batches:
+    wanted = options.micro_batches
+    if wanted is None and plan.micro_batch is not None:
+        wanted = batch // int(plan.micro_batch)
+    micro = micro_batch_count(batch, ks, wanted or max(2, len(plan.stages)))
+    if wanted is not None and micro != wanted:
         raise ConfigError(
             "micro_batches",
             "",
-            f"{options.micro_batches} micro-batches do not split the batch of {batch} samples into whole "
+            f"{wanted} micro-batches do not split the batch of {batch} samples into whole "
             f"samples for every stage's replicas ({', '.join(map(str, ks))}); the most that do is {micro}",
         )
     learning_rate = model.learning_rate if options.learning_rate is None else options.learning_rate
     optimizer = optax.sgd(learning_rate)
     policy = options.policy or job.collective
 
+    spans = [(stage.first, stage.last, catalog.index(stage.type)) for stage in plan.stages]
     devices = assign_stage_devices(names, [k * t for k, t in zip(ks, tensor)], pools)
     stages, synced = laid_out_stages(model, catalog, spans, devices, ks, tensor, optimizer, policy, job, options)
     stages = [place_stage(stage, optimizer) for stage in stages]
@@ -169,24 +185,29 @@ def execute_plan(
         losses, step_seconds = train_steps(pipeline, batches, micro)
     step_time = float(np.median(step_seconds[1:] if len(step_seconds) > 1 else step_seconds))
 
-    executed = [(first, last, t, k, tp) for (first, last, t), k, tp in zip(spans, ks, tensor)]
-    predicted = predict_stages(workload, catalog, job, executed, synced, micro)
+    executed = tuple(
+        dataclasses.replace(stage, tp=t, dp=k) for stage, k, t in zip(plan.stages, ks, tensor)
+    )  # fmt: skip
+    score = executed_score(problem, executed, micro)
+    predicted = stage_predictions(score)
     report = {
         "workload": workload.name,
-        "schedule": planned["schedule"],
+        "schedule": [stage.type for stage in plan.stages for _ in range(stage.first, stage.last + 1)],
         "batch": batch,
         "micro_batches": micro,
         "collective_policy": policy,
         "learning_rate": learning_rate,
+        "clock": problem.clock.name,
         "stages": [
-            _stage_row(stage, span, plan_row, measured, prediction, w)
-            for stage, span, plan_row, measured, prediction, w in zip(
-                stages, spans, planned["stages"], terms, predicted, synced
+            _stage_row(stage, span, planned.dp, measured, prediction, w)
+            for stage, span, planned, measured, prediction, w in zip(
+                stages, spans, plan.stages, terms, predicted, synced
             )
         ],
         "measured_step_time": step_time,
         "measured_throughput": batch / step_time,
-        "predicted_throughput": min(batch / p.time for p in predicted),
+        "predicted_step_time": finite(score.iteration_s),
+        "predicted_throughput": finite(score.throughput),
         "losses": losses,
         "matmul_precision": precision or "default",
         "equivalent": None,
@@ -196,6 +217,17 @@ def execute_plan(
         with jax.default_matmul_precision(CHECK_PRECISION):
             report.update(check_against_reference(model, stages, batches, optimizer, losses))
     return report
+
+
+def execute_schedule(
+    model: LayeredModel, workload: Workload, catalog: Catalog, job: Job, schedule: list[int], options: ExecuteOptions
+) -> dict:
+    """`execute_plan` of a schedule (type index per layer): its maximal runs, each with the
+    replicas the schedule model provisions."""
+    from hps.costmodel.schedule.plan import provisioned, schedule_plan
+
+    problem = Problem(workload, catalog, job, model="schedule")
+    return execute_plan(model, problem, provisioned(problem.instance, schedule_plan(schedule)), options)
 
 
 def laid_out_stages(model, catalog, spans, devices, ks, tensor, optimizer, policy, job, options):
@@ -256,19 +288,28 @@ def check_against_reference(model: LayeredModel, stages, batches, optimizer, los
     }
 
 
-def _stage_row(stage, span, plan_row, measured, prediction, synced_bytes) -> dict:
+def finite(value: float) -> float | None:
+    """`value`, or None where the plan model has no figure (nan: a stage beyond its network)."""
+    return value if math.isfinite(value) else None
+
+
+def _stage_row(stage, span, planned_replicas, measured, prediction, synced_bytes) -> dict:
     return {
         "type": stage.type_name,
         "first_layer": span[0],
         "last_layer": span[1],
         "replicas": stage.replicas,
         "tensor": stage.tensor,
-        "planned_replicas": plan_row["replicas"],
+        "planned_replicas": planned_replicas,
         "mesh": {name: int(size) for name, size in stage.mesh.shape.items()},
         "synced_bytes": synced_bytes,
         "measured_time": measured.time,
-        "predicted_time": prediction.time,
+        "predicted_time": finite(prediction.time),
         "error": measured.time / prediction.time - 1.0 if prediction.time > 0 else None,
         "measured": {"compute": measured.compute, "transfer": measured.transfer, "sync": measured.sync},
-        "predicted": {"compute": prediction.compute, "transfer": prediction.boundary, "sync": prediction.sync},
+        "predicted": {
+            "compute": finite(prediction.compute),
+            "transfer": finite(prediction.boundary),
+            "sync": finite(prediction.sync),
+        },
     }

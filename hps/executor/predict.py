@@ -1,35 +1,34 @@
-"""The cost model's prediction for a plan as it is executed (docs/placement-model.md).
+"""The plan model's prediction for a plan as it is executed (docs/executor.md, "Prediction").
 
 The executor may run a stage with fewer replicas than the plan provisioned (a pool smaller than
-the plan), so the prediction is made for the replica counts that actually run, with the
-placement model's own terms: compute = (B/k)·Σ t(l,t) (measured per-sample times where the
-workload has them, else the roofline) + M·c, with M the micro-batches per iteration and c the
-stage's fixed call cost per micro-batch where the workload has one measured for the type
-(`measured_call_s`, `hps profile`; the schedule model of the planners leaves it out, the
-parallel-plan model counts it); boundary = (B/k)·2·(a_in + a_out)/nic_bw, or, where the
-workload has the moves measured on the type's devices at the stage's micro-batch per replica
-B/(M·k) (`hps profile`), M times what the stage receives per micro-batch (its input unless it is
-the first stage, its output's gradient unless it is the last); sync = allreduce_t(W, k) with W
-the bytes the stage All-Reduces.
+the plan) and picks its own micro-batch count, so the prediction scores the stages that actually
+run, under the micro-batch they actually run, in the parallel-plan model on the clock of the
+problem that planned them: its layer times (measured entries where the workload has them),
+tensor-parallel collectives, pipeline boundary, call cost, data-parallel All-Reduce and
+bubble. The job is the one the executor trains: fp32 parameters and gradients with plain SGD
+(no optimizer state), no state sharding, no recomputation. A type's `max_units` (a rental cap,
+not a property of the devices) is raised to the units the plan runs on it; a stage whose replicas
+lie beyond its type's network has no All-Reduce time (nan).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
-import jax.numpy as jnp
-import numpy as np
+from hps.config.types import ParallelStage
+from hps.contract.problem import Problem
+from hps.contract.types import Plan, PlanScore
 
-from hps.config.types import Catalog, Job, Workload
-from hps.costmodel.parallel.problem import measured_boundary, measured_moves
-from hps.costmodel.schedule import build_params
-from hps.costmodel.schedule.allreduce import allreduce_coefficients
-from hps.costmodel.schedule.cost import layer_time
+EXECUTED_PRECISION = "fp32-sgd"
+"""What the executor trains with: fp32 parameters and gradients, plain SGD."""
 
 
 @dataclass(frozen=True)
 class StagePrediction:
-    """Seconds per iteration (global batch B) of one stage, by term."""
+    """Seconds per iteration (global batch B) of one stage, by term: compute (its layers and
+    call cost over every micro-batch), boundary (its activations and gradients in and out) and
+    sync (its exposed data-parallel All-Reduce)."""
 
     compute: float
     boundary: float
@@ -40,48 +39,39 @@ class StagePrediction:
         return self.compute + self.boundary + self.sync
 
 
-def predict_stages(
-    workload: Workload,
-    catalog: Catalog,
-    job: Job,
-    stages: list[tuple[int, int, int, int]],
-    synced_bytes: list[float],
-    micro_batches: int = 1,
-) -> list[StagePrediction]:
-    """stages: (first layer, last layer, type index, replicas k[, tensor degree t]) each;
-    synced_bytes: W per stage (bytes of gradients one device All-Reduces each iteration);
-    micro_batches: M, each paying the stage's measured call cost once. With
-    t > 1 the compute term is divided by t (an even split of every layer; the tensor-parallel
-    All-Reduces inside the layers have no term here)."""
-    params = build_params(workload, catalog, job)
-    per_sample = np.asarray(layer_time(params))  # (L, T) s/sample
-    act = [layer.act_bytes for layer in workload.layers]
-    last_layer = len(workload.layers) - 1
-    out = []
-    for (first, last, t, k, *tensor), w in zip(stages, synced_bytes):
-        per_replica = job.batch / k
-        split = tensor[0] if tensor else 1
-        a_in = act[first - 1] if first > 0 else 0.0
-        a_out = act[last] if last < last_layer else 0.0
-        compute = per_replica * float(per_sample[first : last + 1, t].sum()) / split
-        compute += micro_batches * workload.measured_call_s.get(catalog.names[t], 0.0)
-        boundary = per_replica * 2.0 * (a_in + a_out) / float(params.nic_bw[t])
-        m = job.batch / (micro_batches * k)
-        if m == int(m):
-            inward, gradient = measured_moves(workload.layers, catalog.names[t], split, int(m))
-            received = float(measured_boundary(inward, gradient, first, last))
-            boundary = boundary if np.isnan(received) else micro_batches * received
-        sync = 0.0
-        if k > 1 and w > 0:
-            alpha, beta = allreduce_coefficients(
-                params.net_size[t],
-                params.net_bandwidth[t],
-                params.net_latency[t],
-                params.net_algorithm[t],
-                jnp.int32(k),
-                params.chunks,
-                params.use_themis,
-            )
-            sync = w * float(alpha) + float(beta)
-        out.append(StagePrediction(compute, boundary, sync))
-    return out
+def executed_score(problem: Problem, stages: tuple[ParallelStage, ...], micro_batches: int) -> PlanScore:
+    """The parallel-plan model's score of `stages` (tp and dp as they run) under M =
+    `micro_batches` micro-batches of B/M samples, on `problem`'s clock."""
+    job = problem.job
+    micro_batch = int(job.batch) // micro_batches
+    as_run = dataclasses.replace(
+        job,
+        micro_batch=float(micro_batch),
+        micro_batches=float(micro_batches),
+        precision=EXECUTED_PRECISION,
+        zero=0,
+        recompute="none",
+    )
+    used = {}
+    for stage in stages:
+        used[stage.type] = used.get(stage.type, 0) + stage.tp * stage.dp
+    resources = tuple(
+        dataclasses.replace(r, max_units=max(r.max_units, used.get(r.name, 0))) for r in problem.catalog.resources
+    )
+    catalog = dataclasses.replace(problem.catalog, resources=resources)
+    parallel = Problem(problem.workload, catalog, as_run, model="parallel", clock=problem.clock)
+    return parallel.score(Plan(stages, micro_batch))
+
+
+def stage_predictions(score: PlanScore) -> list[StagePrediction]:
+    """Per stage of an `executed_score`, its terms per iteration (the optimizer step, which the
+    executor's stage terms leave out, is not among them)."""
+    m = score.micro_batches
+    return [
+        StagePrediction(
+            compute=m * (stage.time_per_microbatch_s - stage.boundary_s),
+            boundary=m * stage.boundary_s,
+            sync=stage.sync_s,
+        )
+        for stage in score.stages
+    ]

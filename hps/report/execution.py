@@ -5,8 +5,8 @@ from __future__ import annotations
 from hps.report.tables import format_table
 
 
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.2f}"
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1e3:.2f}"
 
 
 def format_execution(report: dict) -> str:
@@ -45,7 +45,12 @@ def format_execution(report: dict) -> str:
         format_table(headers, rows),
         f"throughput: measured {report['measured_throughput']:,.0f} samples/s "
         f"(step {_ms(report['measured_step_time'])} ms, {report['micro_batches']} micro-batches), "
-        f"predicted {report['predicted_throughput']:,.0f} samples/s",
+        "predicted "
+        + (
+            "- (a stage lies beyond its network)"
+            if report["predicted_throughput"] is None
+            else f"{report['predicted_throughput']:,.0f} samples/s on the {report['clock']} clock"
+        ),
         f"losses: {', '.join(f'{x:.4f}' for x in report['losses'])}",
     ]
     if report["equivalent"] is not None:

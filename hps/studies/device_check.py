@@ -128,7 +128,7 @@ def _verdict(report: dict) -> dict:
 
 def _execute(config: DeviceCheckConfig, name: str, stages: int, tensor: int) -> dict:
     from hps.config.types import Job
-    from hps.executor.plan import ExecuteOptions, execute_plan
+    from hps.executor.plan import ExecuteOptions, execute_schedule
     from hps.models.registry import build_model_and_workload
 
     catalog = _catalog(config)
@@ -138,7 +138,7 @@ def _execute(config: DeviceCheckConfig, name: str, stages: int, tensor: int) -> 
     options = ExecuteOptions(
         steps=config.steps, seed=config.seed, check=True, replicas=(1,) * stages, tensor=(tensor,) * stages
     )
-    return execute_plan(model, workload, catalog, job, schedule, options)
+    return execute_schedule(model, workload, catalog, job, schedule, options)
 
 
 def summarize(config: DeviceCheckConfig, results: dict[str, dict]) -> Summary:

@@ -97,7 +97,7 @@ def profile(config: ExecutorCalibrationConfig, workload, catalog, batch: int) ->
 def execute(config: ExecutorCalibrationConfig, workload, catalog, schedule, batch: int) -> dict:
     """One execution of the plan at global batch `batch` (`hps execute`)."""
     from hps.config.validation import validate_job
-    from hps.executor.plan import ExecuteOptions, execute_plan
+    from hps.executor.plan import ExecuteOptions, execute_schedule
     from hps.models.registry import build_model
 
     defaults = workload.defaults
@@ -105,7 +105,7 @@ def execute(config: ExecutorCalibrationConfig, workload, catalog, schedule, batc
     validate_job(job, source="config()")
     model = build_model(workload.name, seed=config.seed)
     options = ExecuteOptions(devices=config.devices, seed=config.seed, replicas=config.replicas)
-    return execute_plan(model, workload, catalog, job, schedule, options)
+    return execute_schedule(model, workload, catalog, job, schedule, options)
 
 
 def run_item(config: ExecutorCalibrationConfig, batch: int) -> dict:

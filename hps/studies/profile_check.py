@@ -105,7 +105,7 @@ def run_item(config: ProfileCheckConfig, width: int) -> dict:
 
     from hps.config.types import Job
     from hps.executor.devices import device_pools
-    from hps.executor.plan import ExecuteOptions, execute_plan
+    from hps.executor.plan import ExecuteOptions, execute_schedule
     from hps.executor.profile import profile_passes, with_profiles
     from hps.models.registry import build_model_and_workload
 
@@ -126,7 +126,7 @@ def run_item(config: ProfileCheckConfig, width: int) -> dict:
         devices=devices, seed=config.seed, replicas=(config.replicas,), micro_batches=config.micro_batches, steps=2
     )
     schedule = [catalog.index(config.type)] * len(workload.layers)
-    report = execute_plan(model, workload, catalog, job, schedule, options)
+    report = execute_schedule(model, workload, catalog, job, schedule, options)
     measured_s = report["stages"][0]["measured"]["compute"]
     return {
         "width": width,

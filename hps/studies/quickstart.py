@@ -125,7 +125,7 @@ def compare_zoo_workload(
 
 def plan_and_execute(config: QuickstartConfig, catalog: Catalog) -> dict:
     """Reload the policy from its checkpoint, plan config.unseen, execute the plan."""
-    from hps.executor.plan import ExecuteOptions, execute_plan
+    from hps.executor.plan import ExecuteOptions, execute_schedule
     from hps.models.registry import build_model_and_workload
     from hps.placement.agent.checkpoint import load_policy
     from hps.placement.agent.planner import plan
@@ -135,7 +135,7 @@ def plan_and_execute(config: QuickstartConfig, catalog: Catalog) -> dict:
     job = default_job(workload)
     planned = plan(policy, params, workload, catalog, job, samples=config.plans, seed=config.seed)
     report = schedule_report(workload, catalog, job, planned.schedule)
-    executed = execute_plan(
+    executed = execute_schedule(
         model,
         workload,
         catalog,

@@ -32,6 +32,14 @@ def score_plan(problem: ParallelProblem, stages: tuple[ParallelStage, ...], b: i
     if len(outside):
         j = int(outside[0])
         reason, detail = "not_allowed", f"stage {j}: {stages[j].type} may not run layers {firsts[j]}..{lasts[j]}"
+    unreachable = np.flatnonzero(np.isnan(arrays.tail))
+    if len(unreachable) and reason is None:
+        j = int(unreachable[0])
+        reason = "network"
+        detail = (
+            f"stage {j}: {stages[j].dp} replicas of {stages[j].tp}-way groups do not fit the network of "
+            f"{stages[j].type} (or its max_units)"
+        )
     limits = [catalog.resources[t].memory for t in types]
     for j, (used, limit) in enumerate(zip(memory, limits)):
         if used > limit and reason is None:
@@ -78,6 +86,7 @@ def score_plan(problem: ParallelProblem, stages: tuple[ParallelStage, ...], b: i
             memory_per_device_bytes=float(memory[j]), memory_limit_bytes=limits[j], units=s.tp * s.dp,
             dollars_per_hour=float(arrays.rate[j]),
             time_source=problem.time_sources(types[j], s.tp, b // s.dp, s.first, s.last),
+            boundary_s=float(arrays.boundary[j]), sync_s=float(arrays.sync[j]),
         )
         for j, s in enumerate(stages)
     )  # fmt: skip

@@ -17,13 +17,17 @@ from hps.costmodel.parallel.problem import BUCKET_BYTES, ZERO3_SYNC, ParallelPro
 @dataclasses.dataclass(frozen=True)
 class StageArrays:
     """Per stage: `time` (s per micro-batch: layers + pipeline boundary on the stage's NICs),
-    `tail` (s per iteration after the last backward: exposed gradient sync + optimizer step),
+    `boundary` (s per micro-batch: the boundary's share of `time`), `tail` (s per iteration after
+    the last backward: exposed gradient sync + optimizer step), `sync` (s: the exposed sync's
+    share of `tail`),
     `static_memory` (bytes per device: states, gathered parameters, embedding shards, the
     recompute peak), `activation_memory` (bytes per device per micro-batch in flight), `units`
     (t·d) and `rate` ($ per hour)."""
 
     time: np.ndarray
+    boundary: np.ndarray
     tail: np.ndarray
+    sync: np.ndarray
     static_memory: np.ndarray
     activation_memory: np.ndarray
     units: np.ndarray
@@ -119,7 +123,8 @@ def stage_arrays(problem: ParallelProblem, b: int, first, last, types, tp, dp) -
     table = np.full((2, len(pairs), reach), np.nan)
     for k, (a, c) in enumerate(coefficients):
         table[0, k, : len(a)], table[1, k, : len(c)] = a, c
-    alpha, beta = table[0, which, dp - 1], table[1, which, dp - 1]
+    within = dp <= reach  # past the network's reach the All-Reduce has no time: nan
+    alpha, beta = (np.where(within, table[k, which, np.minimum(dp, reach) - 1], np.nan) for k in (0, 1))
     a_in = np.where(first > 0, problem.act_bytes[np.maximum(first - 1, 0)], 0.0)
     a_out = np.where(last < n_layers - 1, problem.act_bytes[last], 0.0)
     boundary = m * 2 * (a_in + a_out) / (tp * nic)
@@ -140,7 +145,9 @@ def stage_arrays(problem: ParallelProblem, b: int, first, last, types, tp, dp) -
     units = tp * dp
     return StageArrays(
         time=compute + boundary,
+        boundary=boundary,
         tail=exposed + optimizer,
+        sync=exposed,
         static_memory=static,
         activation_memory=activation,
         units=units,

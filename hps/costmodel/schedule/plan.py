@@ -120,6 +120,11 @@ def evaluate_plan(inst: Instance, plan: IndexPlan) -> PlanScore:
     )
 
 
+def provisioned(inst: Instance, plan: IndexPlan) -> Plan:
+    """`plan` as a Plan of tp-1 stages whose dp is the replicas the schedule model provisions."""
+    return Plan(tuple(stage.stage for stage in evaluate_plan(inst, plan).stages))
+
+
 def planned(
     planner: str, inst: Instance, plan: IndexPlan, bound: float, seconds: float, evaluations: int | None
 ) -> PlanResult:
@@ -158,5 +163,6 @@ __all__ = [
     "index_plan",
     "parse_stages",
     "planned",
+    "provisioned",
     "schedule_plan",
 ]
