@@ -128,3 +128,29 @@ def check_result(problem, name: str, result, best) -> None:
         assert result.gap == pytest.approx(want, abs=1e-9)
     elif math.isnan(result.bound):
         assert result.gap is None
+
+
+def search(method, workload, catalog, job, params=None, *, table=None, seed=0, evaluations=None, **options):
+    """The schedule-model planner `method` through the registry, its searches on `params` where
+    given (padded as the test chooses, so instances of several sizes share one compile)."""
+    from hps.contract.problem import Problem
+    from hps.contract.registry import run
+    from hps.contract.types import Budget
+    from hps.costmodel.schedule.provisioning import build_instance
+
+    problem = Problem.of_instance(build_instance(workload, catalog, job), None if params is None else (params, table))
+    return run(method, problem, Budget(evaluations=evaluations, seed=seed), **options)
+
+
+def search_generated(method, instance, *, seed=0, evaluations=None, **options):
+    """`search` on one unbatched generated PlacementInstance (its padded params)."""
+    from hps.contract.registry import run
+    from hps.contract.types import Budget
+    from hps.placement.agent.evaluation import problem_of
+
+    return run(method, problem_of(instance), Budget(evaluations=evaluations, seed=seed), **options)
+
+
+def schedule_of(result: PlanResult, catalog) -> tuple[int, ...]:
+    """The type index per layer of a schedule-model result's plan."""
+    return tuple(catalog.index(s.type) for s in result.plan.stages for _ in range(s.first, s.last + 1))

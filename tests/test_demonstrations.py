@@ -10,7 +10,6 @@ import pytest
 
 from hps.costmodel.schedule.cost import segment_table
 from hps.errors import ConfigError
-from hps.methods.search import exhaustive, single
 from hps.methods.search.scoring import RANK_FEASIBLE, score
 from hps.placement.agent.demonstrations import (
     climb_plans,
@@ -22,6 +21,7 @@ from hps.placement.agent.demonstrations import (
 from hps.placement.agent.policy import PolicyFunctions, PolicySpec
 from hps.placement.agent.train import TrainConfig, run_training
 from hps.placement.env import InstanceSplit, generate_instances
+from tests.helpers import search_generated
 
 SMALL = InstanceSplit("demo-small", 4, 7, 2, 4, salt=31)
 
@@ -33,7 +33,8 @@ def test_the_climb_teacher_is_never_worse_than_single_type_plans_and_finds_the_o
     optimal = compared = 0
     for i in range(8):
         placement = jax.tree.map(itemgetter(i), instances.placement)
-        optimum, one = exhaustive(placement), single(placement)
+        instance = jax.tree.map(itemgetter(i), instances)
+        optimum, one = search_generated("exhaustive", instance), search_generated("single", instance)
         n = int(placement.layer_mask.sum())
         assert feasible[i] == optimum.feasible  # feasible whenever a feasible plan exists
         if not optimum.feasible:
@@ -54,7 +55,7 @@ def test_the_exact_teacher_labels_every_instance_with_the_exhaustive_optimum():
     compared = 0
     for i in range(12):
         placement = jax.tree.map(itemgetter(i), instances.placement)
-        optimum = exhaustive(placement)
+        optimum = search_generated("exhaustive", jax.tree.map(itemgetter(i), instances))
         n = int(placement.layer_mask.sum())
         assert feasible[i] == optimum.feasible
         if not optimum.feasible:
@@ -71,7 +72,7 @@ def test_the_single_type_teacher_labels_the_best_single_type_plan():
     schedules, feasible = jax.device_get(single_plans(instances))
     for i in range(12):
         placement = jax.tree.map(itemgetter(i), instances.placement)
-        one = single(placement)
+        one = search_generated("single", jax.tree.map(itemgetter(i), instances))
         assert feasible[i] == one.feasible
         n = int(placement.layer_mask.sum())
         assert len(set(schedules[i][:n].tolist())) == 1 and not schedules[i][n:].any()

@@ -20,8 +20,7 @@ from hps.methods.exact_schedule.caps import plan_units, repair
 from hps.methods.exact_schedule.dp import least_rate
 from hps.methods.exact_schedule.prune import per_sample_seconds, work_bounds
 from hps.methods.exact_schedule.table import stage_table
-from hps.methods.search.exhaustive import exhaustive
-from tests.helpers import evaluated
+from tests.helpers import evaluated, search, search_generated
 from tests.instances import random_instance
 
 
@@ -71,7 +70,7 @@ def test_exact_equals_exhaustive_on_heterps_instances():
     for _ in range(300):
         workload, catalog, job = random_instance(rng, n_layers=rng.randint(2, 5), n_types=rng.randint(2, 3))
         params = build_params(workload, catalog, job, max_layers=5, max_types=3, max_replicas=512)
-        want = exhaustive(params).cost
+        want = search("exhaustive", workload, catalog, job, params).cost
         got = solve_exact(build_instance(workload, catalog, job), heterps=True)
         cost = got.cost if got.plan else math.inf
         assert (math.isinf(cost) and math.isinf(want)) or cost == pytest.approx(want, rel=1e-5)
@@ -229,7 +228,7 @@ def test_exact_on_generated_instances_equals_exhaustive_search():
     for i in range(40):
         one = jax.device_get(jax.tree.map(itemgetter(i), pool))
         got = solve_exact(instance_from_params(one.placement, one.alpha, one.beta, one.layer_time), heterps=True)
-        want = exhaustive(one.placement)
+        want = search_generated("exhaustive", jax.tree.map(itemgetter(i), pool))
         assert (got.plan is not None) == bool(want.feasible) and got.gap == 0.0
         if got.plan is not None:
             feasible += 1

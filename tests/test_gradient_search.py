@@ -3,6 +3,7 @@ schedule logits, whose surrogate is the placement model at one-hot assignments."
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import random
@@ -13,6 +14,7 @@ import numpy as np
 import pytest
 
 import hps
+from hps.contract.registry import planner_names
 from hps.costmodel.schedule import (
     build_params,
     evaluate_schedules,
@@ -20,10 +22,7 @@ from hps.costmodel.schedule import (
     segment_table,
 )
 from hps.costmodel.schedule.cost import _stage_structure
-from hps.methods.search import METHODS, run_search
-from hps.methods.search.exhaustive import exhaustive
 from hps.methods.search.gradient import (
-    gradient,
     restarts_and_steps,
     segment_constants,
     stage_weights,
@@ -31,7 +30,7 @@ from hps.methods.search.gradient import (
     surrogate_objective,
 )
 from hps.methods.search.scoring import infeasibility_penalty
-from tests.helpers import SMALL, run_json
+from tests.helpers import SMALL, run_json, schedule_of, search
 from tests.instances import random_instance
 
 MAX_LAYERS, MAX_TYPES, MAX_REPLICAS = 7, 3, 512
@@ -48,9 +47,9 @@ def instances(seed: int, count: int, n_layers=(5, 7), feasible_only=True):
         params = build_params(
             workload, catalog, job, max_layers=MAX_LAYERS, max_types=MAX_TYPES, max_replicas=MAX_REPLICAS
         )
-        optimum = exhaustive(params)
+        optimum = search("exhaustive", workload, catalog, job, params)
         if optimum.feasible or not feasible_only:
-            out.append((workload, params, optimum))
+            out.append((workload, catalog, job, params, optimum))
     return out
 
 
@@ -89,7 +88,7 @@ def test_surrogate_is_log_cost_when_feasible_and_adds_the_graded_penalty_otherwi
         return result, at(0.0), at(1.0), infeasibility_penalty(table, params, schedules, result)
 
     checked = {"feasible": 0, "infeasible": 0}
-    for _, params, _ in instances(1, 3, n_layers=(5, 5), feasible_only=False):
+    for *_, params, _ in instances(1, 3, n_layers=(5, 5), feasible_only=False):
         result, plain, weighted, penalty = scores(params, all_schedules(5, 3))
         feasible = np.asarray(result.feasible)
         np.testing.assert_allclose(np.asarray(plain)[feasible], np.log(np.asarray(result.cost))[feasible], rtol=1e-5)
@@ -120,11 +119,12 @@ def test_gradient_search_reaches_the_optimum_on_most_small_instances():
     the same budget 116; this seed: 10 of 12. Every result is feasible, never below the
     optimum, and its cost is evaluate_schedules' for its schedule."""
     found = []
-    for i, (workload, params, optimum) in enumerate(instances(0, 12)):
-        result = gradient(params, key=jax.random.key(i), budget=BUDGET)
-        assert result.method == "gradient" and result.evaluations == BUDGET
-        assert result.feasible and len(result.schedule) == len(workload.layers)
-        padded = list(result.schedule) + [0] * (MAX_LAYERS - len(workload.layers))
+    for i, (workload, catalog, job, params, optimum) in enumerate(instances(0, 12)):
+        result = search("gradient", workload, catalog, job, params, seed=i, evaluations=BUDGET)
+        assert result.planner == "gradient" and result.evaluations == BUDGET
+        schedule = schedule_of(result, catalog)
+        assert result.feasible and len(schedule) == len(workload.layers)
+        padded = list(schedule) + [0] * (MAX_LAYERS - len(workload.layers))
         exact = evaluate(params, jnp.asarray([padded], jnp.int32))
         assert bool(exact.feasible[0])
         assert result.cost == pytest.approx(float(exact.cost[0]), rel=1e-6)
@@ -142,19 +142,20 @@ def test_budget_buys_restarts_times_steps_evaluations():
     assert restarts_and_steps(51_200) == (64, 800)
     assert restarts_and_steps(10**6) == (64, 15_625)
     assert restarts_and_steps(7, restarts=4) == (1, 7)
-    _, params, _ = instances(2, 1)[0]
-    assert "gradient" in METHODS
-    assert run_search("gradient", params, key=jax.random.key(0), budget=BUDGET + 5).evaluations == BUDGET
+    workload, catalog, job, params, _ = instances(2, 1)[0]
+    assert "gradient" in planner_names("schedule")
+    assert search("gradient", workload, catalog, job, params, evaluations=BUDGET + 5).evaluations == BUDGET
     with pytest.raises(hps.ConfigError, match="^evaluations: "):
-        run_search("gradient", params, key=jax.random.key(0), budget=0)
+        search("gradient", workload, catalog, job, params, evaluations=0)
 
 
 def test_all_infeasible_instance_returns_an_infeasible_result():
-    workload, params, optimum = instances(11, 1, feasible_only=False)[0]
+    workload, catalog, job, params, optimum = instances(11, 1, feasible_only=False)[0]
+    job = dataclasses.replace(job, throughput=1e15)
     params = params.replace(throughput=jnp.float32(1e15))
-    result = gradient(params, budget=BUDGET)
+    result = search("gradient", workload, catalog, job, params, evaluations=BUDGET)
     assert not result.feasible and math.isinf(result.cost)
-    assert len(result.schedule) == len(workload.layers)
+    assert len(schedule_of(result, catalog)) == len(workload.layers)
 
 
 def test_cli_search_gradient_reports_its_evaluations_and_a_plan_evaluate_agrees_with(capsys):

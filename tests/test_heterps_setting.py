@@ -3,23 +3,21 @@ cheapest on a CPU + GPU mix (docs/placement-model.md, the workload zoo)."""
 
 from __future__ import annotations
 
-import jax
 import pytest
 
 from hps.config.loaders import load_catalog
 from hps.config.paths import resolve_topology
 from hps.config.types import Job
-from hps.costmodel.schedule import build_params
-from hps.methods.search import exhaustive
 from hps.workloads import build_workload
+from tests.helpers import schedule_of, search
 
 
 def optimum(name):
     workload = build_workload(name)
     catalog = load_catalog(resolve_topology("cloud-2024", "catalogs", "--catalog"))
     d = workload.defaults
-    result = exhaustive(build_params(workload, catalog, Job(d.batch, d.throughput, d.samples)), key=jax.random.key(0))
-    kinds = [catalog.resources[t].kind for t in result.schedule]
+    result = search("exhaustive", workload, catalog, Job(d.batch, d.throughput, d.samples))
+    kinds = [catalog.resources[t].kind for t in schedule_of(result, catalog)]
     return workload, result, kinds
 
 

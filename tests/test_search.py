@@ -8,18 +8,14 @@ import itertools
 import math
 import random
 
-import jax
 import jax.numpy as jnp
 import pytest
 
 import hps
-from hps.costmodel.schedule import REASONS, build_params
-from hps.methods.search import METHODS, run_search
-from hps.methods.search.exhaustive import decode, exhaustive
-from hps.methods.search.genetic import genetic
-from hps.methods.search.random import random_search
-from hps.methods.search.single import single
+from hps.costmodel.schedule import build_params
+from hps.methods.search.exhaustive import decode
 from hps.reference import placement as reference
+from tests.helpers import schedule_of, search
 from tests.instances import random_instance
 
 # One padded shape for the small instances, so each method compiles once for all of them.
@@ -51,14 +47,13 @@ def close(got, want, rel=1e-5):
     return math.isinf(got) if math.isinf(want) else abs(got - want) <= rel * abs(want)
 
 
-def run_every_method(params):
-    key = jax.random.key(0)
+def run_every_method(workload, catalog, job, params):
     return {
-        "single": single(params),
-        "greedy": METHODS["greedy"](params),
-        "random": random_search(params, key=key, budget=300),
-        "genetic": genetic(params, key=key, population=32, generations=5),
-        "exhaustive": exhaustive(params),
+        "single": search("single", workload, catalog, job, params),
+        "greedy": search("greedy", workload, catalog, job, params),
+        "random": search("random", workload, catalog, job, params, evaluations=300),
+        "genetic": search("genetic", workload, catalog, job, params, population=32, generations=5),
+        "exhaustive": search("exhaustive", workload, catalog, job, params),
     }
 
 
@@ -77,14 +72,14 @@ def test_exhaustive_equals_brute_force_over_the_reference_evaluator(seed):
     schedule it returns costs that much under the reference."""
     for workload, catalog, job, params in small_instances(seed, 6):
         want = brute_force(workload, catalog, job)
-        got = exhaustive(params)
+        got = search("exhaustive", workload, catalog, job, params)
         assert got.evaluations == len(catalog.resources) ** len(workload.layers)
-        assert len(got.schedule) == len(workload.layers)
+        assert len(schedule_of(got, catalog)) == len(workload.layers)
         assert got.feasible == math.isfinite(want)
         assert close(got.cost, want)
-        again = reference.evaluate(workload, catalog, job, list(got.schedule))
+        again = reference.evaluate(workload, catalog, job, list(schedule_of(got, catalog)))
         assert close(again["cost"], want)
-        assert REASONS[got.reason] == again["reason"]
+        assert (got.score.reason or "feasible") == again["reason"]
 
 
 def test_every_method_is_no_better_than_the_optimum_and_counts_its_evaluations():
@@ -92,17 +87,17 @@ def test_every_method_is_no_better_than_the_optimum_and_counts_its_evaluations()
     plus T·L per sweep; none beats exhaustive; each reported score is the reference's."""
     for workload, catalog, job, params in small_instances(7, 4):
         n_layers, n_types = len(workload.layers), len(catalog.resources)
-        results = run_every_method(params)
+        results = run_every_method(workload, catalog, job, params)
         optimum = results["exhaustive"].cost
         for name, result in results.items():
-            assert result.method == name
+            assert result.planner == name
             assert result.cost >= optimum * (1 - 1e-6), name
-            want = reference.evaluate(workload, catalog, job, list(result.schedule))
+            want = reference.evaluate(workload, catalog, job, list(schedule_of(result, catalog)))
             assert result.feasible == want["feasible"], name
             assert close(result.cost, want["cost"]), name
-            assert close(result.throughput, want["throughput"]), name
-            assert close(result.dollars_per_hour, want["dollars_per_hour"]), name
-            assert result.wall_seconds > 0
+            assert close(result.score.throughput, want["throughput"]), name
+            assert close(result.score.dollars_per_hour, want["dollars_per_hour"]), name
+            assert result.seconds > 0
         assert results["single"].evaluations == n_types
         assert results["random"].evaluations == 300
         assert results["genetic"].evaluations == 32 * 5
@@ -117,31 +112,30 @@ def test_single_type_plans_cover_every_type_and_pick_the_cheapest_feasible():
         reference.evaluate(workload, catalog, job, [t] * len(workload.layers))["cost"]
         for t in range(len(catalog.resources))
     ]
-    assert close(single(params).cost, min(costs))
+    assert close(search("single", workload, catalog, job, params).cost, min(costs))
 
 
 def test_genetic_reaches_the_optimum_on_an_8_layer_instance():
     """8 layers × 4 types (65,536 schedules): single-type is 16× and greedy 4.6× the optimum
     here; the genetic algorithm with its default budget finds the optimum."""
     workload, catalog, job = random_instance(random.Random(0), n_layers=8, n_types=4)
-    params = build_params(workload, catalog, job)
-    optimum = exhaustive(params)
+    optimum = search("exhaustive", workload, catalog, job)
     assert optimum.feasible
-    found = genetic(params, key=jax.random.key(0))
+    found = search("genetic", workload, catalog, job)
     assert found.evaluations == 1024 * 50
     assert found.cost <= optimum.cost * (1 + 1e-6)
-    assert single(params).cost > 2 * optimum.cost
+    assert search("single", workload, catalog, job).cost > 2 * optimum.cost
 
 
 def test_exhaustive_refuses_a_space_above_its_limit():
     workload, catalog, job, params = small_instances(5, 1)[0]
     size = len(catalog.resources) ** len(workload.layers)
     with pytest.raises(hps.SearchSpaceTooLarge, match="genetic") as raised:
-        exhaustive(params, limit=size - 1)
+        search("exhaustive", workload, catalog, job, params, limit=size - 1)
     assert f"{size:,}" in str(raised.value) and f"{size - 1:,}" in str(raised.value)
     big_workload, big_catalog, big_job = random_instance(random.Random(1), n_layers=13, n_types=4)
     with pytest.raises(hps.SearchSpaceTooLarge, match="4\\^13"):
-        exhaustive(build_params(big_workload, big_catalog, big_job))
+        search("exhaustive", big_workload, big_catalog, big_job)
 
 
 def reference_penalty(catalog, job, evaluation):
@@ -165,26 +159,28 @@ def test_all_infeasible_instance_returns_the_least_bad_schedule_as_infeasible():
     workload, catalog, job = random_instance(random.Random(11), n_layers=4, n_types=3)
     job = dataclasses.replace(job, throughput=1e15)
     params = build_params(workload, catalog, job, max_layers=MAX_LAYERS, max_types=MAX_TYPES, max_replicas=MAX_REPLICAS)
-    for name, result in run_every_method(params).items():
+    for name, result in run_every_method(workload, catalog, job, params).items():
         assert not result.feasible, name
         assert math.isinf(result.cost), name
-        assert REASONS[result.reason] in ("throughput", "memory"), name
-        assert len(result.schedule) == 4
-    best = exhaustive(params)
+        assert result.score.reason in ("throughput", "memory"), name
+        assert len(schedule_of(result, catalog)) == 4
+    best = search("exhaustive", workload, catalog, job, params)
     penalties = [
         reference_penalty(catalog, job, reference.evaluate(workload, catalog, job, list(s)))
         for s in itertools.product(range(3), repeat=4)
     ]
-    picked = reference_penalty(catalog, job, reference.evaluate(workload, catalog, job, list(best.schedule)))
+    picked = reference_penalty(
+        catalog, job, reference.evaluate(workload, catalog, job, list(schedule_of(best, catalog)))
+    )
     assert picked <= min(penalties) + 1e-5 * abs(min(penalties))
 
 
-def test_run_search_dispatches_by_name_and_rejects_unknown_methods():
-    _, catalog, _, params = small_instances(2, 1)[0]
-    result = run_search("single", params, key=jax.random.key(0))
-    assert result.method == "single" and result.evaluations == len(catalog.resources)
+def test_the_registry_dispatches_by_name_and_rejects_unknown_methods():
+    workload, catalog, job, params = small_instances(2, 1)[0]
+    result = search("single", workload, catalog, job, params)
+    assert result.planner == "single" and result.evaluations == len(catalog.resources)
     with pytest.raises(hps.ConfigError, match="^method: "):
-        run_search("annealing", params, key=jax.random.key(0))
+        search("annealing", workload, catalog, job, params)
 
 
 def test_exhaustive_compiles_once_per_padded_shape():
@@ -194,8 +190,8 @@ def test_exhaustive_compiles_once_per_padded_shape():
     instances = small_instances(9, 3)
     sizes = {len(c.resources) ** len(w.layers) for w, c, _, _ in instances}
     before = _enumerator(1024)._cache_size()  # other tests in this process may have compiled other shapes
-    for *_, params in instances:
-        exhaustive(params, batch_size=1024)
+    for workload, catalog, job, params in instances:
+        search("exhaustive", workload, catalog, job, params, batch_size=1024)
     assert len(sizes) > 1
     assert _enumerator(1024)._cache_size() - before <= 1
 
@@ -203,11 +199,11 @@ def test_exhaustive_compiles_once_per_padded_shape():
 def test_budgets_cap_evaluations_and_reject_non_positive_values():
     """genetic: generations = budget // population, and a budget below one population runs one
     generation of that many; greedy stops before a sweep that would pass its budget."""
-    _, catalog, _, params = small_instances(4, 1)[0]
+    workload, catalog, job, params = small_instances(4, 1)[0]
     n_types = len(catalog.resources)
-    assert genetic(params, budget=70, population=32).evaluations == 64
-    assert genetic(params, budget=20, population=32).evaluations == 20
-    assert METHODS["greedy"](params, budget=n_types).evaluations == n_types
+    assert search("genetic", workload, catalog, job, params, evaluations=70, population=32).evaluations == 64
+    assert search("genetic", workload, catalog, job, params, evaluations=20, population=32).evaluations == 20
+    assert search("greedy", workload, catalog, job, params, evaluations=n_types).evaluations == n_types
     for method in ("random", "genetic"):
         with pytest.raises(hps.ConfigError, match="^evaluations: "):
-            run_search(method, params, key=jax.random.key(0), budget=0)
+            search(method, workload, catalog, job, params, evaluations=0)

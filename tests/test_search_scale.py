@@ -12,7 +12,7 @@ import pytest
 from hps.costmodel.schedule import build_params, segment_table
 from hps.costmodel.schedule.numpy_table import numpy_segment_table, searchable
 from hps.errors import InstanceTooLarge
-from tests.helpers import evaluated
+from tests.helpers import evaluated, schedule_of, search
 from tests.instances import random_instance
 
 
@@ -45,7 +45,6 @@ def test_searches_plan_instances_past_the_replica_scan():
     from hps.costmodel.schedule.plan import schedule_plan
     from hps.costmodel.schedule.provisioning import build_instance
     from hps.methods.exact_schedule import solve_exact
-    from hps.methods.search import run_search
 
     workload, catalog, job = synthetic_instance(20, 4, seed=3)
     with pytest.raises(InstanceTooLarge, match="65536 units per type"):
@@ -55,7 +54,7 @@ def test_searches_plan_instances_past_the_replica_scan():
     inst = build_instance(workload, catalog, job)
     optimum = solve_exact(inst, heterps=True).cost
     for method, budget in (("greedy", None), ("genetic", 4096), ("random", 4096)):
-        found = run_search(method, params, key=jax.random.key(0), budget=budget, table=table)
+        found = search(method, workload, catalog, job, params, table=table, evaluations=budget)
         assert found.feasible, method
-        score = evaluated(inst, schedule_plan(found.schedule))
+        score = evaluated(inst, schedule_plan(schedule_of(found, catalog)))
         assert found.cost == pytest.approx(score["cost"], rel=1e-5) and score["cost"] >= optimum * (1 - 1e-9)

@@ -20,7 +20,6 @@ from hps.config.paths import resolve_topology
 from hps.config.types import Job
 from hps.costmodel.schedule import build_params, evaluate_schedules, evaluate_with_table
 from hps.costmodel.schedule.cost import segment_table
-from hps.methods.search import exhaustive
 from hps.reference import placement as reference
 from hps.workloads import build_workload
 
@@ -77,6 +76,9 @@ def run(schedules_per_call: int = 65_536, min_seconds: float = 2.0, seed: int = 
 
 def exhaustive_seconds() -> float:
     """Wall seconds of an exhaustive search over 4^10 schedules, compile excluded (warm-up)."""
+    from hps.contract.problem import Problem
+    from hps.contract.registry import run
+    from hps.contract.types import Budget
+
     workload, catalog, job = bench_instance(EXHAUSTIVE_HIDDEN)
-    params = build_params(workload, catalog, job)
-    return exhaustive(params, warmup=True).wall_seconds
+    return run("exhaustive", Problem(workload, catalog, job, model="schedule"), Budget()).seconds

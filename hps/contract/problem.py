@@ -55,6 +55,17 @@ class Problem:
         self.workload, self.catalog, self.job, self.model = workload, catalog, job, model
         self.clock = clock_of(clock, model)
 
+    @classmethod
+    def of_instance(cls, instance, search_arrays=None) -> Problem:
+        """The schedule-model problem of a built `Instance` (a generated one, say), with the jnp
+        searches' (params, segment table or None) where given: params padded past the instance
+        let instances of several sizes share the searches' compiles."""
+        problem = cls(instance.workload, instance.catalog, instance.job, model="schedule")
+        problem.__dict__["instance"] = instance
+        if search_arrays is not None:
+            problem.__dict__["search_arrays"] = search_arrays
+        return problem
+
     @property
     def parallel(self) -> bool:
         return self.model == "parallel"

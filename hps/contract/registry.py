@@ -15,21 +15,21 @@ from hps.errors import ConfigError
 
 PLANNERS: dict[str, dict[str, str]] = {
     "exact": {"schedule": "hps.methods.exact_schedule.solver:plan", "parallel": "hps.methods.sequence.basic:exact"},
-    "single": {"schedule": "hps.methods.search.planners:single", "parallel": "hps.methods.sequence.basic:single"},
-    "greedy": {"schedule": "hps.methods.search.planners:greedy", "parallel": "hps.methods.sequence.basic:greedy"},
+    "single": {"schedule": "hps.methods.search.single:single", "parallel": "hps.methods.sequence.basic:single"},
+    "greedy": {"schedule": "hps.methods.search.greedy:greedy", "parallel": "hps.methods.sequence.basic:greedy"},
     "random": {
-        "schedule": "hps.methods.search.planners:random_search",
+        "schedule": "hps.methods.search.random:random_search",
         "parallel": "hps.methods.sequence.stochastic:random_search",
     },
     "genetic": {
-        "schedule": "hps.methods.search.planners:genetic",
+        "schedule": "hps.methods.search.genetic:genetic",
         "parallel": "hps.methods.sequence.stochastic:genetic",
     },
-    "gradient": {"schedule": "hps.methods.search.planners:gradient"},
+    "gradient": {"schedule": "hps.methods.search.gradient:gradient"},
     "refine": {"parallel": "hps.methods.sequence.stochastic:refine"},
     "sequence": {"parallel": "hps.methods.sequence.sweep:sequence"},
     "exhaustive": {
-        "schedule": "hps.methods.search.planners:exhaustive",
+        "schedule": "hps.methods.search.exhaustive:exhaustive",
         "parallel": "hps.methods.sequence.basic:exhaustive",
     },
     "policy": {

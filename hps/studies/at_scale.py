@@ -30,12 +30,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from hps.contract.compare import compare
+from hps.contract.problem import Problem
+from hps.contract.types import Budget
 from hps.costmodel.schedule.from_params import generated_instance
 from hps.costmodel.schedule.params import dense_size_fits
 from hps.costmodel.schedule.plan import evaluate_plan, schedule_plan
-from hps.errors import SearchSpaceTooLarge
 from hps.methods.search.climb_at_scale import best_single_type, climb_at_scale
-from hps.methods.search.methods import run_search
 from hps.placement.agent.evaluation import best_greedy_refined, climb_cost
 from hps.placement.agent.planner import best_by_numpy, candidate_schedules
 from hps.placement.env.generator import InstanceSplit, generate_instances
@@ -56,7 +57,7 @@ def _timed(fn):
     return out, time.perf_counter() - start
 
 
-def dense_planners(instance, schedules, num_layers: int, seed: int, budget: int | None = None) -> dict:
+def dense_planners(instance, inst, schedules, num_layers: int, seed: int, budget: int | None = None) -> dict:
     """{planner: cost} and {planner + "_seconds": s} of the planners that need the segment
     table: the policy's best refined by stage moves, the searches (at `budget` evaluations,
     None: each one's default) and the hill climb."""
@@ -64,13 +65,10 @@ def dense_planners(instance, schedules, num_layers: int, seed: int, budget: int 
     padded = jnp.zeros((schedules.shape[0], placement.max_layers), jnp.int32).at[:, :num_layers].set(schedules)
     refined, seconds = _timed(lambda: best_greedy_refined(placement, padded))
     out = {"policy_refined": float(refined[4]) if bool(refined[5]) else math.inf, "policy_refined_seconds": seconds}
-    for method in SEARCHES:
-        try:
-            found = run_search(method, placement, key=jax.random.PRNGKey(seed), budget=budget)
-        except SearchSpaceTooLarge:  # e.g. the gradient search past ~100 layers: left out
-            continue
-        out[method] = found.cost if found.feasible else math.inf
-        out[f"{method}_seconds"] = found.wall_seconds
+    searched = compare(Problem.of_instance(inst, (placement, None)), SEARCHES, Budget(evaluations=budget, seed=seed))
+    for found in searched.results:  # a search past its space (the gradient's past ~100 layers) is left out
+        out[found.planner] = found.cost
+        out[f"{found.planner}_seconds"] = found.seconds
     (cost, ok, _), seconds = _timed(lambda: climb_cost(placement))
     out.update(climb=float(cost) if bool(ok) else math.inf, climb_seconds=seconds)
     return out
@@ -107,7 +105,7 @@ def one_instance(
         "exact_seconds": exact.seconds,
     }
     if dense_fits(instance.placement):
-        row.update(dense_planners(instance, schedules, inst.num_layers, seed, budget))
+        row.update(dense_planners(instance, inst, schedules, inst.num_layers, seed, budget))
     else:
         row.update(numpy_climbs(inst, best.schedule))
     return row

@@ -17,9 +17,8 @@ from pathlib import Path
 import jax
 
 from hps.config.types import Catalog, Job, Workload
+from hps.contract.registry import planner_names
 from hps.costmodel.schedule import build_params
-from hps.errors import SearchSpaceTooLarge
-from hps.methods.search import METHODS, run_search
 from hps.report.placement import schedule_report
 from hps.studies.base import ExperimentConfig
 from hps.workloads import build_workload
@@ -28,6 +27,8 @@ DEFAULT_POLICY_DIR = "runs/placement-policy"
 """Where `hps train` (no experiment) writes the default general placement policy."""
 DEFAULT_PPO_DIR = "runs/placement-ppo"
 TRAIN_ITEM, TRAIN_PPO_ITEM = "train-policy", "train-ppo-policy"
+SCHEDULE_PLANNERS = planner_names("schedule")
+"""Every schedule-model planner that plans without options, the exact solver first."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -125,7 +126,7 @@ def compare_on_instance(
     *,
     plans: int = 64,
     seed: int = 0,
-    methods=("exact", *METHODS),
+    methods=SCHEDULE_PLANNERS,
     pad_layers: int | None = None,
 ) -> dict:
     """The exact solver's HeterPS optimum ("exact", with its certificate), every search method
@@ -137,18 +138,23 @@ def compare_on_instance(
     time, compile excluded; the policy's plan_seconds), and ratio = cost / the best cost found,
     which is the proven optimum when optimum_known. pad_layers: pad the instance to this many
     layers (masked), so instances of different depths share the searches' compiles."""
+    from hps.contract.compare import compare
+    from hps.contract.problem import Problem
+    from hps.contract.types import Budget
+    from hps.costmodel.schedule.provisioning import build_instance
     from hps.placement.agent.planner import plan
 
+    inst = build_instance(workload, catalog, job)
     params = build_params(workload, catalog, job, max_layers=pad_layers or len(workload.layers))
+    problem = Problem.of_instance(inst, (params, None))
+    compared = compare(problem, methods, Budget(seed=seed), options={"exact": {"heterps": True}})
     rows, proven = {}, False
-    if "exact" in methods:
-        rows["exact"], proven = _exact_row(workload, catalog, job)
-    for method in (m for m in methods if m != "exact"):
-        try:
-            result = run_search(method, params, key=jax.random.key(seed), warmup=True)
-        except SearchSpaceTooLarge:
-            continue
-        rows[method] = _row(workload, catalog, job, list(result.schedule), result.evaluations, result.wall_seconds)
+    for result in compared.results:
+        if result.planner == "exact":  # its HeterPS optimum, with its certificate
+            rows["exact"], proven = _exact_row(inst, result)
+        else:
+            schedule = _schedule(result, catalog)
+            rows[result.planner] = _row(workload, catalog, job, schedule, result.evaluations, result.seconds)
     for t, name in enumerate(catalog.names):
         rows[f"only:{name}"] = _row(workload, catalog, job, [t] * len(workload.layers), 1, 0.0)
     for name, (policy, params) in policies.items():
@@ -176,22 +182,22 @@ def compare_on_instance(
     return {"layers": len(workload.layers), "optimum_known": proven, "best_cost": best, "methods": rows}
 
 
-def _exact_row(workload, catalog, job) -> tuple[dict, bool]:
-    """The exact solver's row (its HeterPS optimum, bound and gap) and whether it is proven."""
-    from hps.costmodel.schedule.plan import index_plan
-    from hps.costmodel.schedule.provisioning import build_instance
-    from hps.methods.exact_schedule import solve_exact
+def _schedule(result, catalog: Catalog) -> list[int]:
+    """The type index per layer of a schedule-model PlanResult's plan (empty without one)."""
+    if result.plan is None:
+        return []
+    return [catalog.index(stage.type) for stage in result.plan.stages for _ in range(stage.first, stage.last + 1)]
 
-    inst = build_instance(workload, catalog, job)
-    found = solve_exact(inst, heterps=True)
-    plan = () if found.plan is None else index_plan(found.plan, catalog)
-    schedule = [t for first, last, t in plan for _ in range(first, last + 1)]
+
+def _exact_row(inst, found) -> tuple[dict, bool]:
+    """The exact solver's row (its HeterPS optimum, bound and gap) and whether it is proven."""
+    schedule = _schedule(found, inst.catalog)
     stages = inst.num_layers * (inst.num_layers + 1) // 2 * inst.num_types
     if not schedule:
         row = {"cost": None, "dollars_per_hour": None, "throughput": None, "schedule": None}
         row |= {"evaluations": stages, "seconds": found.seconds}
     else:
-        row = _row(workload, catalog, job, schedule, stages, found.seconds)
+        row = _row(inst.workload, inst.catalog, inst.job, schedule, stages, found.seconds)
     gap = math.inf if found.gap is None else found.gap  # no plan, and none proven impossible
     return row | {"bound": found.bound, "gap": gap}, found.gap == 0.0
 

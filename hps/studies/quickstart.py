@@ -36,11 +36,10 @@ from hps.io.figures import save_figure
 from hps.io.runfolder import stop
 from hps.io.runfolder.folder import run_folder
 from hps.io.runfolder.manifest import MANIFEST_NAME
-from hps.methods.search import METHODS
 from hps.report.placement import schedule_report
 from hps.studies.base import ExperimentConfig, Summary, register_experiment_kind
 from hps.studies.files import json_ready
-from hps.studies.placement import compare_on_instance, deepest, default_job
+from hps.studies.placement import SCHEDULE_PLANNERS, compare_on_instance, deepest, default_job
 from hps.workloads import build_workload
 
 STEPS = ("train", "compare", "plan and execute")
@@ -275,7 +274,7 @@ COMPARISON_CAPTION = (
     "check; policy = best of 64 distinct sampled plans + greedy; policy_refined = that plan after stage moves, "
     "hps plan --refine):"
 )
-ORDER = ("exact", *METHODS, "policy", "policy_refined")
+ORDER = (*SCHEDULE_PLANNERS, "policy", "policy_refined")
 """The methods' order in the table and figure."""
 
 

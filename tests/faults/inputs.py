@@ -318,7 +318,7 @@ def test_exact_search_out_of_time_gives_one_verdict_in_text_and_json(monkeypatch
     from hps.methods.exact_schedule import solver
 
     timed_out = PlanResult("exact", plan=None, score=None, bound=1e-9, seconds=1e-9, evaluations=None)
-    monkeypatch.setattr(solver, "solve_exact", lambda inst, seconds: timed_out)
+    monkeypatch.setattr(solver, "solve_exact", lambda inst, seconds, heterps=False: timed_out)
     problem = Problem("mlp", "small", Job(batch=64, throughput=1, samples=1e6), parallel=False)
     result = plan(problem, "exact", seconds=1e-9)
     report = problem.report(result)

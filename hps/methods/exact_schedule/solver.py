@@ -135,6 +135,7 @@ def solve_exact(
     return planned("exact", inst, plan, bound, time.perf_counter() - started, None)
 
 
-def plan(problem, budget: Budget) -> PlanResult:
-    """The planner contract: the schedule model's optimum of `problem` within budget.seconds."""
-    return solve_exact(problem.instance, seconds=budget.seconds)
+def plan(problem, budget: Budget, *, heterps: bool = False) -> PlanResult:
+    """The planner contract: the schedule model's optimum of `problem` within budget.seconds
+    (with heterps, over HeterPS schedules only: adjacent stages on different types)."""
+    return solve_exact(problem.instance, heterps=heterps, seconds=budget.seconds)

@@ -11,7 +11,6 @@ from hps.costmodel.schedule.cost import SegmentTable
 from hps.costmodel.schedule.params import PlacementParams
 from hps.errors import SearchSpaceTooLarge
 from hps.methods.search.batches import best_over_batches
-from hps.methods.search.result import SearchResult
 from hps.methods.search.scoring import SearchCall, compile_and_run, real_sizes, search_method
 
 DEFAULT_LIMIT = 2**24
@@ -51,9 +50,7 @@ def search_space(params: PlacementParams) -> int:
 
 
 @search_method
-def exhaustive(
-    params: PlacementParams, call: SearchCall, *, limit=DEFAULT_LIMIT, batch_size=BATCH_SIZE
-) -> SearchResult:
+def exhaustive(params: PlacementParams, call: SearchCall, *, limit=DEFAULT_LIMIT, batch_size=BATCH_SIZE):
     """The true optimum over all T^L schedules; evaluations = T^L. Raises SearchSpaceTooLarge
     when T^L > limit (budget, when given, is taken as the limit; either is capped at 2^30, as
     schedule indices are int32). key is unused."""

@@ -20,7 +20,6 @@ from hps.costmodel.schedule.cost import SegmentTable
 from hps.costmodel.schedule.params import PlacementParams
 from hps.errors import ConfigError
 from hps.methods.search.random import random_schedules, uniform_below
-from hps.methods.search.result import SearchResult
 from hps.methods.search.scoring import (
     SearchCall,
     batch_best,
@@ -129,7 +128,7 @@ def genetic(
     tournament: int = TOURNAMENT,
     elites: int = ELITES,
     crossover: str = "two_point",
-) -> SearchResult:
+):
     """Best schedule of a GA run; evaluations = population × generations. budget (optional) sets
     generations = budget // population (below one population: one generation of `budget`
     individuals), so evaluations ≤ budget. mutation_rate (per gene) defaults to 1 / real layers;

@@ -44,7 +44,6 @@ from hps.config.limits import MASKED_LOGIT
 from hps.costmodel.schedule.cost import FEASIBLE, SegmentTable
 from hps.costmodel.schedule.params import PlacementParams
 from hps.errors import ConfigError, SearchSpaceTooLarge
-from hps.methods.search.result import SearchResult
 from hps.methods.search.scoring import (
     RANK_FEASIBLE,
     SearchCall,
@@ -248,7 +247,7 @@ def gradient(
     power: float = SLOWEST_NORM_POWER,
     round_steps: int = ROUND_STEPS,
     centred_fraction: float = CENTRED_FRACTION,
-) -> SearchResult:
+):
     """Best hard schedule of a straight-through Gumbel-softmax descent; evaluations = restarts ×
     steps. budget (optional) sets them by `restarts_and_steps`, so evaluations ≤ budget and each
     restart gets ≥ 64 steps where the budget allows. learning_rate: Adam's, in logits per step; temperature: (start,

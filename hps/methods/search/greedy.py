@@ -11,18 +11,17 @@ import jax.numpy as jnp
 from hps.costmodel.schedule.cost import SegmentTable, segment_table
 from hps.costmodel.schedule.params import PlacementParams
 from hps.errors import ConfigError
-from hps.methods.search.result import SearchResult
 from hps.methods.search.scoring import (
     Scored,
     SearchCall,
     batch_best,
+    found,
     merge,
     prepare,
     prepare_table,
     real_sizes,
     score,
     search_method,
-    to_result,
 )
 from hps.methods.search.single import score_single_types
 
@@ -51,7 +50,7 @@ def _sweep(table: SegmentTable, params: PlacementParams, current: Scored, n_laye
 
 
 @search_method
-def greedy(params: PlacementParams, call: SearchCall, *, max_sweeps: int = MAX_SWEEPS) -> SearchResult:
+def greedy(params: PlacementParams, call: SearchCall, *, max_sweeps: int = MAX_SWEEPS):
     """Greedy per-layer search. budget (optional) caps evaluations: a sweep (T·L of them) starts
     only if it fits. evaluations = T (single-type start) + T·L per sweep run. key is unused."""
     started, budget, warmup = call.started, call.budget, call.warmup
@@ -80,4 +79,4 @@ def greedy(params: PlacementParams, call: SearchCall, *, max_sweeps: int = MAX_S
         evaluations += per_sweep
         if not bool(changed):
             break
-    return to_result("greedy", best, n_layers, evaluations, started)
+    return found("greedy", best, n_layers, evaluations, started)

@@ -11,7 +11,6 @@ from hps.costmodel.schedule.cost import SegmentTable
 from hps.costmodel.schedule.params import PlacementParams
 from hps.errors import ConfigError
 from hps.methods.search.batches import best_over_batches
-from hps.methods.search.result import SearchResult
 from hps.methods.search.scoring import SearchCall, compile_and_run, real_sizes, search_method
 
 DEFAULT_BUDGET = 51_200  # = the genetic default, population × generations
@@ -44,7 +43,7 @@ def _sampler(batch_size: int):
 
 
 @search_method
-def random_search(params: PlacementParams, call: SearchCall, *, batch_size: int = BATCH_SIZE) -> SearchResult:
+def random_search(params: PlacementParams, call: SearchCall, *, batch_size: int = BATCH_SIZE):
     """The best of `budget` (default 51,200) uniform random schedules; evaluations = budget."""
     budget = DEFAULT_BUDGET if call.budget is None else int(call.budget)
     if budget < 1:

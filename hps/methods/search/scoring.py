@@ -9,6 +9,7 @@ Ranking is lexicographic on (rank, primary, dollars_per_hour):
 from __future__ import annotations
 
 import functools
+import math
 import time
 from dataclasses import dataclass
 
@@ -16,6 +17,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
+from hps.contract.types import Budget, NotApplicable, PlanResult
 from hps.costmodel.schedule.cost import (
     FEASIBLE,
     SegmentTable,
@@ -23,9 +25,10 @@ from hps.costmodel.schedule.cost import (
     segment_table,
 )
 from hps.costmodel.schedule.params import PlacementParams
-from hps.methods.search.result import SearchResult
 
 RANK_FEASIBLE, RANK_INFEASIBLE, RANK_NONE = 0, 1, 2
+DEFAULT_BUDGET = Budget()
+"""No time limit, each search's default evaluations, seed 0."""
 
 instance_table = jax.jit(segment_table)
 
@@ -180,42 +183,42 @@ class SearchCall:
 
 
 def search_method(fn):
-    """The public form `method(params, *, key=None, budget=None, table=None, warmup=False,
-    **options)` of a search written as `fn(params, call: SearchCall, **options)`; the clock
-    starts at the call and a missing key is jax.random.key(0)."""
+    """The planner `plan(problem, budget=Budget(), *, warmup=True, **options) -> PlanResult` of a
+    search written as `fn(params, call: SearchCall, **options) -> (name, schedule, evaluations,
+    seconds)` over `problem.search_arrays`, keyed by budget.seed, within budget.evaluations
+    (None: its default); its best schedule is scored by the numpy model every planner is scored
+    by. warmup: compile first, so that the seconds exclude compiling."""
 
     @functools.wraps(fn)
-    def method(params: PlacementParams, *, key=None, budget=None, table=None, warmup=False, **options):
-        call = SearchCall(jax.random.key(0) if key is None else key, budget, table, warmup, time.perf_counter())
-        return fn(params, call, **options)
+    def plan(problem, budget: Budget = DEFAULT_BUDGET, *, warmup: bool = True, **options) -> PlanResult:
+        from hps.costmodel.schedule.plan import planned, schedule_plan
 
-    return method
+        if not problem.job.schedule_model:
+            why = "the baselines score HeterPS schedules only (micro-batches inf, state sharding none)"
+            raise NotApplicable(fn.__name__, why)
+        params, table = problem.search_arrays
+        call = SearchCall(jax.random.key(budget.seed), budget.evaluations, table, warmup, time.perf_counter())
+        name, schedule, evaluations, seconds = fn(params, call, **options)
+        return planned(name, problem.instance, schedule_plan(schedule), math.nan, seconds, evaluations)
+
+    return plan
 
 
 def compile_and_run(method: str, fn, params: PlacementParams, args: tuple, call: SearchCall, n_layers, evaluations):
-    """The SearchResult of `method` from the jitted search `fn(table, params, *args)` (then as
-    `to_result`), the segment table being call.table or computed here (on the clock). With
-    call.warmup, the table and `fn` are compiled ahead and the clock restarts after compiling."""
+    """(method, best schedule, evaluations, seconds) of the jitted search `fn(table, params,
+    *args)` (as `found`), the segment table being call.table or computed here (on the clock).
+    With call.warmup, the table and `fn` are compiled ahead and the clock restarts after
+    compiling."""
     make_table = prepare_table(params, warmup=call.warmup) if call.table is None else None
     search = prepare(fn, params, *args, warmup=call.warmup, table=call.table)
     started = time.perf_counter() if call.warmup else call.started
     table = make_table(params) if call.table is None else call.table
-    return to_result(method, search(table, params, *args), n_layers, evaluations, started)
+    return found(method, search(table, params, *args), n_layers, evaluations, started)
 
 
-def to_result(method: str, best: Scored, n_layers: int, evaluations: int, started: float) -> SearchResult:
-    """Block on the device result, stop the clock and convert to plain Python."""
+def found(method: str, best: Scored, n_layers: int, evaluations: int, started: float):
+    """(method, the best schedule over the real layers, evaluations, seconds since `started`),
+    blocking on the device result first."""
     best = jax.block_until_ready(best)
     wall = time.perf_counter() - started
-    feasible = int(best.rank) == RANK_FEASIBLE
-    return SearchResult(
-        method=method,
-        schedule=tuple(int(t) for t in best.schedule[:n_layers]),
-        cost=float(best.primary) if feasible else float("inf"),
-        feasible=feasible,
-        reason=int(best.reason),
-        throughput=float(best.throughput),
-        dollars_per_hour=float(best.dollars_per_hour),
-        evaluations=int(evaluations),
-        wall_seconds=wall,
-    )
+    return method, tuple(int(t) for t in best.schedule[:n_layers]), int(evaluations), wall

@@ -6,7 +6,6 @@ import jax
 
 from hps.costmodel.schedule.cost import SegmentTable, single_type_schedules
 from hps.costmodel.schedule.params import PlacementParams
-from hps.methods.search.result import SearchResult
 from hps.methods.search.scoring import (
     Scored,
     SearchCall,
@@ -29,7 +28,7 @@ def _best_single(table: SegmentTable, params: PlacementParams) -> Scored:
 
 
 @search_method
-def single(params: PlacementParams, call: SearchCall) -> SearchResult:
+def single(params: PlacementParams, call: SearchCall):
     """The cheapest feasible single-type plan (or the least-bad one). key and budget are unused;
     evaluations = the number of real types."""
     n_layers, n_types = real_sizes(params)

@@ -20,8 +20,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from hps.contract.problem import Problem
+from hps.contract.registry import run
+from hps.contract.types import Budget
 from hps.costmodel.schedule.cost import segment_table
-from hps.methods.search import exhaustive, genetic, gradient, single
+from hps.costmodel.schedule.from_params import generated_instance
 from hps.methods.search.refine import climb_from_single, refine
 from hps.methods.search.scoring import RANK_FEASIBLE, batch_best, score
 from hps.placement.agent.planner import candidate_schedules
@@ -138,13 +141,18 @@ def climb_cost(params):
 EQUAL_POPULATION = 32  # the GA's population when it gets as few evaluations as the policy
 
 
-def genetic_at(placement, key, budget: int):
+def genetic_at(problem: Problem, seed: int, budget: int):
     """The GA with at most `budget` evaluations: EQUAL_POPULATION individuals for budget //
     EQUAL_POPULATION generations (a single generation of `budget` when that is less than one)."""
     population = min(EQUAL_POPULATION, budget)
-    return genetic(
-        placement, key=key, population=population, generations=budget // population, elites=min(4, population - 1)
-    )
+    options = {"population": population, "generations": budget // population, "elites": min(4, population - 1)}
+    return run("genetic", problem, Budget(seed=seed), **options)
+
+
+def problem_of(instance) -> Problem:
+    """The schedule-model problem of one unbatched PlacementInstance, its searches on its padded
+    params (one compile for every instance of a split)."""
+    return Problem.of_instance(generated_instance(jax.device_get(instance)), (instance.placement, None))
 
 
 def _policy_best(policy, params, instance, seed: int, samples: int, num_layers: int, temperature: float = 1.0):
@@ -194,16 +202,16 @@ def compare_with_optimum(policy, params, *, count: int = 50, samples: int = 64, 
     for i in range(count):
         instance = jax.tree.map(itemgetter(i), pool)
         placement = instance.placement
-        optimum = exact_optimum(instance)
-        checked = exhaustive(placement)
+        problem = problem_of(instance)
+        optimum = exact_optimum(problem)
+        checked = run("exhaustive", problem, Budget())
         agrees = (checked.feasible == optimum["feasible"]) and (
-            not optimum["feasible"] or abs(float(checked.cost) - optimum["cost"]) <= 1e-5 * optimum["cost"]
+            not optimum["feasible"] or abs(checked.cost - optimum["cost"]) <= 1e-5 * optimum["cost"]
         )
         policy_figures = _policy_best(policy, params, instance, i, samples, split.max_layers)
-        key = jax.random.PRNGKey(i)
-        ga = genetic_at(placement, key, samples + 1)
-        descent = gradient(placement, key=key, budget=samples + 1)
-        ga_refined = genetic_at(placement, key, samples + 1 + int(policy_figures[-1]))
+        ga = genetic_at(problem, i, samples + 1)
+        descent = run("gradient", problem, Budget(evaluations=samples + 1, seed=i))
+        ga_refined = genetic_at(problem, i, samples + 1 + int(policy_figures[-1]))
         values = (
             optimum["cost"],
             optimum["feasible"],
@@ -256,14 +264,10 @@ def compare_with_optimum(policy, params, *, count: int = 50, samples: int = 64, 
     )
 
 
-def exact_optimum(instance) -> dict:
+def exact_optimum(problem: Problem) -> dict:
     """{"cost" ($, inf when infeasible), "feasible", "seconds"}: the exact solver's proven
-    optimum over HeterPS schedules of one unbatched PlacementInstance."""
-    from hps.costmodel.schedule.from_params import generated_instance
-    from hps.methods.exact_schedule import solve_exact
-
-    arrays = jax.device_get(instance)
-    found = solve_exact(generated_instance(arrays), heterps=True)
+    optimum over HeterPS schedules of `problem`."""
+    found = run("exact", problem, Budget(), heterps=True)
     return {"cost": found.cost, "feasible": found.feasible, "seconds": found.seconds}
 
 
@@ -288,14 +292,15 @@ def compare_on_large(
     for i in range(count):
         instance = jax.tree.map(itemgetter(i), pool)
         placement = instance.placement
+        problem = problem_of(instance)
         best, best_ok, _, _, refined, refined_ok, _ = _policy_best(
             policy, params, instance, i, samples, split.max_layers
         )
-        ga = genetic(placement, key=jax.random.PRNGKey(i), budget=genetic_budget)
-        ga_equal = genetic_at(placement, jax.random.PRNGKey(i), samples + 1)
-        one = single(placement)
+        ga = run("genetic", problem, Budget(evaluations=genetic_budget, seed=i))
+        ga_equal = genetic_at(problem, i, samples + 1)
+        one = run("single", problem, Budget())
         climb, climb_ok, _ = climb_cost(placement)
-        optimum = exact_optimum(instance)
+        optimum = exact_optimum(problem)
         costs["optimum"].append(optimum["cost"])
         seconds.append(optimum["seconds"])
         for name, (cost, ok) in zip(
