@@ -133,10 +133,10 @@ def check_result(problem, name: str, result, best) -> None:
 def search(method, workload, catalog, job, params=None, *, table=None, seed=0, evaluations=None, **options):
     """The schedule-model planner `method` through the registry, its searches on `params` where
     given (padded as the test chooses, so instances of several sizes share one compile)."""
-    from hps.contract.problem import Problem
-    from hps.contract.registry import run
     from hps.contract.types import Budget
     from hps.costmodel.schedule.provisioning import build_instance
+    from hps.methods.problem import Problem
+    from hps.methods.registry import run
 
     problem = Problem.of_instance(build_instance(workload, catalog, job), None if params is None else (params, table))
     return run(method, problem, Budget(evaluations=evaluations, seed=seed), **options)
@@ -144,8 +144,8 @@ def search(method, workload, catalog, job, params=None, *, table=None, seed=0, e
 
 def search_generated(method, instance, *, seed=0, evaluations=None, **options):
     """`search` on one unbatched generated PlacementInstance (its padded params)."""
-    from hps.contract.registry import run
     from hps.contract.types import Budget
+    from hps.methods.registry import run
     from hps.placement.agent.evaluation import problem_of
 
     return run(method, problem_of(instance), Budget(evaluations=evaluations, seed=seed), **options)

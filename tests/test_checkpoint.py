@@ -22,9 +22,9 @@ from flax import nnx
 from hps.cli.main import main
 from hps.collective.agent.policy import CollectivePolicy, CollectivePolicySpec
 from hps.collective.agent.train import CollectiveTrainConfig
-from hps.contract.registry import run
 from hps.contract.types import Budget
 from hps.errors import ConfigError
+from hps.methods.registry import run
 from hps.placement.agent.policy import PlacementPolicy, PolicySpec
 from hps.placement.agent.train import run_training
 from hps.rl import checkpoint
@@ -280,7 +280,7 @@ def test_two_processes_match_the_single_process_run(tmp_path, experiment, uninte
 COLLECTIVE_EXPERIMENT = """
 from hps.collective.agent.policy import CollectivePolicySpec
 from hps.collective.agent.train import CollectiveTrainConfig
-from hps.contract.registry import run
+from hps.methods.registry import run
 from hps.contract.types import Budget
 CONFIG = CollectiveTrainConfig(policy=CollectivePolicySpec(hidden=16), num_envs=64, samples_per_instance=4,
                                updates_per_chunk=2, num_chunks=2)

@@ -10,11 +10,11 @@ import random
 
 import pytest
 
-from hps.contract.compare import compare
-from hps.contract.problem import Problem
-from hps.contract.registry import NEEDS_OPTIONS, PLANNERS, planner_names, run
 from hps.contract.types import Budget, PlanResult
 from hps.errors import ConfigError
+from hps.methods.compare import compare
+from hps.methods.problem import Problem
+from hps.methods.registry import NEEDS_OPTIONS, PLANNERS, planner_names, run
 from tests import instances, parallel_instances
 from tests.helpers import check_result
 

@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 import hps
-from hps.contract.registry import planner_names
 from hps.costmodel.schedule import (
     build_params,
     evaluate_schedules,
@@ -22,6 +21,7 @@ from hps.costmodel.schedule import (
     segment_table,
 )
 from hps.costmodel.schedule.cost import _stage_structure
+from hps.methods.registry import planner_names
 from hps.methods.search.gradient import (
     restarts_and_steps,
     segment_constants,

@@ -203,3 +203,41 @@ def test_a_stage_table_past_memory_is_refused_with_its_size(monkeypatch):
     monkeypatch.setattr(memory, "memory_limit_bytes", lambda: 1000)
     with pytest.raises(InstanceTooLarge, match=r"stage table of [\d,]+ spans x [\d,]+ options"):
         solve_parallel(ParallelProblem(workload, catalog, job))
+
+
+def test_each_micro_batch_is_bounded_and_seeded_by_its_one_stage_plans():
+    """Per micro-batch b: work(b) is no higher than the cheapest plan under b by brute force over the
+    reference evaluator; every one-stage plan the solver starts from is feasible and costs what the
+    reference says; and the cheapest of them is the brute-force optimum over one-stage plans. A
+    solve with no time left returns at least that plan (its micro-batches open, not missed)."""
+    from hps.methods.exact_parallel.micro_batches import one_stage_plans, work_at
+
+    checked = seeded = 0
+    for seed in range(24):
+        workload, catalog, job = bounded_instance(seed)
+        problem = ParallelProblem(workload, catalog, job)
+        best_one = math.inf
+        for b in problem.micro_batch_choices():
+            at_b = dataclasses.replace(job, micro_batch=float(b))
+            every = list(every_plan(workload, catalog, b))
+            costs = [reference.evaluate(workload, catalog, at_b, plan) for plan in every]
+            feasible = [c["cost"] for c in costs if c["feasible"]]
+            if feasible:
+                assert work_at(problem, b) <= min(feasible) * (1 + 1e-9), (seed, b)
+                checked += 1
+            plans = one_stage_plans(problem, b)
+            last = len(workload.layers) - 1
+            one_stage = [c["cost"] for plan, c in zip(every, costs) if len(plan) == 1 and c["feasible"]]
+            assert (len(plans) > 0) == (len(one_stage) > 0), (seed, b)
+            for cost, stage in plans:
+                want = reference.evaluate(workload, catalog, at_b, (stage,))
+                assert stage.first == 0 and stage.last == last and want["feasible"], (seed, b, stage)
+                assert cost == pytest.approx(want["cost"], rel=1e-9)
+            if plans:
+                assert plans[0][0] == pytest.approx(min(one_stage), rel=1e-9)
+                best_one = min(best_one, plans[0][0])
+        if math.isfinite(best_one) and len(problem.micro_batch_choices()) > 1:
+            hurried = solve_parallel(problem, seconds=0.0)
+            assert hurried.plan is not None and hurried.score.cost <= best_one * (1 + 1e-9), seed
+            seeded += 1
+    assert checked >= 20 and seeded >= 3, (checked, seeded)

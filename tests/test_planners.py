@@ -14,12 +14,12 @@ import math
 import numpy as np
 import pytest
 
-from hps.contract.problem import Problem
-from hps.contract.registry import planner_names, run
 from hps.contract.types import Budget, PlanResult, SpaceTooLarge
 from hps.costmodel.parallel.score import score_plan
 from hps.errors import ConfigError
 from hps.methods.exact_parallel.solver import solve_parallel
+from hps.methods.problem import Problem
+from hps.methods.registry import planner_names, run
 from hps.methods.sequence.completion import Completions, segments
 from hps.reference import parallel as reference
 from tests.helpers import run_cli_output

@@ -211,8 +211,8 @@ def test_the_rounds_after_the_warm_passes_are_the_ones_timed(monkeypatch):
 
 def test_profile_writes_the_stage_call_cost_and_the_prediction_counts_it_once_per_micro_batch(mlp_profile):
     from hps.config.types import ParallelStage
-    from hps.contract.problem import Problem
     from hps.executor.predict import executed_score, stage_predictions
+    from hps.methods.problem import Problem
 
     out, report = mlp_profile
     workload = load_workload(out)
@@ -316,9 +316,9 @@ def test_the_parallel_model_adds_the_call_cost_once_per_stage_and_micro_batch():
 
 def test_the_moves_are_written_and_a_stage_receives_its_input_and_its_output_gradient(mlp_profile):
     from hps.config.types import ParallelStage
-    from hps.contract.problem import Problem
     from hps.costmodel.parallel.score import score_plan
     from hps.executor.predict import executed_score, stage_predictions
+    from hps.methods.problem import Problem
 
     out, _ = mlp_profile
     workload = load_workload(out)

@@ -101,12 +101,13 @@ def test_compile_cache_reaches_jax_imported_after_the_command(tmp_path):
 
 def test_search_offers_the_registry_names_without_importing_a_planner():
     code = (
-        "import sys; from hps.cli.main import build_parser; from hps.contract.registry import planner_names; "
+        "import sys; from hps.cli.main import build_parser; from hps.methods.registry import planner_names; "
         "parser = build_parser(); search = parser._subparsers._group_actions[0].choices['search']; "
         "method = next(a for a in search._actions if a.dest == 'method'); "
         "assert tuple(method.choices) == ('all', *planner_names()), method.choices; "
         "loaded = sorted(m for m in sys.modules if m.startswith(('hps.methods', 'hps.costmodel', 'jax'))); "
-        "assert loaded == ['hps.costmodel', 'hps.costmodel.clocks', 'hps.costmodel.clocks.base'], loaded"
+        "assert loaded == ['hps.costmodel', 'hps.costmodel.clocks', 'hps.costmodel.clocks.base', 'hps.methods', "
+        "'hps.methods.problem', 'hps.methods.registry'], loaded"
     )
     subprocess.run([sys.executable, "-c", code], env=_env(), check=True, capture_output=True, timeout=120)
 

@@ -184,8 +184,8 @@ def test_no_point_costs_more_than_a_plan_found_elsewhere_that_meets_its_floor(ba
 def test_a_warm_started_exact_solve_keeps_the_cold_answer_and_certificate(base):
     """The exact solver started from a sweep point's plan (a policy's sequence completed and
     refined, as hps search --warm-start builds it) proves the same optimum as cold."""
-    from hps.contract.registry import run
     from hps.contract.types import Budget
+    from hps.methods.registry import run
     from hps.methods.sequence.sweep import policy_plan
 
     workload, catalog, overrides = SMALL

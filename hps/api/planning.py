@@ -16,9 +16,9 @@ import dataclasses
 from hps.api.checks import check_count, check_seconds, check_seed
 from hps.api.loading import default_job, load_catalog, load_workload
 from hps.config.types import Catalog, Job, ParallelStage, PlanFile, Workload
-from hps.contract import problem as contract
 from hps.contract.types import Budget, Plan, PlanResult, PlanScore
 from hps.errors import ConfigError
+from hps.methods import problem as contract
 
 
 class Problem(contract.Problem):
@@ -97,8 +97,8 @@ def plan_of(planned: object, what: str) -> object:
 
 def planners(parallel: bool = True) -> tuple[str, ...]:
     """The names `plan(problem, method=...)` accepts in the parallel-plan model (with
-    parallel=False: the schedule model), from the one registry (`hps.contract.registry`)."""
-    from hps.contract.registry import planner_names
+    parallel=False: the schedule model), from the one registry (`hps.methods.registry`)."""
+    from hps.methods.registry import planner_names
 
     return planner_names("parallel" if parallel else "schedule")
 
@@ -115,7 +115,7 @@ def plan(
     (the exact solver stops there with its best plan and proven gap) and `evaluations` (the
     planner's own count; None: its default); `seed` of the random planners; options: the
     planner's own (`policy`: checkpoint, samples, refine; `exact`: incumbent, a Plan to start from)."""
-    from hps.contract.registry import run
+    from hps.methods.registry import run
 
     problem = checked_problem(problem)
     if not isinstance(method, str):

@@ -76,9 +76,9 @@ def run(schedules_per_call: int = 65_536, min_seconds: float = 2.0, seed: int = 
 
 def exhaustive_seconds() -> float:
     """Wall seconds of an exhaustive search over 4^10 schedules, compile excluded (warm-up)."""
-    from hps.contract.problem import Problem
-    from hps.contract.registry import run
     from hps.contract.types import Budget
+    from hps.methods.problem import Problem
+    from hps.methods.registry import run
 
     workload, catalog, job = bench_instance(EXHAUSTIVE_HIDDEN)
     return run("exhaustive", Problem(workload, catalog, job, model="schedule"), Budget()).seconds

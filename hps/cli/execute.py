@@ -154,9 +154,9 @@ def whole_batch(batch: float) -> int:
 
 
 def run(args) -> int:
-    from hps.contract.problem import Problem
     from hps.contract.types import Plan
     from hps.executor.plan import ExecuteOptions, execute_plan
+    from hps.methods.problem import Problem
     from hps.models.registry import build_model
     from hps.report.execution import format_execution
 

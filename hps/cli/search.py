@@ -17,7 +17,7 @@ EXACT_SECONDS = 60.0
 
 
 def register(subparsers) -> None:
-    from hps.contract.registry import planner_names
+    from hps.methods.registry import planner_names
 
     parser = subparsers.add_parser("search", help="find the cheapest feasible placement with a baseline search")
     add_instance_args(parser)
@@ -86,12 +86,12 @@ def _budget(args):
 
 
 def _compare(problem, names, budget, args, options=None):
-    """The comparison of `names` (`hps.contract.compare`), with a progress bar on standard error
+    """The comparison of `names` (`hps.methods.compare`), with a progress bar on standard error
     (not with --json); a single planner that cannot plan this job names --method."""
     from tqdm import tqdm
 
-    from hps.contract.compare import compare
     from hps.contract.types import NotApplicable
+    from hps.methods.compare import compare
 
     bar = tqdm(total=len(names), desc="search", disable=args.json or len(names) == 1, file=sys.stderr, leave=False)
     begun = []
@@ -121,7 +121,7 @@ def run(args) -> int:
         return search_parallel(
             args, Problem(workload, catalog, job, parallel=True, clock=args.clock), _budget(args), _compare
         )
-    from hps.contract.registry import planner_names
+    from hps.methods.registry import planner_names
 
     method = args.method or ALL
     if method != ALL and method not in planner_names("schedule"):

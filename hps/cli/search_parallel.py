@@ -40,8 +40,8 @@ def search_parallel(args, problem, budget, compare) -> int:
     """Plan with --method's planner (exact by default; 'all': every planner beside the exact
     solver) within --seconds each and --budget evaluations; the best plan written with --out.
     compare: the command's comparison (with its progress bar)."""
-    from hps.contract.registry import planner_names
     from hps.contract.types import gap_of
+    from hps.methods.registry import planner_names
     from hps.report.parallel import format_parallel
 
     out = output_path(getattr(args, "out", None))

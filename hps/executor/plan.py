@@ -20,7 +20,6 @@ import numpy as np
 import optax
 
 from hps.config.types import Catalog, Job, Workload
-from hps.contract.problem import Problem
 from hps.contract.types import Plan
 from hps.errors import ConfigError, TrainingDiverged
 from hps.executor.allreduce import planned_orders
@@ -34,6 +33,7 @@ from hps.executor.predict import executed_score, stage_predictions
 from hps.executor.reference import CHECK_PRECISION, parameter_differences, single_device_training
 from hps.executor.stages import layout_stage, place_stage
 from hps.executor.tensor import is_table
+from hps.methods.problem import Problem
 from hps.models.base import LayeredModel, check_sample_batch
 
 EQUIVALENT_REL_DIFF = 1e-5

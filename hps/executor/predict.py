@@ -17,8 +17,8 @@ import dataclasses
 from dataclasses import dataclass
 
 from hps.config.types import ParallelStage
-from hps.contract.problem import Problem
 from hps.contract.types import Plan, PlanScore
+from hps.methods.problem import Problem
 
 EXECUTED_PRECISION = "fp32-sgd"
 """What the executor trains with: fp32 parameters and gradients, plain SGD."""

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 
-from hps.contract.problem import Problem
 from hps.contract.types import PlanResult, PlanScore, gap_of
+from hps.methods.problem import Problem
 
 
 def _finite(value: float) -> float | None:

@@ -30,12 +30,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from hps.contract.compare import compare
-from hps.contract.problem import Problem
 from hps.contract.types import Budget
 from hps.costmodel.schedule.from_params import generated_instance
 from hps.costmodel.schedule.params import dense_size_fits
 from hps.costmodel.schedule.plan import evaluate_plan, schedule_plan
+from hps.methods.compare import compare
+from hps.methods.problem import Problem
 from hps.methods.search.climb_at_scale import best_single_type, climb_at_scale
 from hps.placement.agent.evaluation import best_greedy_refined, climb_cost
 from hps.placement.agent.planner import best_by_numpy, candidate_schedules

@@ -84,9 +84,9 @@ def _solve(instance, seconds: float, incumbent=None) -> dict:
 def run_item(config: ParallelHardConfig, seed: int) -> dict:
     from hps.config.loaders import load_catalog
     from hps.config.paths import resolve_topology
-    from hps.contract.compare import compare
-    from hps.contract.problem import Problem
     from hps.contract.types import Budget
+    from hps.methods.compare import compare
+    from hps.methods.problem import Problem
     from hps.studies.hard_instances import SPLITS, generate
 
     base = load_catalog(resolve_topology(config.catalog, "catalogs", "catalog"))

@@ -17,8 +17,8 @@ from pathlib import Path
 import jax
 
 from hps.config.types import Catalog, Job, Workload
-from hps.contract.registry import planner_names
 from hps.costmodel.schedule import build_params
+from hps.methods.registry import planner_names
 from hps.report.placement import schedule_report
 from hps.studies.base import ExperimentConfig
 from hps.workloads import build_workload
@@ -138,10 +138,10 @@ def compare_on_instance(
     time, compile excluded; the policy's plan_seconds), and ratio = cost / the best cost found,
     which is the proven optimum when optimum_known. pad_layers: pad the instance to this many
     layers (masked), so instances of different depths share the searches' compiles."""
-    from hps.contract.compare import compare
-    from hps.contract.problem import Problem
     from hps.contract.types import Budget
     from hps.costmodel.schedule.provisioning import build_instance
+    from hps.methods.compare import compare
+    from hps.methods.problem import Problem
     from hps.placement.agent.planner import plan
 
     inst = build_instance(workload, catalog, job)

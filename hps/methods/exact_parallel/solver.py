@@ -31,8 +31,11 @@ from hps.costmodel.parallel.problem import FLOOR_TOLERANCE, ParallelProblem
 from hps.costmodel.parallel.score import score_plan
 from hps.methods.exact_parallel.caps import CapPrices
 from hps.methods.exact_parallel.dfs import search_region
+from hps.methods.exact_parallel.micro_batches import ordered
 from hps.methods.exact_parallel.table import SharedTables, StageTable, TableUnfinished
 
+SEEDS = 8
+"""One-stage plans of each micro-batch offered as incumbents, cheapest first, until one is feasible."""
 SPLIT = 0.01
 """A region whose largest τ may range over more than this ratio is halved (geometrically) so
 that each half is bounded by its own least τ."""
@@ -245,15 +248,25 @@ def solve_parallel(
     best = _Best()
     if incumbent is not None:
         best.offer(problem, incumbent.stages, incumbent.micro_batch)
+    choices = [(work_floor(problem), b) for b in problem.micro_batch_choices()]
+    if len(choices) > 1:  # every one-stage plan as an incumbent; the micro-batches by their bound
+        choices, seeds = ordered(problem, [b for _, b in choices])
+        for b, plans in seeds.items():
+            for _, stage in plans[:SEEDS]:
+                if best.offer(problem, (stage,), b).feasible:
+                    break
     open_bound, searched = math.inf, []
-    for b in problem.micro_batch_choices():
-        if deadline.passed():  # the micro-batches left unsearched: bound them by the work alone
-            open_bound = min(open_bound, work_floor(problem))
+    for index, (work, b) in enumerate(choices):
+        if work >= best.cost * (1 - ROUNDING):  # no plan under b can beat the best
+            continue
+        left = min(w for w, _ in choices[index:])
+        if deadline.passed():  # the micro-batches left unsearched: bound them by their work
+            open_bound = min(open_bound, left)
             break
         try:
             micro = _Micro(problem, b, best, tables, deadline)
-        except TableUnfinished:  # this micro-batch and those left: bounded by the work alone
-            open_bound = min(open_bound, work_floor(problem))
+        except TableUnfinished:  # this micro-batch and those left: bounded by their work
+            open_bound = min(open_bound, left)
             break
         searched.append(micro)
         # stage counts by their work bound, least first: good plans come early and prune the rest

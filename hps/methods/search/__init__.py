@@ -4,5 +4,5 @@ gradient search (straight-through Gumbel-softmax over schedule logits). The opti
 plan is the exact solver's, `hps.methods.exact_schedule`.
 
 Each is a planner of the schedule model, `plan(problem, budget, *, warmup=True, **options) ->
-PlanResult`, reached by name through `hps.contract.registry`.
+PlanResult`, reached by name through `hps.methods.registry`.
 """

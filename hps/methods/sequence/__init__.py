@@ -1,5 +1,5 @@
 """The parallel-plan model's planners, each `plan(problem, budget) -> PlanResult` (registered in
-`hps.contract.registry`). Every planner but `exact` searches type sequences over segments (runs of
+`hps.methods.registry`). Every planner but `exact` searches type sequences over segments (runs of
 layers between allowed cuts) and completes each exactly with the solver restricted to it.
 
 completion   segments, the cached completions, the moves between sequences

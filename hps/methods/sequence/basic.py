@@ -8,9 +8,9 @@ import itertools
 import math
 from collections.abc import Callable
 
-from hps.contract.problem import Problem
 from hps.contract.types import Budget, Plan, PlanResult, SpaceTooLarge
 from hps.methods.exact_parallel.solver import solve_parallel
+from hps.methods.problem import Problem
 from hps.methods.sequence.completion import Completions, Sequence, range_moves, single_type
 
 IMPROVES = 1e-12

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from hps.contract.problem import Problem
 from hps.contract.types import Budget, PlanResult
+from hps.methods.problem import Problem
 from hps.methods.sequence.basic import best_single, descend
 from hps.methods.sequence.completion import (
     Completions,

@@ -20,11 +20,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from hps.contract.problem import Problem
-from hps.contract.registry import run
 from hps.contract.types import Budget
 from hps.costmodel.schedule.cost import segment_table
 from hps.costmodel.schedule.from_params import generated_instance
+from hps.methods.problem import Problem
+from hps.methods.registry import run
 from hps.methods.search.refine import climb_from_single, refine
 from hps.methods.search.scoring import RANK_FEASIBLE, batch_best, score
 from hps.placement.agent.planner import candidate_schedules

@@ -6,10 +6,10 @@ import dataclasses
 import math
 from collections.abc import Callable, Sequence
 
-from hps.contract.problem import Problem
-from hps.contract.registry import run
 from hps.contract.types import Budget, NotApplicable, PlanResult, SpaceTooLarge
 from hps.errors import InstanceTooLarge, SearchSpaceTooLarge
+from hps.methods.problem import Problem
+from hps.methods.registry import run
 
 YARDSTICK = "exact"
 """The planner every other is measured against: its plan is the proven optimum where its gap is 0,

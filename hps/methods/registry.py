@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import importlib
 
-from hps.contract.problem import MODELS, Problem
 from hps.contract.types import Budget, Planner, PlanResult
 from hps.errors import ConfigError
+from hps.methods.problem import MODELS, Problem
 
 PLANNERS: dict[str, dict[str, str]] = {
     "exact": {"schedule": "hps.methods.exact_schedule.solver:plan", "parallel": "hps.methods.sequence.basic:exact"},
