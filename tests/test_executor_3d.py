@@ -240,3 +240,33 @@ def test_adjacent_stages_of_one_type_run_each_on_its_own_devices_and_train_like_
     assert run.report["micro_batches"] == 4
     assert [s["replicas"] for s in run.report["stages"]] == [2, 2]
     assert run.predicted_throughput == pytest.approx(out["predicted_throughput"], rel=1e-12)
+
+
+def test_a_plan_file_runs_as_the_positional_argument_and_one_too_wide_is_refused_with_its_count(tmp_path, capsys):
+    """`hps execute PLAN.json` of a `hps search --out` file runs it as `--plan` does; a stage needing
+    more devices than its pool has is refused before anything runs, naming the stage and the count."""
+    import json
+
+    from hps.cli.main import main
+
+    plan = {
+        "format": "hps-plan/2",
+        "workload": "mlp",
+        "catalog": str(Path(__file__).parent / "data" / "pods.toml"),
+        "job": {"batch": 16, "micro_batch": 4, "throughput": 100, "samples": 1e6}
+        | {"precision": "fp32-sgd", "zero": 0, "recompute": "none"},
+        "stages": [
+            {"first": 0, "last": 1, "type": "gpu", "tp": 1, "dp": 2},
+            {"first": 2, "last": 3, "type": "gpu", "tp": 2, "dp": 2},
+        ],
+    }
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan))
+    assert main(["execute", str(path), "--devices", "gpu=0-7", "--steps", "2", "--check", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [(s["replicas"], s["tensor"]) for s in out["stages"]] == [(2, 1), (2, 2)] and out["equivalent"] is True
+    plan["stages"][1]["dp"] = 4  # tp 2 x dp 4 = 8 devices of a 4-device pool
+    path.write_text(json.dumps(plan))
+    assert main(["execute", str(path), "--devices", "gpu=0-3", "--steps", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "stages[1].dp" in err and "8 devices of gpu" in err and "has 4" in err and "Traceback" not in err

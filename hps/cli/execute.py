@@ -1,8 +1,8 @@
 """`hps execute [PLAN.json]`: run a plan as real sharded JAX training (docs/executor.md).
 
 The plan is a schedule (`--schedule`, or the "schedule" of `hps plan --out PLAN.json`, whose
-"instance" also names the workload, catalogue and job), or a parallel plan file (`--plan FILE`,
-hps-plan/2: stages with tensor- and data-parallel degrees and a micro-batch). `--tensor` and
+"instance" also names the workload, catalogue and job), or a parallel plan file (`PLAN.json` or
+`--plan FILE`, hps-plan/2: stages with tensor- and data-parallel degrees and a micro-batch). `--tensor` and
 `--replicas` override the degrees. Stages run on device pools per resource type (`--devices
 cpu=0-3,v100=4-7`, or by device kind). Prints measured vs predicted (the parallel-plan model on
 `--clock`) time per stage and throughput; `--check` also trains the same model on one device and
@@ -41,7 +41,11 @@ PLAN_KEYS = ("workload", "catalog", "batch", "throughput", "samples", "collectiv
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("execute", help="run a plan as real sharded JAX training and measure it")
-    parser.add_argument("plan", nargs="?", help="plan JSON written by `hps plan --out` (instead of the flags)")
+    parser.add_argument(
+        "plan",
+        nargs="?",
+        help="a plan file: `hps search --out` (hps-plan/2, as --plan) or `hps plan --out` (instead of the flags)",
+    )
     add_instance_args(parser, workload_required=False, pipeline=False)
     parser.set_defaults(**dict.fromkeys(FLAG_DEFAULTS))  # unset, so a plan file can fill them
     parser.add_argument("--schedule", help="comma-separated resource type per layer")
@@ -161,6 +165,10 @@ def run(args) -> int:
     from hps.report.execution import format_execution
 
     out = output_path(args.out)
+    if args.plan and plan_format(args.plan) is not None:  # a plan file (hps-plan/N) runs as --plan does
+        if args.parallel_plan:
+            raise ConfigError("--plan", "plan", "give the plan file once (PLAN.json or --plan), not both")
+        args = Namespace(**{**vars(args), "parallel_plan": args.plan, "plan": None})
     if args.plan and args.parallel_plan:
         raise ConfigError("--plan", "plan", "give a schedule plan (PLAN.json) or a parallel plan (--plan), not both")
     if args.parallel_plan and args.schedule:
@@ -239,6 +247,15 @@ def run(args) -> int:
         if out:
             write_json(out, {**report, "produced_by": produced})
     return 0
+
+
+def plan_format(path: str) -> str | None:
+    """The "format" a JSON file names (plan files: "hps-plan/2"), None where it names none (a
+    schedule plan of `hps plan --out`); ConfigError naming the file when it is not JSON."""
+    from hps.config.planfile import load_json_value
+
+    value = load_json_value(path, path)
+    return value.get("format") if isinstance(value, dict) else None
 
 
 def parse_replicas(text: str | None, flag: str = "--replicas") -> tuple[int, ...] | None:

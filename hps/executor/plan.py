@@ -124,12 +124,28 @@ def micro_batch_count(batch: int, replicas: list[int], wanted: int) -> int:
     )
 
 
+def check_plan_fits(plan: Plan, pools: dict) -> None:
+    """ConfigError naming the plan's stage field when a stage needs more devices (tp·dp) than
+    its type's pool on this machine holds."""
+    for j, stage in enumerate(plan.stages):
+        have = len(pools[stage.type])
+        if stage.tp * stage.dp > have:
+            raise ConfigError(
+                "plan",
+                f"stages[{j}].dp",
+                f"the stage runs tp {stage.tp} x dp {stage.dp} = {stage.tp * stage.dp} devices of {stage.type}, "
+                f"but this machine's pool of {stage.type} has {have} (give --devices, or run it where it fits)",
+            )
+
+
 def executed_degrees(problem: Problem, plan: Plan, pools: dict, options: ExecuteOptions) -> tuple[list[int], list[int]]:
     """(d, t) per stage as they run: t the plan's tp (or `options.tensor`); d the plan's dp
     exactly in the parallel-plan model (or `options.replicas`), else the largest count within the
     replicas the schedule model provisioned and the pool that fills whole network dimensions."""
     names = [stage.type for stage in plan.stages]
     networks = [problem.catalog.resources[problem.catalog.index(n)].network for n in names]
+    if options.tensor is None and options.replicas is None and problem.parallel:
+        check_plan_fits(plan, pools)
     tensor = stage_tensor(options.tensor or [stage.tp for stage in plan.stages], names, pools)
     forced = options.replicas
     if forced is None and problem.parallel:
