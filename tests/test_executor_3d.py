@@ -221,7 +221,7 @@ def test_adjacent_stages_of_one_type_run_each_on_its_own_devices_and_train_like_
         "job": {"batch": 16, "micro_batch": 4, "throughput": 100, "samples": 1e6}
         | {"precision": "fp32-sgd", "zero": 0, "recompute": "none"},
         "stages": [
-            {"first": 0, "last": 1, "type": "gpu", "tp": 1, "dp": 2},
+            {"first": 0, "last": 1, "type": "gpu", "tp": 2, "dp": 2},
             {"first": 2, "last": 3, "type": "gpu", "tp": 2, "dp": 2},
         ],
     }
@@ -230,7 +230,7 @@ def test_adjacent_stages_of_one_type_run_each_on_its_own_devices_and_train_like_
     argv = ["execute", "--plan", str(path), "--devices", "gpu=0-7", "--steps", "2", "--check", "--json"]
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
-    assert [(s["first_layer"], s["replicas"], s["tensor"]) for s in out["stages"]] == [(0, 2, 1), (2, 2, 2)]
+    assert [(s["first_layer"], s["replicas"], s["tensor"]) for s in out["stages"]] == [(0, 2, 2), (2, 2, 2)]
     assert out["micro_batches"] == 4 and out["equivalent"] is True
     assert out["predicted_throughput"] > 0 and out["clock"] == "roofline"
 
@@ -270,3 +270,34 @@ def test_a_plan_file_runs_as_the_positional_argument_and_one_too_wide_is_refused
     assert main(["execute", str(path), "--devices", "gpu=0-3", "--steps", "2"]) == 2
     err = capsys.readouterr().err
     assert "stages[1].dp" in err and "8 devices of gpu" in err and "has 4" in err and "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_a_three_stage_plan_file_mixing_tp_1_2_and_4_trains_like_one_device(tmp_path, capsys):
+    """transformer-small as embedding + block 1 (t 1, d 2) | block 2 (t 2) | head and loss (t 4) on
+    8 host devices of a type whose tensor-parallel limit is 4."""
+    import json
+
+    from hps.cli.main import main
+
+    catalog = tmp_path / "pods4.toml"
+    text = (Path(__file__).parent / "data" / "pods.toml").read_text()
+    catalog.write_text(text.replace("max_units = 8\n", "max_units = 8\ntp_max = 4\n"))
+    plan = {
+        "format": "hps-plan/2",
+        "workload": "transformer-small",
+        "catalog": str(catalog),
+        "job": {"batch": 16, "micro_batch": 4, "throughput": 100, "samples": 1e6}
+        | {"precision": "fp32-sgd", "zero": 0, "recompute": "none"},
+        "stages": [
+            {"first": 0, "last": 2, "type": "gpu", "tp": 1, "dp": 2},
+            {"first": 3, "last": 4, "type": "gpu", "tp": 2, "dp": 1},
+            {"first": 5, "last": 6, "type": "gpu", "tp": 4, "dp": 1},
+        ],
+    }
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan))
+    assert main(["execute", str(path), "--devices", "gpu=0-7", "--steps", "3", "--check", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [s["tensor"] for s in out["stages"]] == [1, 2, 4]
+    assert out["equivalent"] is True and out["max_param_rel_diff"] <= 1e-5
