@@ -5,7 +5,8 @@ dimension count (docs/collective-model.md)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import os
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -110,7 +111,7 @@ def allreduce_batch(
     policy: str = "themis",
     intra: str = "scf",
 ) -> list[AllReduce]:
-    """`allreduce` on each of `networks`, in their order, simulated as one jitted, vmapped call per
+    """`allreduce` on each of `networks` (any iterable), in their order, simulated as one jitted, vmapped call per
     number of dimensions (one large call suits an accelerator; compile once per dimension count).
     The results carry no timeline."""
     import jax
@@ -120,7 +121,10 @@ def allreduce_batch(
     from hps.collective.model.simulator import simulate_allreduce
     from hps.collective.model.themis import padded_chunks
 
-    if isinstance(networks, (str, Network)) or not isinstance(networks, Sequence) or not networks:
+    if isinstance(networks, (str, os.PathLike, Network)) or not isinstance(networks, Iterable):
+        raise ConfigError("networks", "", "must be a non-empty sequence of networks (names, paths or Network)")
+    networks = tuple(networks)  # any iterable, a generator read once
+    if not networks:
         raise ConfigError("networks", "", "must be a non-empty sequence of networks (names, paths or Network)")
     nets = [load_network(n, source=f"networks[{i}]") for i, n in enumerate(networks)]
     size, chunks = _checked(size_bytes, chunks, policy, intra, BATCH_POLICIES)

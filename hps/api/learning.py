@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from hps.api.checks import check_count, check_positive, check_seed
+from hps.api.checks import check_count, check_flag, check_path, check_positive, check_seed
 from hps.api.planning import Problem, checked_problem
 from hps.contract.types import PlanResult
 from hps.errors import ConfigError
@@ -34,6 +34,7 @@ def train(config, out: str | os.PathLike, *, minutes: float | None = None) -> Tr
 
     if not isinstance(config, (TrainConfig, CollectiveTrainConfig)):
         raise ConfigError("config", "", f"must be a TrainConfig or CollectiveTrainConfig, got {type(config).__name__}")
+    out = check_path(out, "out")
     if minutes is not None:
         minutes = check_positive(minutes, "minutes")
     state, records = train_session(config, out, minutes=minutes)
@@ -47,10 +48,11 @@ class Policy:
     def __init__(self, path: str | os.PathLike, step: int | None = None):
         from hps.placement.agent.checkpoint import load_policy as load
 
+        path = check_path(path, "path")
         if step is not None:
             step = check_count(step, "step", 0)
         self.functions, self.params, self.spec = load(path, step)
-        self.path = os.fspath(path)
+        self.path = path
 
     @property
     def step(self) -> int:
@@ -75,7 +77,7 @@ class Policy:
             problem.job,
             samples=plans,
             seed=seed,
-            polish=bool(refine),
+            polish=check_flag(refine, "refine"),
         )
         return sampled_result(problem, result)
 

@@ -68,8 +68,11 @@ def default_job(workload: Workload, *, source: str = "job", **fields: object) ->
     sharding, and the parallel-plan fields micro_batch, precision, zero, recompute), with `fields`
     replacing any of them (e.g. throughput=500.0). ConfigError naming `source` when the workload
     has no defaults and batch, throughput or samples are not given, or a value is out of its domain."""
+    from hps.api.checks import plain_job
     from hps.config.validation import PARALLEL_JOB_FIELDS, validate_job, with_parallel_fields
 
+    if not isinstance(workload, Workload):
+        raise ConfigError("workload", "", f"must be a hps Workload (hps.load_workload), got {type(workload).__name__}")
     known = {name for name in Job.__dataclass_fields__}
     unknown = sorted(set(fields) - known)
     if unknown:
@@ -88,27 +91,29 @@ def default_job(workload: Workload, *, source: str = "job", **fields: object) ->
     for name in ("collective", "chunks"):
         if name in fields:
             values[name] = fields[name]
-    job = Job(**values)
+    job = plain_job(Job(**values))
     validate_job(job, source=source)
     given = {name: fields.get(name) for name in PARALLEL_JOB_FIELDS}
-    return with_parallel_fields(job, defaults, given, source=source)
+    return plain_job(with_parallel_fields(job, defaults, given, source=source))
 
 
 def read_plan(path: PathLike) -> PlanFile:
     """A plan file (format hps-plan/2: workload, catalogue, job and stages) as a `PlanFile`;
     ConfigError naming the file and the field that is wrong."""
+    from hps.api.checks import check_path
     from hps.config.planfile import read_plan_file
 
-    return read_plan_file(path)
+    return read_plan_file(check_path(path, "path"))
 
 
 def write_plan(plan: PlanFile, path: PathLike) -> None:
     """Write `plan` as a plan file (hps-plan/2), atomically."""
+    from hps.api.checks import check_path
     from hps.config.planfile import write_plan_file
 
     if not isinstance(plan, PlanFile):
-        raise ConfigError("plan", "", f"must be a hps PlanFile (PlanOutcome.plan_file()), got {type(plan).__name__}")
-    write_plan_file(plan, path)
+        raise ConfigError("plan", "", f"must be a hps PlanFile (Problem.plan_file(result)), got {type(plan).__name__}")
+    write_plan_file(plan, check_path(path, "path"))
 
 
 def derive_workload(model, batch: int = 64, *, name: str | None = None, seed: int = 0) -> Workload:
@@ -120,8 +125,9 @@ def derive_workload(model, batch: int = 64, *, name: str | None = None, seed: in
 
     if not isinstance(model, LayeredModel):
         raise ConfigError("model", "", f"must be a hps LayeredModel (hps.models.base), got {type(model).__name__}")
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise ConfigError("batch", "", f"must be a positive integer, got {batch!r}")
+    from hps.api.checks import check_count
+
+    batch = check_count(batch, "batch")
     name = name or getattr(model, "name", None) or "derived"
     description = f"derived by XLA cost analysis at batch {batch}"
     return derive(model, batch=batch, name=name, description=description, seed=seed)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from hps.api.checks import check_count, check_positive, check_seed
+from hps.api.checks import check_count, check_flag, check_positive, check_seed
 from hps.api.planning import Problem, checked_parallel_plan, checked_problem, plan_of
 from hps.contract.types import Plan, PlanResult
 from hps.errors import ConfigError
@@ -87,7 +87,7 @@ def execute(
         devices=devices,
         learning_rate=learning_rate,
         seed=seed,
-        check=bool(check),
+        check=check_flag(check, "check"),
     )
     report = execute_plan(model, problem, plan, options)
     return Execution(

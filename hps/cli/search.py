@@ -50,7 +50,11 @@ def register(subparsers) -> None:
         "sites and links) with --method's planner (default: its exact solver); the default for workloads "
         "whose job names a finite micro-batch count (the LLMs) unless --micro-batches is given",
     )
-    parser.add_argument("--out", help="with --parallel: write the plan file (hps-plan/2) here")
+    parser.add_argument(
+        "--out",
+        help="with --parallel: write the plan file (hps-plan/2) here; where no plan is found, nothing is written "
+        "(a file already there is left as it was) and the exit status is 1",
+    )
     parser.add_argument(
         "--warm-start",
         metavar="CHECKPOINT",
@@ -115,9 +119,10 @@ def run(args) -> int:
     workload, catalog, job = resolve_instance(args)
     parallel = args.parallel or args.out is not None or args.warm_start is not None or args.clock != "roofline"
     if parallel or _pipelined(args, workload):
-        from hps.cli.search_parallel import search_parallel
+        from hps.cli.search_parallel import check_whole_samples, search_parallel
 
         job = parallel_job(args, workload, job)
+        check_whole_samples(args, job)
         return search_parallel(
             args, Problem(workload, catalog, job, parallel=True, clock=args.clock), _budget(args), _compare
         )

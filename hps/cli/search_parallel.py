@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
+import sys
 import time
 
 from hps.cli.common import output_path, print_json
@@ -36,10 +38,33 @@ def _row(result, comparison) -> dict:
     }
 
 
+def check_whole_samples(args, job) -> None:
+    """ConfigError unless the parallel-plan model can take `job` (whole samples: an integer batch
+    and micro-batch), naming the flag that set the value, else the workload's defaults field."""
+    from hps.config.validation import check_parallel_model_job
+
+    try:
+        check_parallel_model_job(job, "command line")
+    except ConfigError as error:
+        flag = {"batch": "batch", "micro_batch": "job_micro_batch"}[error.field]
+        if getattr(args, flag, None) is None:
+            raise ConfigError(args.workload, f"defaults.{error.field}", error.problem) from None
+        raise ConfigError(f"--{error.field.replace('_', '-')}", error.field, error.problem) from None
+
+
+def recorded(spec: str) -> str:
+    """What a plan file records for --workload or --catalog `spec`: a file's absolute path (so
+    the plan reads the same data from any folder), a zoo or shipped name as given."""
+    from hps.api.planning import recorded_source
+
+    return recorded_source(spec, spec)
+
+
 def search_parallel(args, problem, budget, compare) -> int:
     """Plan with --method's planner (exact by default; 'all': every planner beside the exact
-    solver) within --seconds each and --budget evaluations; the best plan written with --out.
-    compare: the command's comparison (with its progress bar)."""
+    solver) within --seconds each and --budget evaluations; the best plan written with --out
+    (where none is found: nothing written, "written": null, exit status 1). compare: the
+    command's comparison (with its progress bar)."""
     from hps.contract.types import gap_of
     from hps.methods.registry import planner_names
     from hps.report.parallel import format_parallel
@@ -73,14 +98,18 @@ def search_parallel(args, problem, budget, compare) -> int:
         warm_report["certificate_seconds"] = warm_report["incumbent_seconds"] + results[0].seconds if proven else None
         document["warm_start"] = warm_report
     job = problem.job
-    if out is not None and best.plan is not None:
-        from hps.config.planfile import write_plan_file
+    if out is not None:
+        document["written"] = None
+        if best.plan is not None:
+            from hps.config.planfile import write_plan_file
 
-        job_out = dataclasses.replace(job, micro_batch=float(best.plan.micro_batch))
-        write_plan_file(PlanFile(args.workload, args.catalog, job_out, best.plan.stages), out)
+            job_out = dataclasses.replace(job, micro_batch=float(best.plan.micro_batch))
+            write_plan_file(PlanFile(recorded(args.workload), recorded(args.catalog), job_out, best.plan.stages), out)
+            document["written"] = str(out)
+    missing = out is not None and best.plan is None
     if args.json:
         print_json(document)
-        return 0
+        return _not_written(out) if missing else 0
     print(f"{problem.workload.name} on {problem.catalog.name}: batch {job.batch:g}, floor {job.throughput:g} "
           f"samples/s, {job.precision}, ZeRO {job.zero}, recompute {job.recompute}")  # fmt: skip
     if len(results) > 1 or compared.skipped:
@@ -88,7 +117,7 @@ def search_parallel(args, problem, budget, compare) -> int:
         print(f"\nbest ({best.planner}):")
     if best.plan is None:
         print(f"no feasible plan found in {best.seconds:.2f} s ({best.planner})")
-        return 0
+        return _not_written(out) if missing else 0
     print(format_parallel(document))
     if head.planner == "exact" or document["gap"] is not None:
         gap = document["gap"]
@@ -108,6 +137,14 @@ def search_parallel(args, problem, budget, compare) -> int:
     if out is not None:
         print(f"wrote {out}")
     return 0
+
+
+def _not_written(out) -> int:
+    """Say on standard error that no plan was written to `out` (and that a file already there is
+    not this search's plan: it is left as it was); the exit status 1."""
+    older = " (the file there is an older plan, not this search's; it was left as it was)"
+    print(f"hps search: no plan found; {out} was not written{older if os.path.lexists(out) else ''}", file=sys.stderr)
+    return 1
 
 
 def _warm_start(checkpoint: str, problem, budget) -> tuple:

@@ -6,6 +6,8 @@ proven optimum."""
 from __future__ import annotations
 
 import math
+import signal
+import sys
 import time
 
 from hps.cli.common import add_instance_args, add_seed_arg, figure_path, float_range, int_range, print_json
@@ -13,6 +15,9 @@ from hps.cli.parallel import add_clock_arg
 from hps.errors import ConfigError
 
 CERTIFY_SECONDS = 60.0
+LARGE_SWEEP_SECONDS = 60.0
+"""A sweep that may take this long (seconds, `estimate_seconds`) or longer says so on standard
+error before it starts."""
 
 
 def _numbers(flag: str):
@@ -86,18 +91,67 @@ def _stages(point) -> list[dict] | None:
     return [{"type": s.type, "first": s.first, "last": s.last, "tp": s.tp, "dp": s.dp} for s in point.plan.stages]
 
 
+def _row(p) -> dict:
+    """A point's row of the `--json` document."""
+    return {
+        "floor": p.floor,
+        "price_scale": p.price_scale,
+        "cost": p.cost if p.feasible else None,
+        "feasible": p.feasible,
+        "plan": None if p.plan is None else {"micro_batch": p.plan.micro_batch, "stages": _stages(p)},
+    }
+
+
+def check_points(floors: int, scales: int) -> int:
+    """The sweep's points (floors x price scales); ConfigError naming the flag with more values
+    past MAX_SWEEP_POINTS, before any work."""
+    from hps.config.limits import MAX_SWEEP_POINTS
+
+    points = floors * scales
+    if points > MAX_SWEEP_POINTS:
+        flag, field = ("--floors", "floors") if floors >= scales else ("--price-scale", "price_scale")
+        size = f"{_count(floors, 'floor')} x {_count(scales, 'price scale')} = {points:,} points"
+        raise ConfigError(
+            flag, field, f"{size}; a sweep plans at most {MAX_SWEEP_POINTS:,} (split it into several sweeps)"
+        )
+    return points
+
+
+def estimate_seconds(points: int, args) -> float:
+    """The most seconds the sweep's search takes, about: each point within --point-seconds, the
+    first within six times that and planned once more; then each checked point's exact solve
+    (--certify x --certify-seconds). A point left without a plan may be planned once more."""
+    return (points + 6) * args.point_seconds + min(args.certify, points) * args.certify_seconds
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
 def run(args) -> int:
-    import numpy as np
+    from tqdm import tqdm
 
     from hps.api.planning import Problem
     from hps.cli.common import resolve_instance
     from hps.cli.parallel import parallel_job
-    from hps.methods.sequence.sweep import Sweep, certify
+    from hps.cli.search_parallel import check_whole_samples
+    from hps.io.runfolder import stop
+    from hps.methods.sequence.sweep import Sweep
 
+    total = check_points(len(args.floors), len(args.price_scale))
     plot = figure_path(args.plot)
     started = time.perf_counter()
     workload, catalog, job = resolve_instance(args)
     job = parallel_job(args, workload, job)
+    check_whole_samples(args, job)
     scaled = None
     if args.scale_types:
         scaled = tuple(name.strip() for name in args.scale_types.split(",") if name.strip())
@@ -108,27 +162,40 @@ def run(args) -> int:
             raise ConfigError("--scale-types", "scale_types", f"unknown resource type {name!r}; choose among {choices}")
     base = Problem(workload, catalog, job, parallel=True, clock=args.clock).parallel_problem
     sweep = Sweep(base, scaled, point_seconds=args.point_seconds, first_seconds=6 * args.point_seconds)
-    proposals = _proposals(args, workload, catalog, job, sweep)
-    points = sweep.run(args.floors, args.price_scale, proposals)
-    planned = time.perf_counter() - started
-    rows = [
-        {
-            "floor": p.floor,
-            "price_scale": p.price_scale,
-            "cost": p.cost if p.feasible else None,
-            "feasible": p.feasible,
-            "plan": None if p.plan is None else {"micro_batch": p.plan.micro_batch, "stages": _stages(p)},
-        }
-        for p in points
-    ]
-    if args.certify:
-        rng = np.random.default_rng(args.seed)
-        for i in sorted(rng.choice(len(points), size=min(args.certify, len(points)), replace=False).tolist()):
-            found = certify(base, points[i], scaled, args.certify_seconds)
-            rows[i]["certify_seconds"] = found.seconds
-            rows[i]["certified_bound"] = found.bound if math.isfinite(found.bound) else None
-            if found.gap == 0.0:
-                rows[i]["proven_optimum"] = found.cost if math.isfinite(found.cost) else None
+    most = estimate_seconds(total, args)
+    if most >= LARGE_SWEEP_SECONDS:
+        size = f"{_count(len(args.floors), 'floor')} x {_count(len(args.price_scale), 'price scale')}"
+        checked = f", {args.certify_seconds:g} s a checked point" if args.certify else ""
+        print(f"hps sweep: {total:,} points ({size}), at most about {_duration(most)} ({args.point_seconds:g} s a "
+              f"point{checked})", file=sys.stderr)  # fmt: skip
+    done: dict = {}
+    bar = tqdm(total=total, desc="sweep", unit="point", file=sys.stderr, disable=args.json, leave=False, mininterval=0)
+
+    def finished(point) -> None:
+        key = (point.floor, point.price_scale)
+        new, done[key] = key not in done, point
+        bar.update(new)
+
+    rows = None
+    try:
+        proposals = _proposals(args, workload, catalog, job, sweep)
+        points = sweep.run(args.floors, args.price_scale, proposals, on_point=finished)
+        planned = time.perf_counter() - started
+        rows = [_row(p) for p in points]
+        if args.certify:
+            _certify(args, base, scaled, points, rows)
+    except KeyboardInterrupt as error:  # SIGINT, SIGTERM, SIGHUP: what is finished is kept
+        bar.close()
+        if rows is None:
+            planned = time.perf_counter() - started
+            rows = [_row(done[key]) for key in ((f, s) for s in args.price_scale for f in args.floors) if key in done]
+        signum = getattr(error, "signum", signal.SIGINT)
+        document = {"points": rows, "seconds": planned, "interrupted": signal.Signals(signum).name}
+        document["points_total"] = total
+        _output(document, args, workload, catalog, planned, None)
+        raise
+    finally:
+        bar.close()
     document = {"points": rows, "seconds": planned}
     if args.certify:
         document["certify_seconds"] = time.perf_counter() - started - planned
@@ -136,11 +203,38 @@ def run(args) -> int:
         from hps.report.sweep import save_sweep
 
         save_sweep(plot, f"{workload.name} on {catalog.name}: cost of each point's plan", rows)
+    with stop.deferred():  # a signal now waits until the document is out whole
+        _output(document, args, workload, catalog, planned, plot)
+    return 0
+
+
+def _certify(args, base, scaled, points, rows) -> None:
+    """--certify: that many points drawn at random solved by the exact solver, warm-started with
+    the point's plan; each row gets certify_seconds, certified_bound and (where proven)
+    proven_optimum."""
+    import numpy as np
+
+    from hps.methods.sequence.sweep import certify
+
+    rng = np.random.default_rng(args.seed)
+    for i in sorted(rng.choice(len(points), size=min(args.certify, len(points)), replace=False).tolist()):
+        found = certify(base, points[i], scaled, args.certify_seconds)
+        rows[i]["certify_seconds"] = found.seconds
+        rows[i]["certified_bound"] = found.bound if math.isfinite(found.bound) else None
+        if found.gap == 0.0:
+            rows[i]["proven_optimum"] = found.cost if math.isfinite(found.cost) else None
+
+
+def _output(document, args, workload, catalog, planned, plot) -> None:
+    """The document on standard output (--json), else its table; an interrupted sweep's says
+    how many of its points were finished."""
     if args.json:
         print_json(document)
-        return 0
-    _print(rows, workload, catalog, planned, args, plot)
-    return 0
+        return
+    _print(document["points"], workload, catalog, planned, args, plot)
+    if document.get("interrupted"):
+        print(f"interrupted by {document['interrupted']}: {len(document['points'])} of {document['points_total']} "
+              "points finished (shown above)")  # fmt: skip
 
 
 def _print(rows, workload, catalog, planned, args, plot) -> None:

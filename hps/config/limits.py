@@ -123,6 +123,10 @@ MAX_PLANS = 2**20
 at once, about a kilobyte each for a small workload (a GiB at this count), and the top-k over
 plans x types must stay an int32 index."""
 
+MAX_SWEEP_POINTS = 10_000
+"""Points (floors x price scales) one `hps sweep` plans at most: each takes up to --point-seconds
+(5 s by default), so this many take up to about 14 hours; more is refused before any work."""
+
 MAX_SEARCH_BUDGET = 10**7
 """Evaluations `hps search --budget` asks at most: a random search scores about 1e7 plans of a
 small workload in seconds, the genetic search and large workloads take minutes at this count."""

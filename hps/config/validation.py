@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+import numbers
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -184,6 +185,22 @@ def as_number(value: Any, source: str, path: str) -> float:
     return float(value)
 
 
+def as_real(value: Any) -> float | None:
+    """`value` as a float when it is a real number (int, float, a numpy integer or float scalar;
+    not a bool), an int too large for a float as ±inf; else None."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def is_integer(value: Any) -> bool:
+    """Whether `value` is an integer (int or a numpy integer scalar; not a bool)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
 def get_positive(table: dict[str, Any], key: str, source: str, prefix: str) -> float:
     """A number field > 0, as float."""
     path = field_path(prefix, key)
@@ -244,11 +261,12 @@ def check_range(
 
 def check_micro_batches(value: Any, source: str, path: str) -> float:
     """Micro-batches per iteration: a positive integer, or inf (no pipeline bubble), as float."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+    number = as_real(value)
+    if number is None or math.isnan(number):
         raise ConfigError(source, path, f"must be a positive integer or inf, got {describe(value)}")
-    if value <= 0 or (math.isfinite(value) and value != int(value)):
-        raise ConfigError(source, path, f"must be a positive integer or inf, got {value!r}")
-    return float(value)
+    if number <= 0 or not (math.isinf(number) or number.is_integer()) or (math.isinf(number) and is_integer(value)):
+        raise ConfigError(source, path, f"must be a positive integer or inf, got {describe(value)}")
+    return number
 
 
 def check_micro_batches_split(micro_batches: float, batch: float, source: str, path: str) -> None:
@@ -284,17 +302,17 @@ def validate_job(job: Job, source: str = "job") -> None:
     number outside its range (hps.config.ranges), or a parallel-plan field out of its domain
     (`check_parallel_job`: micro_batch, precision, zero, recompute; their defaults all pass)."""
     for name in ("batch", "throughput", "samples"):
-        value = getattr(job, name)
-        if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-            raise ConfigError(source, name, f"must be a positive number, got {value!r}")
+        value = as_real(getattr(job, name))
+        if value is None or not (math.isfinite(value) and value > 0):
+            raise ConfigError(source, name, f"must be a positive number, got {describe(getattr(job, name))}")
         check_in_range(value, name, source, name)
-    if job.collective not in COLLECTIVE_POLICIES:
-        raise ConfigError(source, "collective", f"must be baseline or themis, got {job.collective!r}")
-    if not 1 <= job.chunks <= MAX_CHUNKS:
-        raise ConfigError(source, "chunks", f"must be in 1..{MAX_CHUNKS}, got {job.chunks!r}")
-    check_micro_batches(job.micro_batches, source, "micro_batches")
-    check_in_range(job.micro_batches, "micro_batches", source, "micro_batches")
-    check_micro_batches_split(job.micro_batches, job.batch, source, "micro_batches")
+    if not isinstance(job.collective, str) or job.collective not in COLLECTIVE_POLICIES:
+        raise ConfigError(source, "collective", f"must be baseline or themis, got {describe(job.collective)}")
+    if not is_integer(job.chunks) or not 1 <= job.chunks <= MAX_CHUNKS:
+        raise ConfigError(source, "chunks", f"must be an integer in 1..{MAX_CHUNKS}, got {describe(job.chunks)}")
+    micro_batches = check_micro_batches(job.micro_batches, source, "micro_batches")
+    check_in_range(micro_batches, "micro_batches", source, "micro_batches")
+    check_micro_batches_split(micro_batches, float(job.batch), source, "micro_batches")
     check_state_sharding(job.state_sharding, source, "state_sharding")
     check_parallel_job(job, source)
 
@@ -302,10 +320,9 @@ def validate_job(job: Job, source: str = "job") -> None:
 def check_micro_batch(value: Any, batch: float, source: str, path: str) -> float:
     """The micro-batch (samples per pipeline micro-batch across a stage's replicas) as float: a
     positive integer, at most `batch` (samples per iteration) and a divisor of it."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ConfigError(source, path, f"must be a positive integer (samples), got {value!r}")
-    if value < 1 or value != int(value):
-        raise ConfigError(source, path, f"must be a positive integer (samples), got {value!r}")
+    given, value = value, as_real(value)
+    if value is None or not math.isfinite(value) or value < 1 or not value.is_integer():
+        raise ConfigError(source, path, f"must be a positive integer (samples), got {describe(given)}")
     check_in_range(value, "micro_batch", source, path)
     if value > batch:
         raise ConfigError(source, path, f"micro-batch {value:g} exceeds the batch {batch:g}: must be at most batch")
@@ -328,9 +345,9 @@ def check_precision(value: Any, source: str, path: str) -> str:
 
 def check_zero(value: Any, source: str, path: str) -> int:
     """A ZeRO level, one of ZERO_LEVELS (0 to 3; an integer, not a bool)."""
-    if isinstance(value, bool) or value not in ZERO_LEVELS or not isinstance(value, int):
+    if not is_integer(value) or value not in ZERO_LEVELS:
         raise ConfigError(source, path, f"ZeRO level must be one of {', '.join(map(str, ZERO_LEVELS))}, got {value!r}")
-    return value
+    return int(value)
 
 
 def check_recompute(value: Any, source: str, path: str) -> str:
@@ -352,6 +369,16 @@ def check_parallel_job(job: Job, source: str) -> None:
     check_recompute(job.recompute, source, "recompute")
 
 
+def check_parallel_model_job(job: Job, source: str) -> None:
+    """Raise ConfigError naming `source` and the field where the parallel-plan model cannot take
+    `job`: it runs whole samples, so batch (samples per iteration) and micro_batch (where given)
+    must be whole numbers. The schedule model (fractional replicas) takes any positive batch."""
+    for name in ("batch", "micro_batch"):
+        value = as_real(getattr(job, name))
+        if value is not None and not value.is_integer():
+            raise ConfigError(source, name, f"the parallel-plan model runs whole samples: not an integer: {value:g}")
+
+
 PARALLEL_JOB_FIELDS = ("micro_batch", "precision", "zero", "recompute")
 """The job fields of the parallel-plan model that a workload's defaults may give."""
 
@@ -365,7 +392,8 @@ def with_parallel_fields(job: Job, defaults: JobDefaults | None, given: dict[str
         if value is None and defaults is not None:
             value = getattr(defaults, name)
         if value is not None:
-            values[name] = float(value) if name == "micro_batch" else value
+            number = as_real(value) if name == "micro_batch" else None
+            values[name] = value if number is None else number  # a non-number: validate_job names it
     job = dataclasses.replace(job, **values)
     validate_job(job, source=source)
     return job

@@ -52,6 +52,10 @@ class Problem:
         model = default_model(job) if model is None else model
         if model not in MODELS:
             raise ConfigError("model", "", f"must be one of {', '.join(MODELS)}, got {model!r}")
+        if model == "parallel":
+            from hps.config.validation import check_parallel_model_job
+
+            check_parallel_model_job(job, "job")
         self.workload, self.catalog, self.job, self.model = workload, catalog, job, model
         self.clock = clock_of(clock, model)
 
@@ -84,6 +88,10 @@ class Problem:
             raise ConfigError("with_job", unknown[0], "not a job field")
         job = dataclasses.replace(self.job, **changes)
         validate_job(job, source="with_job")
+        if self.parallel:
+            from hps.config.validation import check_parallel_model_job
+
+            check_parallel_model_job(job, "with_job")
         changed = copy.copy(self)
         for table in ("parallel_problem", "instance", "search_arrays"):
             changed.__dict__.pop(table, None)

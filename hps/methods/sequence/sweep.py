@@ -306,23 +306,28 @@ class Sweep:
             self.found[best.plan] = best.score.throughput
         return _point(floor, scale, best, best_sequence, completions, time.perf_counter() - started)
 
-    def run(self, floors, scales, proposals: list[Sequence] = ()) -> list[SweepPoint]:
+    def run(self, floors, scales, proposals: list[Sequence] = (), on_point=None) -> list[SweepPoint]:
         """Every (floor, scale) point: first the lowest floor at the first scale (without the
         proposals, so that they compete with the search's plan from then on), then per scale
         floors descending (a plan meeting a floor meets every lower one, so each point starts
         from a feasible incumbent; the first point is planned again in turn); then once more each
         point left without a plan (and not proven to have none) that a plan found at another
         point runs fast enough for; each point ends with the cheapest of its plan and every
-        found plan that meets its floor. Returned in the order of `scales`, then `floors`, as given."""
+        found plan that meets its floor. Returned in the order of `scales`, then `floors`, as given.
+        on_point(point) is called with each point's answer as soon as it has one, and again each
+        time it improves (so a caller stopped midway keeps every finished point)."""
+        notify = on_point or (lambda point: None)
         out = {}
         start = (min(floors), scales[0])  # the likeliest to have a plan: its sequence seeds the rest
         out[start] = self.plan_point(*start)  # by the search alone: proposals then compete with its plan
+        notify(out[start])
         for scale in scales:
             for floor in sorted(floors, reverse=True):
                 point = self.plan_point(floor, scale, proposals)
                 if (floor, scale) in out:  # the start, again with the plans of higher floors
                     point = self._merged(out[(floor, scale)], point)
                 out[(floor, scale)] = point
+                notify(point)
         for (floor, scale), point in out.items():
             reachable = any(t >= floor * (1 - FLOOR_TOLERANCE) for t in self.found.values())
             if point.plan is None and floor < self.no_plan_from and reachable:
@@ -332,7 +337,9 @@ class Sweep:
             if found is not None and found.cost < point.cost:
                 result = dataclasses.replace(point.result, plan=found.plan, score=found.score)
                 point = dataclasses.replace(point, result=result, sequence=self.sequence_of(found.plan))
-            out[(floor, scale)] = point
+            if point is not out[(floor, scale)]:
+                out[(floor, scale)] = point
+                notify(point)
         return [out[(floor, scale)] for scale in scales for floor in floors]
 
     def _cheapest_found(self, problem: ParallelProblem) -> _Done | None:
