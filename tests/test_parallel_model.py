@@ -241,3 +241,30 @@ def test_each_micro_batch_is_bounded_and_seeded_by_its_one_stage_plans():
             assert hurried.plan is not None and hurried.score.cost <= best_one * (1 + 1e-9), seed
             seeded += 1
     assert checked >= 20 and seeded >= 3, (checked, seeded)
+
+
+def test_the_reach_bounds_every_plan_and_a_floor_above_it_is_proven_infeasible():
+    """max_throughput is at least the throughput of every plan within the caps (brute force over
+    the reference evaluator, the floor lifted); with the floor just above it the solver proves that
+    no plan exists (bound inf, status infeasible) and brute force agrees."""
+    from hps.methods.exact_parallel.reach import max_throughput
+
+    checked = 0
+    for seed in range(24):
+        workload, catalog, job = bounded_instance(seed)
+        open_floor = dataclasses.replace(job, throughput=1e-9)
+        reach = max_throughput(ParallelProblem(workload, catalog, open_floor))
+        fastest = 0.0
+        for b in ParallelProblem(workload, catalog, open_floor).micro_batch_choices():
+            at_b = dataclasses.replace(open_floor, micro_batch=float(b))
+            for plan in every_plan(workload, catalog, b):
+                score = reference.evaluate(workload, catalog, at_b, plan)
+                if score["reason"] not in ("pooled_cap", "micro_batch", "no_link"):
+                    fastest = max(fastest, score["throughput"])
+        assert fastest <= reach * (1 + 1e-9), seed
+        above = dataclasses.replace(job, throughput=reach * 1.01)
+        result = solve_parallel(ParallelProblem(workload, catalog, above))
+        assert result.plan is None and result.status == "infeasible" and math.isinf(result.bound), seed
+        assert brute_force(workload, catalog, above)[1] is None, seed
+        checked += 1
+    assert checked == 24

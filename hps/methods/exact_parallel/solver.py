@@ -32,6 +32,7 @@ from hps.costmodel.parallel.score import score_plan
 from hps.methods.exact_parallel.caps import CapPrices
 from hps.methods.exact_parallel.dfs import search_region
 from hps.methods.exact_parallel.micro_batches import ordered
+from hps.methods.exact_parallel.reach import max_throughput
 from hps.methods.exact_parallel.table import SharedTables, StageTable, TableUnfinished
 
 SEEDS = 8
@@ -245,6 +246,8 @@ def solve_parallel(
     tables shared with other solves of problems that differ only in floor, samples and prices."""
     started = time.perf_counter()
     deadline = Deadline(started + seconds)
+    if problem.job.throughput > max_throughput(problem) * (1 + FLOOR_TOLERANCE):  # proven: no plan
+        return PlanResult("exact", None, None, math.inf, time.perf_counter() - started, 0)
     best = _Best()
     if incumbent is not None:
         best.offer(problem, incumbent.stages, incumbent.micro_batch)
