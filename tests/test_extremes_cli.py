@@ -95,12 +95,16 @@ def test_a_search_that_finds_no_plan_exits_1_and_says_the_file_there_is_older(me
     code, out, err = run_cli_output([*argv, "--throughput", "1e12"], capsys)
     document = json.loads(out)
     assert code == 1 and document["written"] is None and document["feasible"] is False
+    assert document["status"] == ("infeasible" if method == "exact" else "unknown")
+    assert document["max_throughput"] < 1e12  # the reach, a certified upper bound, lies below the floor
     assert f"no plan found; {path} was not written (the file there is an older plan" in err
     assert path.read_bytes() == before  # the user's file is left as it was
     fresh = tmp_path / "q.json"
     text_argv = ["search", *TRANSFORMER, "--parallel", "--method", method, "--out", str(fresh), "--throughput", "1e12"]
     code, out, err = run_cli_output(text_argv, capsys)
-    assert code == 1 and not fresh.exists() and "no feasible plan found" in out
+    verdict = "status      infeasible: no plan meets the floor" if method == "exact" else "status      unknown"
+    assert code == 1 and not fresh.exists() and verdict in out
+    assert "the most any plan within the catalogue's caps can reach" in out
     assert f"no plan found; {fresh} was not written" in err and "older" not in err
 
 

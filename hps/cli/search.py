@@ -165,6 +165,7 @@ def _print_schedule(problem, compared, args, every: bool) -> int:
             return 0
         print(_heading(workload, job, problem.catalog))
         print(format_report(document, workload))
+        print(f"status: {document['status']}")
         if document["gap"] is not None:
             print(f"proven bound ${document['bound']:,.2f} (gap {document['gap']:.2%}) in {reference.seconds:.2f} s")
         elif document["bound"] is not None:  # the time ran out before a plan or a proof that none exists
@@ -199,6 +200,8 @@ def _print_schedule(problem, compared, args, every: bool) -> int:
             f"memory and max_units; the closest plan ({best['method']}, highest throughput) fails on:"
         )
     print(format_report(document, workload))
+    if "status" in document:
+        print(f"status: {document['status']}")
     return 0
 
 

@@ -116,9 +116,10 @@ def search_parallel(args, problem, budget, compare) -> int:
         _print_rows(rows, compared.skipped, reference)
         print(f"\nbest ({best.planner}):")
     if best.plan is None:
-        print(f"no feasible plan found in {best.seconds:.2f} s ({best.planner})")
+        print(verdict_text(document, job.throughput, best))
         return _not_written(out) if missing else 0
     print(format_parallel(document))
+    print(f"status      {document['status']}")
     if head.planner == "exact" or document["gap"] is not None:
         gap = document["gap"]
         proven = "gap unknown" if gap is None else "proven optimal" if gap == 0 else f"gap {gap:.2%}"
@@ -137,6 +138,22 @@ def search_parallel(args, problem, budget, compare) -> int:
     if out is not None:
         print(f"wrote {out}")
     return 0
+
+
+def verdict_text(document: dict, floor: float, result) -> str:
+    """What a search without a feasible plan proved: infeasible (no plan within the caps meets the
+    floor), or unknown (none found in the time, none excluded), with the reach beside the floor."""
+    reach = document.get("max_throughput")
+    most = "unbounded" if reach is None else f"{reach:,.2f} samples/s"
+    if document["status"] == "infeasible":
+        return (
+            f"status      infeasible: no plan meets the floor of {floor:,g} samples/s (proven by {result.planner} in "
+            f"{result.seconds:.2f} s); the most any plan within the catalogue's caps can reach is {most}"
+        )
+    return (
+        f"status      unknown: no feasible plan found in {result.seconds:.2f} s ({result.planner}) and none excluded; "
+        f"floor {floor:,g} samples/s, the most any plan within the catalogue's caps can reach {most}; raise --seconds"
+    )
 
 
 def _not_written(out) -> int:

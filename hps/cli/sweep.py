@@ -91,13 +91,23 @@ def _stages(point) -> list[dict] | None:
     return [{"type": s.type, "first": s.first, "last": s.last, "tp": s.tp, "dp": s.dp} for s in point.plan.stages]
 
 
-def _row(p) -> dict:
-    """A point's row of the `--json` document."""
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def _row(p, reach: float) -> dict:
+    """A point's row of the `--json` document: its status is optimal or feasible with a plan,
+    infeasible where the floor lies above `reach` (or the point's search proved none), else
+    unknown."""
+    status = p.result.status
+    if not p.feasible and p.floor > reach * (1 + 1e-9):
+        status = "infeasible"
     return {
         "floor": p.floor,
         "price_scale": p.price_scale,
         "cost": p.cost if p.feasible else None,
         "feasible": p.feasible,
+        "status": status,
         "plan": None if p.plan is None else {"micro_batch": p.plan.micro_batch, "stages": _stages(p)},
     }
 
@@ -160,7 +170,10 @@ def run(args) -> int:
             name = unknown[0] if unknown else ""
             choices = ", ".join(catalog.names)
             raise ConfigError("--scale-types", "scale_types", f"unknown resource type {name!r}; choose among {choices}")
+    from hps.methods.exact_parallel.reach import max_throughput
+
     base = Problem(workload, catalog, job, parallel=True, clock=args.clock).parallel_problem
+    reach = max_throughput(base)  # the floors a price scale cannot move: the caps bound them all
     sweep = Sweep(base, scaled, point_seconds=args.point_seconds, first_seconds=6 * args.point_seconds)
     most = estimate_seconds(total, args)
     if most >= LARGE_SWEEP_SECONDS:
@@ -181,22 +194,24 @@ def run(args) -> int:
         proposals = _proposals(args, workload, catalog, job, sweep)
         points = sweep.run(args.floors, args.price_scale, proposals, on_point=finished)
         planned = time.perf_counter() - started
-        rows = [_row(p) for p in points]
+        rows = [_row(p, reach) for p in points]
         if args.certify:
             _certify(args, base, scaled, points, rows)
     except KeyboardInterrupt as error:  # SIGINT, SIGTERM, SIGHUP: what is finished is kept
         bar.close()
         if rows is None:
             planned = time.perf_counter() - started
-            rows = [_row(done[key]) for key in ((f, s) for s in args.price_scale for f in args.floors) if key in done]
+            keys = ((f, s) for s in args.price_scale for f in args.floors)
+            rows = [_row(done[key], reach) for key in keys if key in done]
         signum = getattr(error, "signum", signal.SIGINT)
-        document = {"points": rows, "seconds": planned, "interrupted": signal.Signals(signum).name}
+        document = {"points": rows, "seconds": planned, "max_throughput": _finite(reach)}
+        document["interrupted"] = signal.Signals(signum).name
         document["points_total"] = total
         _output(document, args, workload, catalog, planned, None)
         raise
     finally:
         bar.close()
-    document = {"points": rows, "seconds": planned}
+    document = {"points": rows, "seconds": planned, "max_throughput": _finite(reach)}
     if args.certify:
         document["certify_seconds"] = time.perf_counter() - started - planned
     if plot is not None:
@@ -223,6 +238,7 @@ def _certify(args, base, scaled, points, rows) -> None:
         rows[i]["certified_bound"] = found.bound if math.isfinite(found.bound) else None
         if found.gap == 0.0:
             rows[i]["proven_optimum"] = found.cost if math.isfinite(found.cost) else None
+            rows[i]["status"] = found.status
 
 
 def _output(document, args, workload, catalog, planned, plot) -> None:
@@ -242,14 +258,14 @@ def _print(rows, workload, catalog, planned, args, plot) -> None:
 
     from hps.report.tables import format_table
 
-    headers = ["floor", "price_x", "cost_$", "stages", "micro_batch", "proven_optimum_$", "x_optimum"]
+    headers = ["floor", "price_x", "status", "cost_$", "stages", "micro_batch", "proven_optimum_$", "x_optimum"]
     table = []
     for r in rows:
         optimum = r.get("proven_optimum")
         ratio = r["cost"] / optimum if optimum and r["cost"] is not None else None
         types = None if r["plan"] is None else ",".join(dict.fromkeys(s["type"] for s in r["plan"]["stages"]))
-        table.append([r["floor"], r["price_scale"], r["cost"], types, r["plan"] and r["plan"]["micro_batch"],
-                      optimum, ratio])  # fmt: skip
+        table.append([r["floor"], r["price_scale"], r["status"], r["cost"], types,
+                      r["plan"] and r["plan"]["micro_batch"], optimum, ratio])  # fmt: skip
     print(f"{workload.name} on {catalog.name}: {len(rows)} points planned in {planned:.1f} s")
     print(format_table(headers, table))
     ratios = [t[-1] for t in table if t[-1] is not None]
