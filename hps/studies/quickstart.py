@@ -7,12 +7,9 @@
 4. execute that plan as real sharded JAX training on the available devices, beside the cost
    model's prediction, checked against single-device training.
 
-Library code: no printing; `progress(step name)` reports each step, and the CLI draws the table.
-`hps quickstart` runs the steps in one flow (`run_quickstart`: summary.json and comparison.png
-in the quickstart folder); the same steps are an experiment kind (`hps run
-experiments/quickstart.py`: one item per step and compared workload, resumable, the runner's
-results.json, comparison.png and report.md). Both train in out/policy, so each reuses the other's
-finished policy.
+`hps quickstart` runs the steps in one flow (`run_quickstart`: summary.json and comparison.png);
+`hps run experiments/quickstart.py` runs them as an experiment kind (an item per step and
+workload, resumable). Both train in out/policy, so each reuses the other's finished policy.
 """
 
 from __future__ import annotations
@@ -26,6 +23,7 @@ from pathlib import Path
 import jax
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.ticker import FuncFormatter
 
 from hps.config.files import atomic_write_text
 from hps.config.loaders import load_catalog
@@ -166,7 +164,9 @@ def comparison_figure(comparisons: list[dict], path: Path) -> None:
     ax.set_xticks(range(len(comparisons)), [c["workload"] for c in comparisons])
     ax.set_ylabel("cost / best plan found")
     ax.set_yscale("log")
-    ax.legend(ncol=4, fontsize=8)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}"))  # 1.4, not 1.4 x 10^0
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda y, _: f"{y:g}"))
+    ax.legend(ncol=1, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the bars, not over them
     ax.set_title("placement cost on cloud-2024 (lower is better)")
     fig.tight_layout()
     save_figure(fig, path)
@@ -323,7 +323,9 @@ def unseen_lines(unseen: dict) -> list[str]:
         f"-> {','.join(plan['schedule'])} ({'feasible' if plan['feasible'] else plan['reason']}, "
         f"${_cost(plan['cost'])})",
         f"executed on {len(unseen['devices'])} device(s), stages {stages}: measured "
-        f"{execution['measured_throughput']:,.0f} samples/s (predicted {execution['predicted_throughput']:,.0f}); "
+        f"{execution['measured_throughput']:,.0f} samples/s (predicted {execution['predicted_throughput']:,.0f} "
+        f"for the catalogue's {'/'.join(dict.fromkeys(s['type'] for s in execution['stages']))}, not for this "
+        "machine's host devices: `hps profile` measures those); "
         f"same parameters as single-device training: {execution['equivalent']} "
         f"(max relative difference {execution['max_param_rel_diff']:.1e})",
     ]
