@@ -174,28 +174,38 @@ def test_a_plan_that_does_not_fit_is_refused_before_running(monkeypatch):
         execute("ctr-dnn-small", "cpu," * 5 + "cpu", (4,), (1,), catalog=small_memory(0.05))
 
 
-def test_hps_execute_runs_a_parallel_plan_file_with_its_tp_and_dp(tmp_path, capsys):
+def plan_file(tmp_path, stages, workload="mlp", catalog=None) -> Path:
+    """A plan file (hps-plan/2) of (first, last, type, tp, dp) stages: batch 16 in micro-batches of 4,
+    fp32 SGD, on pods.toml unless `catalog` names another."""
+    import json
+
+    catalog = catalog or Path(__file__).parent / "data" / "pods.toml"
+    job = {"batch": 16, "micro_batch": 4, "throughput": 100, "samples": 1e6, "precision": "fp32-sgd", "zero": 0}
+    plan = {
+        "format": "hps-plan/2",
+        "workload": workload,
+        "catalog": str(catalog),
+        "job": job | {"recompute": "none"},
+        "stages": [dict(zip(("first", "last", "type", "tp", "dp"), stage)) for stage in stages],
+    }
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan))
+    return path
+
+
+def executed(capsys, argv) -> dict:
+    """The `hps execute --json` document of `argv` (which must succeed)."""
     import json
 
     from hps.cli.main import main
 
-    plan = {
-        "format": "hps-plan/2",
-        "workload": "mlp",
-        "catalog": str(Path(__file__).parent / "data" / "pods.toml"),
-        "job": {"batch": 16, "micro_batch": 4, "throughput": 100, "samples": 1e6}
-        | {"precision": "fp32-sgd", "zero": 0, "recompute": "none"},
-        "stages": [
-            {"first": 0, "last": 0, "type": "cpu", "tp": 1, "dp": 2},
-            {"first": 1, "last": 2, "type": "gpu", "tp": 2, "dp": 2},
-            {"first": 3, "last": 3, "type": "cpu", "tp": 1, "dp": 2},
-        ],
-    }
-    path = tmp_path / "plan.json"
-    path.write_text(json.dumps(plan))
-    argv = ["execute", "--plan", str(path), "--devices", SHARED, "--steps", "2", "--check", "--json"]
-    assert main(argv) == 0
-    out = json.loads(capsys.readouterr().out)
+    assert main([*argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_hps_execute_runs_a_parallel_plan_file_with_its_tp_and_dp(tmp_path, capsys):
+    path = plan_file(tmp_path, [(0, 0, "cpu", 1, 2), (1, 2, "gpu", 2, 2), (3, 3, "cpu", 1, 2)])
+    out = executed(capsys, ["execute", "--plan", str(path), "--devices", SHARED, "--steps", "2", "--check"])
     assert [(s["type"], s["replicas"], s["tensor"]) for s in out["stages"]] == [
         ("cpu", 2, 1),
         ("gpu", 2, 2),
@@ -209,34 +219,17 @@ def test_adjacent_stages_of_one_type_run_each_on_its_own_devices_and_train_like_
     """The shape every LLM plan the solver writes has (stages of one type in a row): each stage is
     its own device group, the plan's micro-batch sets the micro-batch count, and the API runs
     what the command line runs."""
-    import json
-
     import hps
-    from hps.cli.main import main
 
-    plan = {
-        "format": "hps-plan/2",
-        "workload": "mlp",
-        "catalog": str(Path(__file__).parent / "data" / "pods.toml"),
-        "job": {"batch": 16, "micro_batch": 4, "throughput": 100, "samples": 1e6}
-        | {"precision": "fp32-sgd", "zero": 0, "recompute": "none"},
-        "stages": [
-            {"first": 0, "last": 1, "type": "gpu", "tp": 2, "dp": 2},
-            {"first": 2, "last": 3, "type": "gpu", "tp": 2, "dp": 2},
-        ],
-    }
-    path = tmp_path / "plan.json"
-    path.write_text(json.dumps(plan))
-    argv = ["execute", "--plan", str(path), "--devices", "gpu=0-7", "--steps", "2", "--check", "--json"]
-    assert main(argv) == 0
-    out = json.loads(capsys.readouterr().out)
+    path = plan_file(tmp_path, [(0, 1, "gpu", 2, 2), (2, 3, "gpu", 2, 2)])
+    out = executed(capsys, ["execute", "--plan", str(path), "--devices", "gpu=0-7", "--steps", "2", "--check"])
     assert [(s["first_layer"], s["replicas"], s["tensor"]) for s in out["stages"]] == [(0, 2, 2), (2, 2, 2)]
     assert out["micro_batches"] == 4 and out["equivalent"] is True
     assert out["predicted_throughput"] > 0 and out["clock"] == "roofline"
 
-    plan_file = hps.read_plan(path)
-    problem = hps.Problem(plan.get("workload"), plan["catalog"], job=plan_file.job, parallel=True)
-    run = hps.execute(hps.Plan(plan_file.stages, 4), problem, devices="gpu=0-7", steps=2)
+    read = hps.read_plan(path)
+    problem = hps.Problem(read.workload, read.catalog, job=read.job, parallel=True)
+    run = hps.execute(hps.Plan(read.stages, 4), problem, devices="gpu=0-7", steps=2)
     assert run.report["micro_batches"] == 4
     assert [s["replicas"] for s in run.report["stages"]] == [2, 2]
     assert run.predicted_throughput == pytest.approx(out["predicted_throughput"], rel=1e-12)
@@ -245,28 +238,12 @@ def test_adjacent_stages_of_one_type_run_each_on_its_own_devices_and_train_like_
 def test_a_plan_file_runs_as_the_positional_argument_and_one_too_wide_is_refused_with_its_count(tmp_path, capsys):
     """`hps execute PLAN.json` of a `hps search --out` file runs it as `--plan` does; a stage needing
     more devices than its pool has is refused before anything runs, naming the stage and the count."""
-    import json
-
     from hps.cli.main import main
 
-    plan = {
-        "format": "hps-plan/2",
-        "workload": "mlp",
-        "catalog": str(Path(__file__).parent / "data" / "pods.toml"),
-        "job": {"batch": 16, "micro_batch": 4, "throughput": 100, "samples": 1e6}
-        | {"precision": "fp32-sgd", "zero": 0, "recompute": "none"},
-        "stages": [
-            {"first": 0, "last": 1, "type": "gpu", "tp": 1, "dp": 2},
-            {"first": 2, "last": 3, "type": "gpu", "tp": 2, "dp": 2},
-        ],
-    }
-    path = tmp_path / "plan.json"
-    path.write_text(json.dumps(plan))
-    assert main(["execute", str(path), "--devices", "gpu=0-7", "--steps", "2", "--check", "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
+    path = plan_file(tmp_path, [(0, 1, "gpu", 1, 2), (2, 3, "gpu", 2, 2)])
+    out = executed(capsys, ["execute", str(path), "--devices", "gpu=0-7", "--steps", "2", "--check"])
     assert [(s["replicas"], s["tensor"]) for s in out["stages"]] == [(2, 1), (2, 2)] and out["equivalent"] is True
-    plan["stages"][1]["dp"] = 4  # tp 2 x dp 4 = 8 devices of a 4-device pool
-    path.write_text(json.dumps(plan))
+    path = plan_file(tmp_path, [(0, 1, "gpu", 1, 2), (2, 3, "gpu", 2, 4)])  # tp 2 x dp 4: 8 devices of 4
     assert main(["execute", str(path), "--devices", "gpu=0-3", "--steps", "2"]) == 2
     err = capsys.readouterr().err
     assert "stages[1].dp" in err and "8 devices of gpu" in err and "has 4" in err and "Traceback" not in err
@@ -276,28 +253,11 @@ def test_a_plan_file_runs_as_the_positional_argument_and_one_too_wide_is_refused
 def test_a_three_stage_plan_file_mixing_tp_1_2_and_4_trains_like_one_device(tmp_path, capsys):
     """transformer-small as embedding + block 1 (t 1, d 2) | block 2 (t 2) | head and loss (t 4) on
     8 host devices of a type whose tensor-parallel limit is 4."""
-    import json
-
-    from hps.cli.main import main
-
     catalog = tmp_path / "pods4.toml"
     text = (Path(__file__).parent / "data" / "pods.toml").read_text()
     catalog.write_text(text.replace("max_units = 8\n", "max_units = 8\ntp_max = 4\n"))
-    plan = {
-        "format": "hps-plan/2",
-        "workload": "transformer-small",
-        "catalog": str(catalog),
-        "job": {"batch": 16, "micro_batch": 4, "throughput": 100, "samples": 1e6}
-        | {"precision": "fp32-sgd", "zero": 0, "recompute": "none"},
-        "stages": [
-            {"first": 0, "last": 2, "type": "gpu", "tp": 1, "dp": 2},
-            {"first": 3, "last": 4, "type": "gpu", "tp": 2, "dp": 1},
-            {"first": 5, "last": 6, "type": "gpu", "tp": 4, "dp": 1},
-        ],
-    }
-    path = tmp_path / "plan.json"
-    path.write_text(json.dumps(plan))
-    assert main(["execute", str(path), "--devices", "gpu=0-7", "--steps", "3", "--check", "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
+    stages = [(0, 2, "gpu", 1, 2), (3, 4, "gpu", 2, 1), (5, 6, "gpu", 4, 1)]
+    path = plan_file(tmp_path, stages, workload="transformer-small", catalog=catalog)
+    out = executed(capsys, ["execute", str(path), "--devices", "gpu=0-7", "--steps", "3", "--check"])
     assert [s["tensor"] for s in out["stages"]] == [1, 2, 4]
     assert out["equivalent"] is True and out["max_param_rel_diff"] <= 1e-5
