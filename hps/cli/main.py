@@ -24,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
         collective,
         evaluate,
         execute,
+        export,
         plan,
         profile,
         quickstart,
@@ -37,7 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hps", description="Plan and run training on heterogeneous hardware.")
     parser.add_argument("--version", action="version", version=f"hps {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True)
-    commands = (quickstart, run, search, sweep, evaluate, collective, train, plan, execute, profile, workload, bench)
+    commands = (
+        quickstart, run, search, sweep, evaluate, collective, train, plan, execute, export, profile, workload, bench,
+    )  # fmt: skip
     for module in commands:
         module.register(subparsers)
     return parser
@@ -177,6 +180,7 @@ FIELD_FLAGS = {
     "coordinator": "--coordinator",
     "num_processes": "--num-processes",
     "process_id": "--process-id",
+    "virtual_stages": "--virtual-stages",
 }
 """The library's argument names a command-line flag sets."""
 

@@ -1,0 +1,59 @@
+"""`hps export PLAN.json --to megatron|maxtext|torchtitan|skypilot`: a plan file as the flags or
+config file a training framework takes (docs/export.md)."""
+
+from __future__ import annotations
+
+from hps.cli.common import int_range
+
+TARGETS = ("megatron", "maxtext", "torchtitan", "skypilot")
+"""hps.executor.export.TARGETS, repeated so that `hps --help` imports no export module."""
+LAUNCHES = ("megatron", "torchtitan", "maxtext")
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "export", help="write a plan file as Megatron-LM flags, a MaxText or torchtitan config, or a SkyPilot task"
+    )
+    parser.add_argument("plan", help="a parallel plan file (hps-plan/2), one type, t and d for every stage")
+    parser.add_argument("--to", required=True, choices=TARGETS, dest="target", help="the framework to write for")
+    parser.add_argument("--out", help="also write the text to this file")
+    parser.add_argument("--json", action="store_true", help="print a JSON document: settings, devices, text")
+    parser.add_argument(
+        "--virtual-stages",
+        type=int_range(1, 64),
+        default=1,
+        help="model chunks a device (the interleaved schedule; plan files hold none; default: %(default)s)",
+    )
+    parser.add_argument("--fp8", action="store_true", help="FP8 matmuls (Megatron-LM, MaxText on GPUs, torchtitan)")
+    parser.add_argument(
+        "--launch",
+        choices=LAUNCHES,
+        default="megatron",
+        help="skypilot: the framework its run line launches (default: %(default)s)",
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from hps.cli.common import output_path, print_json, workload_arg
+    from hps.config.files import atomic_write_text
+    from hps.config.loaders import load_catalog
+    from hps.config.paths import resolve_topology
+    from hps.config.planfile import read_plan_file
+    from hps.executor.export import ExportOptions, decoder_shape, export_plan
+
+    out = output_path(args.out)
+    source = str(args.plan)
+    plan = read_plan_file(args.plan)
+    workload = workload_arg(plan.workload, flag=f"{source}: workload")
+    catalog = load_catalog(resolve_topology(plan.catalog, "catalogs", f"{source}: catalog"))
+    shape = decoder_shape(plan.workload, source=source)
+    options = ExportOptions(virtual_stages=args.virtual_stages, fp8=args.fp8, launch=args.launch)
+    result = export_plan(plan, workload, catalog, shape, args.target, source=source, options=options)
+    if out is not None:
+        atomic_write_text(out, result.text)
+    if args.json:
+        print_json({"plan": source, **result.document(), "out": None if out is None else str(out)})
+    else:
+        print(result.text, end="")
+    return 0
