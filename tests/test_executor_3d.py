@@ -16,7 +16,8 @@ from jax.sharding import Mesh
 from jax.sharding import PartitionSpec as P
 
 from hps.config.loaders import load_catalog
-from hps.config.types import Job
+from hps.config.types import Job, ParallelStage
+from hps.contract.types import Plan
 from hps.errors import StageDoesNotFit
 from hps.executor.pipeline import one_f_one_b, stage_order
 from hps.executor.plan import ExecuteOptions, execute_schedule
@@ -261,3 +262,30 @@ def test_a_three_stage_plan_file_mixing_tp_1_2_and_4_trains_like_one_device(tmp_
     out = executed(capsys, ["execute", str(path), "--devices", "gpu=0-7", "--steps", "3", "--check"])
     assert [s["tensor"] for s in out["stages"]] == [1, 2, 4]
     assert out["equivalent"] is True and out["max_param_rel_diff"] <= 1e-5
+
+
+def test_memory_counts_the_activations_in_flight_before_any_stage_is_placed(tmp_path, monkeypatch):
+    """A type whose memory holds a stage's parameters, gradients and (SGD) optimizer state but not
+    them plus the activations 1F1B keeps in flight is refused before placing, naming both parts."""
+    from hps.executor import plan as executor_plan
+    from hps.executor.predict import activation_bytes
+    from hps.methods.problem import Problem
+    from hps.workloads import resolve_workload
+
+    workload = resolve_workload("mlp")
+    job = Job(batch=16, throughput=1.0, samples=1e6, micro_batch=4.0, chunks=4)
+    stages = (ParallelStage(0, 1, "gpu", 1, 2), ParallelStage(2, 3, "gpu", 1, 2))
+    states = 2 * sum(layer.dense_param_bytes for layer in workload.layers[:2])  # parameters + gradients (SGD)
+    flight = activation_bytes(Problem(workload, PODS, job, model="parallel"), stages, 4)[0]
+    assert flight > 0
+    gpu = PODS.resources[PODS.index("gpu")]
+    tight = dataclasses.replace(gpu, memory=states + flight / 2)
+    catalog = dataclasses.replace(PODS, resources=tuple(tight if r is gpu else r for r in PODS.resources))
+    monkeypatch.setattr(
+        executor_plan, "place_stage", lambda *a: pytest.fail("placed a stage of a plan that does not fit")
+    )
+    model, _ = build_model_and_workload("mlp", seed=0)
+    problem = Problem(workload, catalog, job, model="parallel")
+    options = ExecuteOptions(steps=1, devices="gpu=0-7")
+    with pytest.raises(StageDoesNotFit, match=r"stage 0 .* MiB of activations in flight\) but a gpu has"):
+        executor_plan.execute_plan(model, problem, Plan(stages, 4), options)

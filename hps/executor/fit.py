@@ -41,10 +41,17 @@ def stage_need(states, specs, mesh, optimizer) -> float:
     return params * (2.0 + slots)
 
 
-def check_fits(stage_name: str, type_name: str, need: float, limit: float) -> None:
-    """StageDoesNotFit naming the stage, the need and the limit when need > limit (bytes)."""
+def check_fits(stage_name: str, type_name: str, need: float, limit: float, activations: float = 0.0) -> None:
+    """StageDoesNotFit naming the stage, the need and the limit when need (parameters, gradients
+    and optimizer state) or need + activations (in flight) passes limit (bytes per device)."""
     if need > limit:
         raise StageDoesNotFit(
             f"{stage_name} needs {need / MIB:.3f} MiB per device (parameters, gradients and optimizer "
             f"state) but a {type_name} has {limit / MIB:.3f} MiB"
+        )
+    if need + activations > limit:
+        raise StageDoesNotFit(
+            f"{stage_name} needs {(need + activations) / MIB:.3f} MiB per device ({need / MIB:.3f} MiB of "
+            f"parameters, gradients and optimizer state, {activations / MIB:.3f} MiB of activations in flight) "
+            f"but a {type_name} has {limit / MIB:.3f} MiB"
         )

@@ -29,7 +29,7 @@ from hps.executor.measure import median_stage_terms
 from hps.executor.mesh import stage_mesh as make_stage_mesh
 from hps.executor.mesh import used_dimensions
 from hps.executor.pipeline import compile_pipeline, train_step
-from hps.executor.predict import executed_score, stage_predictions
+from hps.executor.predict import activation_bytes, executed_score, stage_predictions
 from hps.executor.reference import CHECK_PRECISION, parameter_differences, single_device_training
 from hps.executor.stages import layout_stage, place_stage
 from hps.executor.tensor import is_table
@@ -188,8 +188,14 @@ def execute_plan(model: LayeredModel, problem: Problem, plan: Plan, options: Exe
     policy = options.policy or job.collective
 
     spans = [(stage.first, stage.last, catalog.index(stage.type)) for stage in plan.stages]
+    executed = tuple(
+        dataclasses.replace(stage, tp=t, dp=k) for stage, k, t in zip(plan.stages, ks, tensor)
+    )  # fmt: skip
+    activations = activation_bytes(problem, executed, micro)
     devices = assign_stage_devices(names, [k * t for k, t in zip(ks, tensor)], pools)
-    stages, synced = laid_out_stages(model, catalog, spans, devices, ks, tensor, optimizer, policy, job, options)
+    stages, synced = laid_out_stages(
+        model, catalog, spans, devices, ks, tensor, optimizer, policy, job, options, activations
+    )
     stages = [place_stage(stage, optimizer) for stage in stages]
     pipeline = compile_pipeline(stages, optimizer)
 
@@ -201,9 +207,6 @@ def execute_plan(model: LayeredModel, problem: Problem, plan: Plan, options: Exe
         losses, step_seconds = train_steps(pipeline, batches, micro)
     step_time = float(np.median(step_seconds[1:] if len(step_seconds) > 1 else step_seconds))
 
-    executed = tuple(
-        dataclasses.replace(stage, tp=t, dp=k) for stage, k, t in zip(plan.stages, ks, tensor)
-    )  # fmt: skip
     score = executed_score(problem, executed, micro)
     predicted = stage_predictions(score)
     report = {
@@ -246,17 +249,20 @@ def execute_schedule(
     return execute_plan(model, problem, provisioned(problem.instance, schedule_plan(schedule)), options)
 
 
-def laid_out_stages(model, catalog, spans, devices, ks, tensor, optimizer, policy, job, options):
+def laid_out_stages(model, catalog, spans, devices, ks, tensor, optimizer, policy, job, options, activations):
     """(stages laid out on their meshes, not yet placed; W synced bytes per stage): each stage's
-    mesh of d·t devices, its memory checked against its type's (StageDoesNotFit before any
-    stage is placed), its All-Reduce orders planned for W over its d replicas."""
+    mesh of d·t devices, its memory (its share of the parameters, their gradients and optimizer
+    state, and `activations`: bytes per device in flight) checked against its type's
+    (StageDoesNotFit before any stage is placed), its All-Reduce orders planned for W over its d
+    replicas."""
     stages, synced = [], []
     for index, ((first, last, t), group) in enumerate(zip(spans, devices)):
         name, net = catalog.names[t], catalog.resources[t].network
         mesh = make_stage_mesh(group, net, tensor=tensor[index])
         stage = layout_stage(index, name, first, last, model, mesh.mesh, mesh.axis_names, np.zeros((1, 1)))
         need = stage_need(stage.params, stage.specs(), stage.mesh, optimizer)
-        check_fits(f"stage {index} ({name}, layers {first}-{last})", name, need, catalog.resources[t].memory)
+        where = f"stage {index} ({name}, layers {first}-{last})"
+        check_fits(where, name, need, catalog.resources[t].memory, activations[index])
         w = synced_bytes(stage)
         stage.orders = planned_orders(
             policy, net, ks[index], max(w, 1.0), job.chunks, learned_orders=options.learned_orders

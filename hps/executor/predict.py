@@ -42,9 +42,29 @@ class StagePrediction:
 def executed_score(problem: Problem, stages: tuple[ParallelStage, ...], micro_batches: int) -> PlanScore:
     """The parallel-plan model's score of `stages` (tp and dp as they run) under M =
     `micro_batches` micro-batches of B/M samples, on `problem`'s clock."""
+    micro_batch = int(problem.job.batch) // micro_batches
+    return as_run(problem, stages, micro_batches).score(Plan(stages, micro_batch))
+
+
+def activation_bytes(problem: Problem, stages: tuple[ParallelStage, ...], micro_batches: int) -> list[float]:
+    """Per stage, the bytes per device its activations in flight take as the executor runs it
+    (1F1B: stage j of S holds min(S − j, M) micro-batches), by the parallel-plan model's count."""
+    from hps.costmodel.parallel.stages import stage_memory
+
+    parallel = as_run(problem, stages, micro_batches).parallel_problem
+    columns = [[s.first for s in stages], [s.last for s in stages], [s.tp for s in stages], [s.dp for s in stages]]
+    types = [problem.catalog.index(s.type) for s in stages]
+    _, per_micro_batch, _ = stage_memory(parallel, int(problem.job.batch) // micro_batches, *columns, types)
+    count = len(stages)
+    return [float(a) * min(count - j, micro_batches) for j, a in enumerate(per_micro_batch)]
+
+
+def as_run(problem: Problem, stages: tuple[ParallelStage, ...], micro_batches: int) -> Problem:
+    """`problem` in the parallel-plan model under the job the executor trains (module doc), with
+    each type's max_units raised to the units `stages` run on it."""
     job = problem.job
     micro_batch = int(job.batch) // micro_batches
-    as_run = dataclasses.replace(
+    executed = dataclasses.replace(
         job,
         micro_batch=float(micro_batch),
         micro_batches=float(micro_batches),
@@ -59,8 +79,7 @@ def executed_score(problem: Problem, stages: tuple[ParallelStage, ...], micro_ba
         dataclasses.replace(r, max_units=max(r.max_units, used.get(r.name, 0))) for r in problem.catalog.resources
     )
     catalog = dataclasses.replace(problem.catalog, resources=resources)
-    parallel = Problem(problem.workload, catalog, as_run, model="parallel", clock=problem.clock)
-    return parallel.score(Plan(stages, micro_batch))
+    return Problem(problem.workload, catalog, executed, model="parallel", clock=problem.clock)
 
 
 def stage_predictions(score: PlanScore) -> list[StagePrediction]:
