@@ -32,19 +32,22 @@ PLANNERS: dict[str, dict[str, str]] = {
         "schedule": "hps.methods.search.exhaustive:exhaustive",
         "parallel": "hps.methods.sequence.basic:exhaustive",
     },
+    "uniform": {"parallel": "hps.methods.uniform:plan"},
     "policy": {
         "schedule": "hps.placement.agent.policy_planner:policy",
         "parallel": "hps.placement.agent.policy_planner:policy",
     },
 }
 """name -> {model: "module:function"}. `exact` is every comparison's yardstick; `policy` needs
-the option checkpoint (a trained placement policy's folder)."""
+the option checkpoint (a trained placement policy's folder); `uniform` takes the option
+framework (megatron, maxtext or torchtitan: only the types it runs)."""
 NEEDS_OPTIONS = {"policy": ("checkpoint",)}
 """Planners that plan only with these options given."""
 NOT_PLANNERS = {
     ("gradient", "parallel"): "gradient relaxes the schedule model's one type per layer into a smooth cost; the "
     "parallel-plan model's cuts, t, d and micro-batch are integer choices with no such relaxation",
     ("sequence", "schedule"): "sequence is the parallel-plan model's point search (type sequences completed exactly)",
+    ("uniform", "schedule"): "uniform plans (one type, t and d for every stage) are the parallel-plan model's",
 }
 """Why a name has no planner in a model."""
 

@@ -18,6 +18,7 @@ import json
 import math
 from dataclasses import dataclass
 
+from hps.config.frameworks import device_family
 from hps.config.planfile import check_plan_against
 from hps.config.types import Catalog, PlanFile, ResourceType, Workload
 from hps.errors import ConfigError
@@ -121,15 +122,6 @@ class Layout:
 
     def refuse(self, field: str, problem: str) -> ConfigError:
         return ConfigError(self.source, field, problem)
-
-
-def device_family(resource: ResourceType) -> str:
-    """The type's family, from its kind and name: gpu, tpu, trainium, cpu or other."""
-    if resource.kind in ("gpu", "cpu"):
-        return resource.kind
-    if resource.name.startswith("tpu"):
-        return "tpu"
-    return "trainium" if resource.name.startswith("trn") else "other"
 
 
 NODE_UNITS = {"l4": 8, "a100-40": 8, "a100-80": 8, "h100": 8, "h200": 8, "b200": 8, "gb200": 4}

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import math
 
+from hps.config.frameworks import FRAMEWORK_FAMILIES
 from hps.executor.export.common import Export, Layout, even_blocks, node_layout, quoted
 
 SOURCE = "AI-Hypercomputer/maxtext@e591f30cbbf217ed67ef71263ec0538239f9c3b8"
 FRAMEWORK = "MaxText"
-FAMILIES = ("tpu", "gpu")
+FAMILIES = FRAMEWORK_FAMILIES["maxtext"]
 
 
 def slice_units(layout: Layout) -> int:

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import shlex
 
+from hps.config.frameworks import FRAMEWORK_FAMILIES
 from hps.executor.export.common import Export, Layout, node_layout
 
 SOURCE = "NVIDIA/Megatron-LM@d98e8a64ddf34856e74b24714e3bedb2f5a39553 (megatron-core 0.20.0)"
 FRAMEWORK = "Megatron-LM"
-FAMILIES = ("gpu",)
+FAMILIES = FRAMEWORK_FAMILIES["megatron"]
 
 Flags = list[tuple[str, object]]
 """(flag, value) in order; value True is a switch without an argument."""

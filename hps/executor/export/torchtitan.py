@@ -13,11 +13,12 @@ with `torchrun ... -m torchtitan.train --job.config_file FILE.toml` (its run_tra
 
 from __future__ import annotations
 
+from hps.config.frameworks import FRAMEWORK_FAMILIES
 from hps.executor.export.common import Export, Layout, even_blocks, node_layout, quoted
 
 SOURCE = "pytorch/torchtitan@v0.2.2 (73a0e6979dd10b6b1904098eb3c8f62c18ab87ce)"
 FRAMEWORK = "torchtitan"
-FAMILIES = ("gpu",)
+FAMILIES = FRAMEWORK_FAMILIES["torchtitan"]
 FLAVORS = {"8B": (32, 4096, 32, 8, 14336), "70B": (80, 8192, 64, 8, 28672), "405B": (126, 16384, 128, 8, 53248)}
 """torchtitan's Llama 3 flavors: (n_layers, dim, n_heads, n_kv_heads, FFN width its
 ffn_dim_multiplier and multiple_of give)."""
