@@ -94,9 +94,19 @@ def test_a_schedule_evaluates_as_hps_evaluate_does(planned, capsys):
 
 def test_every_parallel_planner_is_registered_and_plans():
     problem = hps.Problem(*PARALLEL[:2], overrides=PARALLEL[2])
-    assert hps.planners() == ("exact", "single", "greedy", "random", "genetic", "refine", "sequence", "exhaustive")
+    assert hps.planners() == (
+        "exact",
+        "single",
+        "greedy",
+        "random",
+        "genetic",
+        "refine",
+        "sequence",
+        "exhaustive",
+        "uniform",
+    )
     optimum = hps.plan(problem).cost
-    for name in ("single", "greedy", "refine"):
+    for name in ("single", "greedy", "refine", "uniform"):
         found = hps.plan(problem, name, seconds=30, evaluations=16)
         assert found.planner == name and found.cost >= optimum * (1 - 1e-12)
 

@@ -15,6 +15,7 @@ from hps.config.loaders import load_catalog
 from hps.config.paths import resolve_topology
 from hps.config.ranges import RANGES, check_workload
 from hps.config.types import STATE_SHARDINGS, Job, Workload
+from hps.config.validation import printable
 from hps.errors import ConfigError
 from hps.workloads import ZOO, resolve_workload
 
@@ -22,6 +23,20 @@ DEFAULT_CATALOG = "cloud-2024"
 
 SEED_MAX = 2**32 - 1
 """Seeds are 0 to 2^32 - 1: what numpy's and JAX's generators take without overflow."""
+
+ECHO_LIMIT = 60
+"""The most characters of a value the user gave that an error shows (`echoed`)."""
+
+
+def echoed(text: str, quote: bool = True) -> str:
+    """`text` as an error shows it: control characters escaped (`printable`), in quotes, and
+    past ECHO_LIMIT characters cut, with its length: 'xxxx...' (100,000 characters)."""
+    shown = printable(str(text))
+    cut = len(shown) > ECHO_LIMIT
+    if cut:
+        shown = shown[: ECHO_LIMIT - 3] + "..."
+    shown = f"'{shown}'" if quote else shown
+    return f"{shown} ({len(text):,} characters)" if cut else shown
 
 
 def _number_text(text: str) -> float:
@@ -40,7 +55,7 @@ def int_range(low: int | None, high: int, why: str = ""):
     def parse(text: str) -> int:
         value = _number_text(text)
         if not math.isfinite(value) or value != int(value):
-            raise argparse.ArgumentTypeError(f"must be a whole number, got {text!r}")
+            raise argparse.ArgumentTypeError(f"must be a whole number, got {echoed(text)}")
         if low is not None and value < low:
             raise argparse.ArgumentTypeError(f"must be at least {low:,}, got {text}")
         if value > high:
@@ -57,7 +72,7 @@ def float_range(low: float, high: float, why: str = ""):
     def parse(text: str) -> float:
         value = _number_text(text)
         if not math.isfinite(value):
-            raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {echoed(text)}")
         if not low <= value <= high:
             reason = f" ({why})" if why else ""
             raise argparse.ArgumentTypeError(f"must be between {low:g} and {high:g}{reason}, got {text}")
@@ -124,9 +139,9 @@ def _micro_batches(text: str) -> float:
     except ValueError:
         value = math.nan
     if not (value > 0 and (math.isinf(value) or value == int(value))):
-        raise argparse.ArgumentTypeError(f"must be a positive integer or inf, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be a positive integer or inf, got {echoed(text)}")
     if not RANGES["micro_batches"].contains(value):
-        raise argparse.ArgumentTypeError(f"must be {RANGES['micro_batches'].text()}, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be {RANGES['micro_batches'].text()}, got {echoed(text)}")
     return value
 
 
@@ -149,13 +164,15 @@ def parse_set(items: list[str]) -> dict[str, object]:
     for item in items:
         name, sep, text = (part.strip() for part in item.partition("="))
         if not sep or not name:
-            raise ConfigError("--set", item, "expected NAME=VALUE, e.g. --set hidden=64,32")
+            raise ConfigError("--set", echoed(item, quote=False), "expected NAME=VALUE, e.g. --set hidden=64,32")
         if not text:
             raise ConfigError(
-                "--set", name, f"the value is empty in {item!r}; give NAME=VALUE, e.g. --set hidden=64,32"
+                "--set",
+                echoed(name, quote=False),
+                f"the value is empty in {echoed(item)}; give NAME=VALUE, e.g. --set hidden=64,32",
             )
         if name in overrides:
-            raise ConfigError("--set", name, "given twice")
+            raise ConfigError("--set", echoed(name, quote=False), "given twice")
         overrides[name] = _parse_set_value(name, text)
     return overrides
 
@@ -167,8 +184,10 @@ def _parse_set_value(name: str, text: str) -> object:
         if "," in text:
             parts = [part.strip() for part in text.removesuffix(",").split(",")]  # "16,": a list of one
             if not all(parts):
-                where = f"entry {parts.index('') + 1} of the list {text!r}"
-                raise ConfigError("--set", name, f"{where} is empty; give integers separated by commas")
+                where = f"entry {parts.index('') + 1} of the list {echoed(text)}"
+                raise ConfigError(
+                    "--set", echoed(name, quote=False), f"{where} is empty; give integers separated by commas"
+                )
             return tuple(int(part) for part in parts)
         return int(text)
     except ValueError:
@@ -177,7 +196,9 @@ def _parse_set_value(name: str, text: str) -> object:
         return float(text)  # a comma list with a non-integer fails here too
     except ValueError:
         raise ConfigError(
-            "--set", name, f"must be an integer, a number or a comma-separated list of integers, got {text!r}"
+            "--set",
+            echoed(name, quote=False),
+            f"must be an integer, a number or a comma-separated list of integers, got {echoed(text)}",
         ) from None
 
 
@@ -206,16 +227,26 @@ def unused_measured_times(workload: Workload, catalog) -> str | None:
 def workload_arg(spec: str, overrides: dict[str, object] | None = None, flag: str = "--workload") -> Workload:
     """The workload a command-line `spec` names: a TOML file, else a zoo entry built with
     `overrides` (--set). ConfigError naming `flag` for a missing file or an unknown name."""
-    if not Path(spec).is_file() and spec not in ZOO:
+    if not _is_file(spec) and spec not in ZOO:
         if os.path.lexists(spec):
             require_regular_file(spec, flag, "workload TOML file")
         if spec.endswith(".toml") or os.sep in spec:
-            raise ConfigError(flag, "", f"no such workload file {spec!r}")
-        raise ConfigError(flag, "", f"unknown workload {spec!r}; give a TOML file or a zoo name: {', '.join(ZOO)}")
+            raise ConfigError(flag, "", f"no such workload file {echoed(spec)}")
+        raise ConfigError(
+            flag, "", f"unknown workload {echoed(spec)}; give a TOML file or a zoo name: {', '.join(ZOO)}"
+        )
     workload = resolve_workload(spec, overrides, source="--set")
-    if not Path(spec).is_file():  # a zoo entry: its hyperparameters (--set) set the layers' numbers
+    if not _is_file(spec):  # a zoo entry: its hyperparameters (--set) set the layers' numbers
         check_workload(workload, "--set" if overrides else flag)
     return workload
+
+
+def _is_file(spec: str) -> bool:
+    """Whether `spec` names a file; False for a path the system refuses (too long, a NUL byte)."""
+    try:
+        return Path(spec).is_file()
+    except (OSError, ValueError):
+        return False
 
 
 def resolve_job(args, workload: Workload) -> Job:
@@ -271,8 +302,37 @@ def write_json(path, payload) -> None:
 
 
 def output_path(path: str | None, flag: str = "--out"):
-    """`path` checked for writing before the command's work starts (None stays None)."""
-    return None if path is None else check_output_path(path, flag)
+    """`path` checked for writing before the command's work starts (None stays None): what
+    `check_output_path` checks, then a file created and removed in its folder (`probe_folder`)."""
+    if path is None:
+        return None
+    checked = check_output_path(path, flag)
+    probe_folder(checked, flag)
+    return checked
+
+
+def probe_folder(path: Path, flag: str) -> None:
+    """ConfigError naming `flag` unless a file can be created in the folder of `path` (or the
+    nearest folder above it that exists, where the write creates the rest). Root passes every
+    `os.access` check, so the folder is tried: a read-only mount, sysfs or an immutable folder
+    fails here, before the work, not at the end. A path written into rather than replaced (a
+    device, a FIFO, an open descriptor such as /dev/stdout) is not tried."""
+    from hps.config.files import resolve_output  # what `atomic_write` decides: replace or write into
+    from hps.errors import CannotWrite
+    from hps.io.runfolder.preflight import probe
+
+    target, into = resolve_output(path, flag)
+    if into is not None:
+        return
+    folder = Path(target).parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        return  # check_output_path has named what is in the way
+    try:
+        probe(folder)
+    except CannotWrite as error:
+        raise ConfigError(flag, "", f"cannot write {os.fspath(path)}: {error}") from None
 
 
 def figure_path(path: str | None, flag: str = "--plot"):

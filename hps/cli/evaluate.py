@@ -25,7 +25,36 @@ def register(subparsers) -> None:
         "(jax.grad, provisioning fixed)",
     )
     add_clock_arg(parser)
-    parser.set_defaults(run=run)
+    defaults = {dest: parser.get_default(dest) for dest, _, _ in NOT_BESIDE_PLAN}
+    parser.set_defaults(run=run, defaults_beside_plan=defaults)
+
+
+NOT_BESIDE_PLAN = (
+    ("workload", "--workload", "the plan file names its workload"),
+    ("overrides", "--set", "the plan file names its workload"),
+    ("catalog", "--catalog", "the plan file names its catalogue"),
+    ("batch", "--batch", "the plan file's job sets it"),
+    ("throughput", "--throughput", "the plan file's job sets it"),
+    ("samples", "--samples", "the plan file's job sets it"),
+    ("job_micro_batches", "--micro-batches", "the plan file's job sets its micro-batch"),
+    ("job_state_sharding", "--state-sharding", "the plan file's job sets its ZeRO level"),
+    ("collective", "--collective", "the plan file's job sets it"),
+    ("chunks", "--chunks", "the plan file's job sets it"),
+    ("sensitivity", "--sensitivity", "it is the schedule model's (give --schedule or --stages)"),
+)
+"""(dest, flag, why) of the flags `hps evaluate --plan FILE` does not read: the file sets what
+they set. Beside --plan it reads --clock and --json only."""
+
+
+def refuse_flags_beside_plan(args) -> None:
+    """ConfigError naming the first flag of NOT_BESIDE_PLAN given a value other than its default
+    beside --plan (a flag given its default is not told apart from one not given)."""
+    from hps.errors import ConfigError
+
+    defaults = getattr(args, "defaults_beside_plan", {})
+    for dest, flag, why in NOT_BESIDE_PLAN:
+        if dest in defaults and getattr(args, dest, None) != defaults[dest]:
+            raise ConfigError(flag, "", f"does not apply beside --plan: {why}")
 
 
 def run(args) -> int:
@@ -35,6 +64,7 @@ def run(args) -> int:
     from hps.report.placement import format_report, plan_report
 
     if args.plan is not None:
+        refuse_flags_beside_plan(args)
         return evaluate_plan_file(args)
     if args.workload is None:
         from hps.errors import ConfigError

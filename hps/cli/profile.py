@@ -10,6 +10,7 @@ import sys
 from hps.cli.common import (
     add_instance_args,
     add_seed_arg,
+    echoed,
     int_range,
     output_path,
     parse_set,
@@ -66,7 +67,7 @@ def parse_sizes(text: str | None, flag: str = "--sizes") -> list[int]:
     for part in text.split(","):
         part = part.strip()
         if not part.isdigit() or int(part) < 1:
-            raise ConfigError(flag, field, f"must be positive integers, got {part!r}")
+            raise ConfigError(flag, field, f"must be positive integers, got {echoed(part)}")
         sizes.append(int(part))
     if not sizes:
         raise ConfigError(flag, field, "names no size" if flag == "--sizes" else "names no degree")
@@ -83,6 +84,18 @@ def check_split(size: int, tp: int, devices: int, name: str, flag: str) -> None:
         raise ConfigError(flag, "micro_batch", f"{size} samples do not split over {over} of {name!r}")
 
 
+def _batch_source(args, job) -> str:
+    """Where the job's batch came from, in words: --batch, else the workload file's
+    defaults.batch, else the zoo workload's default."""
+    from pathlib import Path
+
+    if args.batch is not None:
+        return f"--batch {job.batch:,g}"
+    if Path(args.workload).is_file():
+        return f"the batch of {job.batch:,g} samples ({args.workload}: defaults.batch)"
+    return f"the batch of {job.batch:,g} samples (the default of zoo workload {args.workload!r}; --batch sets another)"
+
+
 def run(args) -> int:
     import jax
     from tqdm import tqdm
@@ -97,7 +110,10 @@ def run(args) -> int:
     if args.micro_batch is not None and args.micro_batch < 1:
         raise ConfigError("--micro-batch", "micro_batch", f"must be at least 1, got {args.micro_batch}")
     workload, catalog, job = resolve_instance(args)
-    out = output_path(args.out or f"{workload.name}-measured.toml")
+    if args.micro_batch is not None and args.micro_batch > job.batch:
+        above = f"{args.micro_batch:,} samples is above {_batch_source(args, job)}"
+        raise ConfigError("--micro-batch", "micro_batch", f"{above}; a micro-batch is a part of the batch")
+    out = output_path(args.out or f"{workload.name}-measured.toml")  # tried before any profiling
     model = build_model(workload.name, seed=args.seed, **parse_set(args.overrides))
     if args.types is not None:
         types = [t.strip() for t in args.types.split(",") if t.strip()]
@@ -111,7 +127,9 @@ def run(args) -> int:
         types = list(catalog.names)
     unknown = [t for t in types if t not in catalog.names]
     if unknown:
-        raise ConfigError("--types", ",".join(unknown), f"not in the catalogue ({', '.join(catalog.names)})")
+        raise ConfigError(
+            "--types", echoed(",".join(unknown), quote=False), f"not in the catalogue ({', '.join(catalog.names)})"
+        )
     pools = device_pools(catalog, types, args.devices)
     micro_batch = int(job.batch) // 2 if args.micro_batch is None else args.micro_batch
     sizes = [s for s in parse_sizes(args.sizes) if s != micro_batch] + [micro_batch]

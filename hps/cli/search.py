@@ -14,6 +14,8 @@ from hps.report.tables import format_table
 
 ALL = "all"
 EXACT_SECONDS = 60.0
+OUT_NOTE = "--out writes a parallel plan file: planning in the parallel-plan model (give --parallel to silence this)"
+"""Said on standard error where --out, not --parallel, puts a schedule-model job in the parallel-plan model."""
 
 
 def register(subparsers) -> None:
@@ -118,7 +120,10 @@ def run(args) -> int:
 
     workload, catalog, job = resolve_instance(args)
     parallel = args.parallel or args.out is not None or args.warm_start is not None or args.clock != "roofline"
-    if parallel or _pipelined(args, workload):
+    pipelined = _pipelined(args, workload)
+    if args.out is not None and not args.parallel and not pipelined:
+        print(f"hps search: note: {OUT_NOTE}", file=sys.stderr)
+    if parallel or pipelined:
         from hps.cli.search_parallel import check_whole_samples, search_parallel
 
         job = parallel_job(args, workload, job)

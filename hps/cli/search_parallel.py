@@ -12,6 +12,7 @@ import time
 from hps.cli.common import output_path, print_json
 from hps.config.types import PlanFile
 from hps.errors import ConfigError
+from hps.report.tables import dollars
 
 WARM_SHARE = 0.1
 """The share of --seconds the warm start's incumbent may take."""
@@ -123,14 +124,14 @@ def search_parallel(args, problem, budget, compare) -> int:
     if head.planner == "exact" or document["gap"] is not None:
         gap = document["gap"]
         proven = "gap unknown" if gap is None else "proven optimal" if gap == 0 else f"gap {gap:.2%}"
-        print(f"bound       ${head.bound:,.0f} ({proven}) by {head.planner} in {head.seconds:.2f} s")
+        print(f"bound       {dollars(head.bound)} ({proven}) by {head.planner} in {head.seconds:.2f} s")
         if best is not head:
             print(f"{best.planner}: {best.evaluations} type sequences completed in {best.seconds:.2f} s")
     else:
         print(f"{best.planner}: {best.evaluations} type sequences completed in {best.seconds:.2f} s (no bound)")
     if warm_report is not None:
         w = warm_report
-        cost = "none found" if w["incumbent_cost"] is None else f"${w['incumbent_cost']:,.0f}"
+        cost = "none found" if w["incumbent_cost"] is None else dollars(w["incumbent_cost"])
         source = "policy's plan" if w["checkpoint_step"] is not None else "sequence search's plan"
         print(f"warm start  {source} {cost} in {w['incumbent_seconds']:.2f} s, then the solver "
               f"{w['solver_seconds']:.2f} s" + ("" if w["certificate_seconds"] is None else

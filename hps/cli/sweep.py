@@ -12,6 +12,7 @@ import time
 
 from hps.cli.common import add_instance_args, add_seed_arg, figure_path, float_range, int_range, print_json
 from hps.cli.parallel import add_clock_arg
+from hps.config.ranges import RANGES, check_in_range
 from hps.errors import ConfigError
 
 CERTIFY_SECONDS = 60.0
@@ -30,7 +31,7 @@ def _numbers(flag: str):
             raise argparse.ArgumentTypeError(f"must be comma-separated numbers, got {text!r}") from None
         if not values or not all(math.isfinite(v) and v > 0 for v in values):
             raise argparse.ArgumentTypeError(f"must be positive finite numbers, got {text!r}")
-        return list(dict.fromkeys(values))
+        return values  # repeats are dropped after the range checks, which name each value's index
 
     return parse
 
@@ -39,10 +40,16 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser("sweep", help="plan a workload at many throughput floors and price scales")
     add_instance_args(parser)
     parser.add_argument(
-        "--floors", type=_numbers("--floors"), required=True, help="throughput floors, samples/s: 400,500,..."
+        "--floors",
+        type=_numbers("--floors"),
+        required=True,
+        help=f"throughput floors, each {RANGES['throughput'].text()}: 400,500,...",
     )
     parser.add_argument(
-        "--price-scale", type=_numbers("--price-scale"), default=[1.0], help="price multipliers: 0.5,1,2 (default: 1)"
+        "--price-scale",
+        type=_numbers("--price-scale"),
+        default=[1.0],
+        help=f"price multipliers: 0.5,1,2 (default: 1); each scaled price must stay {RANGES['price_per_hour'].text()}",
     )
     parser.add_argument(
         "--scale-types",
@@ -112,6 +119,32 @@ def _row(p, reach: float) -> dict:
     }
 
 
+def check_floors(floors: list[float]) -> list[float]:
+    """The distinct floors (samples/s) in the order given; ConfigError naming --floors and the
+    index (from 0) of the first outside RANGES["throughput"]."""
+    for i, floor in enumerate(floors):
+        check_in_range(floor, "throughput", "--floors", f"floors[{i}]")
+    return list(dict.fromkeys(floors))
+
+
+def check_price_scales(scales: list[float], catalog, scaled: tuple[str, ...] | None) -> list[float]:
+    """The distinct price scales in the order given; ConfigError naming --price-scale and the
+    index (from 0) of the first that takes a scaled type's $/unit-hour outside
+    RANGES["price_per_hour"], where a plan's cost would overflow to inf or round to $0."""
+    allowed = RANGES["price_per_hour"]
+    for i, scale in enumerate(scales):
+        for resource in catalog.resources:
+            price = resource.price_per_hour * scale
+            if (scaled is None or resource.name in scaled) and not allowed.contains(price):
+                raise ConfigError(
+                    "--price-scale",
+                    f"price_scale[{i}]",
+                    f"{scale:g} takes {resource.name}'s ${resource.price_per_hour:g}/unit-hour to ${price:g}; "
+                    f"a scaled price must be {allowed.text()}",
+                )
+    return list(dict.fromkeys(scales))
+
+
 def check_points(floors: int, scales: int) -> int:
     """The sweep's points (floors x price scales); ConfigError naming the flag with more values
     past MAX_SWEEP_POINTS, before any work."""
@@ -156,7 +189,8 @@ def run(args) -> int:
     from hps.io.runfolder import stop
     from hps.methods.sequence.sweep import Sweep
 
-    total = check_points(len(args.floors), len(args.price_scale))
+    args.floors = check_floors(args.floors)
+    total = check_points(len(args.floors), len(dict.fromkeys(args.price_scale)))
     plot = figure_path(args.plot)
     started = time.perf_counter()
     workload, catalog, job = resolve_instance(args)
@@ -170,6 +204,7 @@ def run(args) -> int:
             name = unknown[0] if unknown else ""
             choices = ", ".join(catalog.names)
             raise ConfigError("--scale-types", "scale_types", f"unknown resource type {name!r}; choose among {choices}")
+    args.price_scale = check_price_scales(args.price_scale, catalog, scaled)
     from hps.methods.exact_parallel.reach import max_throughput
 
     base = Problem(workload, catalog, job, parallel=True, clock=args.clock).parallel_problem

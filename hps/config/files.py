@@ -102,7 +102,7 @@ def _follow_links(shown: str, source: str) -> tuple[str, bool]:
     raise ConfigError(source, "", f"cannot write {shown}: a symlink loop (too many levels of symbolic links)")
 
 
-def _resolve_output(path: str | os.PathLike, source: str) -> tuple[str, int | None]:
+def resolve_output(path: str | os.PathLike, source: str) -> tuple[str, int | None]:
     """(the absolute path `path` names with every symlink followed, the os.open flags to write
     into it, or None where a renamed file replaces it). ConfigError naming `source` for a path
     that names a folder (an existing one, or a name ending in a separator), a block device or a
@@ -133,7 +133,7 @@ def check_output_path(path: str | os.PathLike, flag: str) -> Path:
     """The output file `path` as a Path; ConfigError naming `flag` when `atomic_write` would
     refuse it (a directory, a block device, a socket, a symlink loop) or its folder cannot be
     written (a missing folder is fine: `atomic_write` creates it)."""
-    target, into = _resolve_output(path, flag)
+    target, into = resolve_output(path, flag)
     if into is None:
         _check_folder(Path(target).parent, flag, str(path))
     return Path(path)
@@ -203,7 +203,7 @@ def atomic_write(path: str | os.PathLike, write: Callable[[str], None], *, suffi
     (0o666 less the umask), a folder it creates 0o777 less the umask. On any failure the
     temporary file is removed and a regular `path` is left as it was; an OSError becomes a
     ConfigError naming `path`."""
-    target, into = _resolve_output(path, str(path))
+    target, into = resolve_output(path, str(path))
     if into is not None:
         _write_into(target, into, write, suffix, str(path))
     else:

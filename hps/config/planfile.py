@@ -40,6 +40,11 @@ from hps.errors import ConfigError
 PLAN_KEYS = ("format", "workload", "catalog", "job", "stages")
 PLAN_JOB_KEYS = ("batch", "micro_batch", "throughput", "samples", "precision", "zero", "recompute")
 PLAN_STAGE_KEYS = ("first", "last", "type", "tp", "dp")
+SCHEDULE_PLAN = (
+    f"a schedule plan (what `hps plan --out` writes: a resource type per layer), not a parallel plan "
+    f"({PLAN_FORMAT}); `hps execute PLAN.json` runs it, and `hps evaluate --schedule` scores its schedule"
+)
+"""What a plan file without a format that has a schedule or an instance (`hps plan --out`'s keys) is told."""
 
 
 def json_type(value: Any) -> str:
@@ -140,6 +145,8 @@ def parse_plan_file(data: Any, source: str) -> PlanFile:
     """A plan file's JSON value (already parsed) as a PlanFile; ConfigError naming `source` and
     the field for anything the file alone shows to be wrong."""
     plan = _object(data, source, "")
+    if "format" not in plan and ("schedule" in plan or "instance" in plan):
+        raise ConfigError(source, "", SCHEDULE_PLAN)
     if "format" not in plan:
         raise ConfigError(source, "format", "required field is missing")
     if plan["format"] != PLAN_FORMAT:

@@ -64,6 +64,14 @@ class SchedulePlan:
     stages: tuple[dict[str, Any], ...] | None
 
 
+def _shown(value: Any, typed: bool = True) -> str:
+    """How a value of the file is shown in an error: its repr, cut past 60 characters, and
+    (typed) its JSON type: ``'fast' (string)``."""
+    text = repr(value)
+    text = text[:57] + "..." if len(text) > 60 else text
+    return f"{text} ({json_type(value)})" if typed else text
+
+
 class _Checker:
     """Field checks of one file, each error naming it and the field."""
 
@@ -74,8 +82,7 @@ class _Checker:
         raise ConfigError(self.source, field, problem)
 
     def shown(self, value: Any) -> str:
-        text = repr(value)
-        return f"{text[:57] + '...' if len(text) > 60 else text} ({json_type(value)})"
+        return _shown(value)
 
     def string(self, value: Any, field: str) -> str:
         if not isinstance(value, str) or not value.strip():
@@ -118,7 +125,7 @@ def parse_instance(data: Any, check: _Checker) -> dict[str, Any]:
             values[key] = list(value)
     for key, choices in (("collective", COLLECTIVE_POLICIES), ("state_sharding", STATE_SHARDINGS)):
         if values.get(key, choices[0]) not in choices:
-            check.fail(f"instance.{key}", f"must be one of {', '.join(choices)}, got {values[key]!r}")
+            check.fail(f"instance.{key}", f"must be one of {', '.join(choices)}, got {check.shown(values[key])}")
     return values
 
 
@@ -131,7 +138,7 @@ def parse_schedule_names(data: Any, check: _Checker) -> tuple[str, ...]:
         check.fail("schedule", f"at most {MAX_WORKLOAD_LAYERS} entries (layers) allowed, got {len(data)}")
     for i, name in enumerate(data):
         if not name.strip() or "," in name or name != name.strip():
-            problem = f"must be a resource type name (no commas or surrounding spaces), got {name!r}"
+            problem = f"must be a resource type name (no commas or surrounding spaces), got {check.shown(name)}"
             check.fail(f"schedule[{i}]", problem)
     return tuple(data)
 
@@ -200,7 +207,8 @@ def check_stages_match(plan: SchedulePlan, provisioned: list[dict[str, Any]], so
                 raise ConfigError(
                     source,
                     f"stages[{j}].{key}",
-                    f"the file says {row[key]!r} but its schedule, catalogue and job give {want[key]!r}; "
+                    f"the file says {_shown(row[key], False)} but its schedule, catalogue and job give "
+                    f"{_shown(want[key], False)}; "
                     "hps execute runs a plan's stages exactly, or not at all"
                     + (" (give --replicas to run other replica counts)" if key == "replicas" else ""),
                 )

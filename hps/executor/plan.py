@@ -187,6 +187,7 @@ def execute_plan(model: LayeredModel, problem: Problem, plan: Plan, options: Exe
     optimizer = optax.sgd(learning_rate)
     policy = options.policy or job.collective
 
+    check_sample_batch(model, batch, "executing the plan", copies=options.steps)  # before sizing its memory
     spans = [(stage.first, stage.last, catalog.index(stage.type)) for stage in plan.stages]
     executed = tuple(
         dataclasses.replace(stage, tp=t, dp=k) for stage, k, t in zip(plan.stages, ks, tensor)
@@ -199,7 +200,6 @@ def execute_plan(model: LayeredModel, problem: Problem, plan: Plan, options: Exe
     stages = [place_stage(stage, optimizer) for stage in stages]
     pipeline = compile_pipeline(stages, optimizer)
 
-    check_sample_batch(model, batch, "executing the plan", copies=options.steps)
     batches = [model.sample_batch(jax.random.key(options.seed + step), batch) for step in range(options.steps)]
     precision = CHECK_PRECISION if options.check else None
     with jax.default_matmul_precision(precision):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from hps.contract.types import PlanScore
-from hps.report.tables import format_table
+from hps.report.tables import dollars, format_table
 
 GIB = 2.0**30
 
@@ -16,19 +16,20 @@ def parallel_report(score: PlanScore) -> dict:
     egress_dollars, cost ($, null when infeasible), mfu, and per stage type, site, first, last,
     tp, dp, units, replica_micro_batch, time_per_microbatch_s, tail_s, memory_per_device_bytes,
     memory_limit_bytes, time_source (what its layer times come from: measured, interpolated between
-    measured micro-batch sizes, or the roofline)."""
+    measured micro-batch sizes, or the roofline). A figure the plan does not reach (the iteration
+    time, throughput, MFU and tail of a plan with a stage past its type's network) is null."""
     return {
         "feasible": score.feasible,
         "reason": score.reason,
         "detail": score.detail,
         "micro_batch": score.micro_batch,
         "micro_batches": score.micro_batches,
-        "iteration_s": score.iteration_s,
-        "throughput": score.throughput,
+        "iteration_s": _reached(score.iteration_s),
+        "throughput": _reached(score.throughput),
         "dollars_per_hour": score.dollars_per_hour,
         "egress_dollars": score.egress_dollars,
         "cost": score.cost if math.isfinite(score.cost) else None,
-        "mfu": score.mfu,
+        "mfu": _reached(score.mfu),
         "stages": [
             {
                 "type": s.stage.type,
@@ -40,7 +41,7 @@ def parallel_report(score: PlanScore) -> dict:
                 "units": s.units,
                 "replica_micro_batch": s.replica_micro_batch,
                 "time_per_microbatch_s": s.time_per_microbatch_s,
-                "tail_s": s.tail_s,
+                "tail_s": _reached(s.tail_s),
                 "memory_per_device_bytes": s.memory_per_device_bytes,
                 "memory_limit_bytes": s.memory_limit_bytes,
                 "time_source": s.time_source,
@@ -48,6 +49,16 @@ def parallel_report(score: PlanScore) -> dict:
             for s in score.stages
         ],
     }
+
+
+def _reached(value: float) -> float | None:
+    """`value`, or None (JSON null) where it is inf or NaN: a figure the plan does not reach."""
+    return value if math.isfinite(value) else None
+
+
+def _figure(value: float | None, spec: str, unit: str = "") -> str:
+    """`value` in format `spec` with its unit, or "not reached" where it is None."""
+    return "not reached" if value is None else f"{value:{spec}}{unit}"
 
 
 def format_parallel(report: dict) -> str:
@@ -63,12 +74,12 @@ def format_parallel(report: dict) -> str:
     lines = [format_table(headers, rows), ""]
     lines.append("feasible" if report["feasible"] else f"infeasible ({report['reason']}): {report['detail']}")
     lines.append(f"micro-batch {report['micro_batch']} ({report['micro_batches']} per iteration)")
-    lines.append(f"iteration   {report['iteration_s']:.4g} s")
-    lines.append(f"throughput  {report['throughput']:,.2f} samples/s")
-    lines.append(f"MFU         {report['mfu']:.1%}")
-    lines.append(f"price       ${report['dollars_per_hour']:,.2f}/hour")
+    lines.append(f"iteration   {_figure(report['iteration_s'], '.4g', ' s')}")
+    lines.append(f"throughput  {_figure(report['throughput'], ',.2f', ' samples/s')}")
+    lines.append(f"MFU         {_figure(report['mfu'], '.1%')}")
+    lines.append(f"price       {dollars(report['dollars_per_hour'], 2)}/hour")
     if report["egress_dollars"]:
-        lines.append(f"egress      ${report['egress_dollars']:,.0f}")
+        lines.append(f"egress      {dollars(report['egress_dollars'])}")
     if report["cost"] is not None:
-        lines.append(f"cost        ${report['cost']:,.0f}")
+        lines.append(f"cost        {dollars(report['cost'])}")
     return "\n".join(lines)

@@ -8,7 +8,7 @@ from hps.config.types import Catalog, Job, Workload
 from hps.contract.types import PlanScore, StageScore
 from hps.costmodel.schedule.plan import IndexPlan, evaluate_plan, failed_stage, schedule_plan
 from hps.costmodel.schedule.provisioning import Instance, build_instance, fastest_fitting, stage_cap
-from hps.report.tables import format_table, require_finite
+from hps.report.tables import dollars, format_table, require_finite
 
 
 def plan_report(inst: Instance, plan: IndexPlan, score: PlanScore | None = None) -> dict:
@@ -135,8 +135,8 @@ def format_report(report: dict, workload: Workload) -> str:
     ]
     table = format_table(["stage", "type", "layers", "names", "replicas", "state", "time_s", "$_per_hour"], rows)
     status = "feasible" if report["feasible"] else f"INFEASIBLE: {report['reason']}"
-    cost = "-" if report["cost"] is None else f"${report['cost']:,.2f}"
+    cost = "-" if report["cost"] is None else dollars(report["cost"], 2)
     return (
         f"{table}\n\n{status}\nthroughput  {samples_per_second(report['throughput'])} samples/s\n"
-        f"price       ${report['dollars_per_hour']:,.2f}/hour\ncost        {cost}"
+        f"price       {dollars(report['dollars_per_hour'], 2)}/hour\ncost        {cost}"
     )

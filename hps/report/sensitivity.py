@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hps.report.tables import format_table
+from hps.report.tables import dollars, format_table
 
 TOP = 3
 
@@ -34,6 +34,6 @@ def format_sensitivity(payload: dict) -> str:
     ranked = sorted((r for r in rows if r["elasticity"] != 0.0), key=lambda r: -abs(r["elasticity"]))
     named = ", ".join(f"{_label(r)} {r['elasticity']:+.3f}" for r in ranked[:TOP])
     return (
-        f"sensitivity of cost ${payload['cost']:,.2f}, each stage's replicas and chunk orders held fixed\n"
+        f"sensitivity of cost {dollars(payload['cost'], 2)}, each stage's replicas and chunk orders held fixed\n"
         f"(elasticity: % change of cost per +1 % of the figure)\n{table}\n\nlargest elasticities: {named or '-'}"
     )

@@ -47,6 +47,15 @@ def format_number(value) -> str:
     return str(value)
 
 
+def dollars(value: float, decimals: int = 0) -> str:
+    """A dollar figure in text: from $1, with thousands separators and `decimals` places
+    ("$12,823", "$1.00"); below $1, 3 significant digits ("$0.000619", "$0.25"), so a small
+    cost never reads "$0" (0 itself does)."""
+    if value == 0 or abs(value) >= 1:
+        return f"${value:,.{decimals}f}"
+    return f"${value:.3g}"
+
+
 def format_table(headers: list[str], rows: list[list]) -> str:
     """Left-aligned text columns with a rule under the header; NonFiniteResult naming the row and
     column of an inf or NaN cell."""

@@ -219,10 +219,16 @@ def step_folder(manager: ocp.CheckpointManager, step: int) -> str:
 
 
 def _chosen_step(manager: ocp.CheckpointManager, step: int | None) -> int:
-    """`step`, or the latest step when None; ConfigError when the directory holds none."""
-    step = manager.latest_step() if step is None else step
-    if step is None:
+    """`step`, or the latest step when None; ConfigError when the directory holds none, or
+    holds no step `step` (naming the steps it has)."""
+    steps = sorted(manager.all_steps())
+    if not steps:
         raise ConfigError(str(manager.directory), "", "holds no checkpoint")
+    if step is None:
+        return steps[-1]
+    if step not in steps:
+        shown = ", ".join(map(str, steps)) if len(steps) <= 8 else f"{steps[0]}, {steps[1]}, ..., {steps[-1]}"
+        raise ConfigError(str(manager.directory), "", f"no step {step} in this folder (it has steps {shown})")
     return step
 
 

@@ -4,7 +4,8 @@ it stopped), then the kind's summary as results.json, figures and report.md.
 Run folder (out_dir):
     config.json        the config the items belong to (items of another config are discarded)
     items/<key>.json   one finished item: {"key", "result", "seconds"}
-    results.json       {"experiment", "kind", "config", "results"}: deterministic, sorted keys
+    results.json       {"experiment", "kind", "config", "results"}: deterministic, sorted keys;
+                       removed with the items when they are discarded (--fresh, another config)
     timings.json       seconds per item and in all (kept out of results.json)
     *.png, report.md   the kind's figures and the report
     manifest.json      the runs of this folder and the run id that wrote each file (hps.io.runfolder)
@@ -68,8 +69,14 @@ def _run_item(kind, config, key, params, path: Path, folder: RunFolder) -> dict:
     return json.loads(text)
 
 
+SUMMARY_FILES = ("results.json", "timings.json", "report.md")
+"""The files a finished run writes from its items: removed with the items they summarize."""
+
+
 def _prepare(out: Path, config_doc: dict, fresh: bool, folder: RunFolder) -> Path:
-    """items/ ready to resume from: emptied when fresh or when it holds another config's items."""
+    """items/ ready to resume from: emptied when fresh or when it holds another config's items,
+    and then the old run's SUMMARY_FILES removed with them (in the same `stop.deferred` block,
+    before any new item), so a run stopped early never leaves a results.json of other items."""
     items_dir = out / "items"
     refuse_links(out, ("items", "config.json", "results.json"))
     if items_dir.exists() and not items_dir.is_dir():
@@ -78,6 +85,10 @@ def _prepare(out: Path, config_doc: dict, fresh: bool, folder: RunFolder) -> Pat
         with stop.deferred():
             gone = list(items_dir.glob("*.json")) if items_dir.is_dir() else []
             shutil.rmtree(items_dir, ignore_errors=True)
+            for path in (out / name for name in SUMMARY_FILES):
+                if path.is_file() or path.is_symlink():
+                    path.unlink()
+                    gone.append(path)
             if folder.manifest is not None:
                 folder.manifest.forget(*gone)
     items_dir.mkdir(parents=True, exist_ok=True)
