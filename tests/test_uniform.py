@@ -79,3 +79,27 @@ def _job():
     from hps.config.types import Job
 
     return Job(batch=64, throughput=1.0, samples=1e6, micro_batch=8.0)
+
+
+def test_search_for_a_framework_plans_its_uniform_space_reports_the_premium_and_exports(tmp_path, capsys):
+    """`hps search --framework megatron` plans only what Megatron-LM launches (GPU types), reports
+    the premium over the exact optimum, and its plan file exports to Megatron-LM's flags."""
+    import json
+
+    from hps.cli.main import main
+
+    out = tmp_path / "p.json"
+    argv = ["search", "--workload", "llama3-8b", "--catalog", "cloud-2026", "--framework", "megatron"]
+    assert main([*argv, "--seconds", "20", "--out", str(out), "--json"]) == 0
+    captured = capsys.readouterr()
+    document = json.loads(captured.out)
+    assert "note" not in captured.err
+    stages = document["stages"]
+    assert len({(s["type"], s["tp"], s["dp"]) for s in stages}) == 1 and stages[0]["type"] in ("h100", "h200", "b200")
+    exact, uniform = document["results"]
+    assert exact["method"] == "exact" and uniform["method"] == "uniform"
+    assert document["premium"] == pytest.approx(uniform["cost"] / exact["cost"] - 1, rel=1e-9)
+    assert document["premium"] >= 0
+    assert main(["export", str(out), "--to", "megatron", "--json"]) == 0
+    exported = json.loads(capsys.readouterr().out)
+    assert exported["devices"] == sum(s["tp"] * s["dp"] for s in stages)

@@ -66,6 +66,12 @@ def register(subparsers) -> None:
         "refined, within a tenth of --seconds: a trained placement policy's sequences first where CHECKPOINT is "
         "given, then every one- and two-run sequence; the time to certificate counts both",
     )
+    parser.add_argument(
+        "--framework",
+        choices=("megatron", "maxtext", "torchtitan"),
+        help="plan only what that framework launches (one type, t and d in every stage, the blocks split evenly, "
+        "on the types it runs; hps export writes its inputs) beside the exact optimum, and report the premium",
+    )
     add_parallel_args(parser)
     add_clock_arg(parser)
     parser.set_defaults(run=run)
@@ -120,8 +126,9 @@ def run(args) -> int:
 
     workload, catalog, job = resolve_instance(args)
     parallel = args.parallel or args.out is not None or args.warm_start is not None or args.clock != "roofline"
+    parallel = parallel or args.framework is not None
     pipelined = _pipelined(args, workload)
-    if args.out is not None and not args.parallel and not pipelined:
+    if args.out is not None and not args.parallel and args.framework is None and not pipelined:
         print(f"hps search: note: {OUT_NOTE}", file=sys.stderr)
     if parallel or pipelined:
         from hps.cli.search_parallel import check_whole_samples, search_parallel

@@ -80,11 +80,16 @@ def search_parallel(args, problem, budget, compare) -> int:
         raise ConfigError("--warm-start", "warm_start", f"starts the exact solver only, not --method {method}")
     incumbent, warm_report = (None, None) if warm is None else _warm_start(warm, problem, budget)
     names = planner_names("parallel") if method == "all" else [method]
-    options = {"exact": {"incumbent": incumbent}} if incumbent is not None else None
-    compared = compare(problem, names, budget, args, options)
+    options = {"exact": {"incumbent": incumbent}} if incumbent is not None else {}
+    framework = getattr(args, "framework", None)
+    if framework is not None:  # the framework's uniform plans beside the optimum
+        if getattr(args, "method", None) not in (None, "exact", "uniform"):
+            raise ConfigError("--framework", "framework", f"plans with the uniform planner, not --method {method}")
+        names, options = ["exact", "uniform"], options | {"uniform": {"framework": framework}}
+    compared = compare(problem, names, budget, args, options or None)
     results, reference = compared.results, compared.reference
     rows = [_row(r, compared) for r in results]
-    best = compared.best
+    best = compared.best if framework is None else results[-1]
     head = reference if reference is not None else best
     document = problem.report(best)
     document.update(
@@ -93,6 +98,9 @@ def search_parallel(args, problem, budget, compare) -> int:
         results=rows,
         skipped=compared.skipped,
     )
+    if framework is not None:
+        ratio = compared.over_optimum(best)
+        document.update(framework=framework, premium=None if ratio is None else ratio - 1)
     if warm_report is not None:
         warm_report["solver_seconds"] = results[0].seconds
         proven = results[0].gap == 0.0
@@ -120,6 +128,11 @@ def search_parallel(args, problem, budget, compare) -> int:
         print(verdict_text(document, job.throughput, best))
         return _not_written(out) if missing else 0
     print(format_parallel(document))
+    if framework is not None:
+        print(framework_text(document, reference))
+        if out is not None:
+            print(f"wrote {out}")
+        return 0
     print(f"status      {document['status']}")
     if head.planner == "exact" or document["gap"] is not None:
         gap = document["gap"]
@@ -154,6 +167,19 @@ def verdict_text(document: dict, floor: float, result) -> str:
     return (
         f"status      unknown: no feasible plan found in {result.seconds:.2f} s ({result.planner}) and none excluded; "
         f"floor {floor:,g} samples/s, the most any plan within the catalogue's caps can reach {most}; raise --seconds"
+    )
+
+
+def framework_text(document: dict, reference) -> str:
+    """The framework's plan against the heterogeneous optimum (or the exact solver's best, with
+    its gap, where it is not proven)."""
+    framework, premium = document["framework"], document["premium"]
+    if premium is None:
+        return f"framework   {framework}: no heterogeneous plan to compare with (exact found none)"
+    against = "the optimum" if reference.gap == 0.0 else f"the exact solver's best plan (gap {reference.gap:.2%})"
+    return (
+        f"framework   {framework}: {premium:+.1%} over {against}, {dollars(reference.cost)} by exact in "
+        f"{reference.seconds:.2f} s"
     )
 
 
