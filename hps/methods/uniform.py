@@ -51,8 +51,8 @@ def uniform_stages(problem: ParallelProblem, stages: int) -> list[tuple[int, int
 
 def plan(problem: Problem, budget: Budget, *, framework: str | None = None) -> PlanResult:
     """The cheapest uniform plan of `problem` (on the types `framework` runs where given: one of
-    FRAMEWORK_FAMILIES). Its bound is NaN: it proves nothing about plans outside the uniform
-    space."""
+    FRAMEWORK_FAMILIES), over the micro-batches reached within budget.seconds. Its bound is NaN:
+    it proves nothing about plans outside the uniform space."""
     if framework is not None and framework not in FRAMEWORK_FAMILIES:
         choices = ", ".join(FRAMEWORK_FAMILIES)
         raise ConfigError("framework", "", f"unknown framework {framework!r}; choose one of {choices}")
@@ -61,16 +61,14 @@ def plan(problem: Problem, budget: Budget, *, framework: str | None = None) -> P
     families = FRAMEWORK_FAMILIES.get(framework)
     types = [y for y, r in enumerate(problem.catalog.resources) if families is None or device_family(r) in families]
     candidates, evaluations = [], 0
+    layouts = [spans for count in range(1, len(block_bounds(base)[1]) + 1) if (spans := uniform_stages(base, count))]
     for b in base.micro_batch_choices():
-        for count in range(1, len(block_bounds(base)[1]) + 1):
-            spans = uniform_stages(base, count)
-            if spans is None:
-                continue
+        if time.perf_counter() - started > budget.seconds:  # the micro-batches left are not searched
+            break
+        for spans in layouts:
             found = _cheapest(base, b, spans, types)
             evaluations += found[1]
             candidates.extend(found[0])
-            if time.perf_counter() - started > budget.seconds:
-                break
     for _, stages, b in sorted(candidates, key=lambda c: c[0]):  # confirmed by the model's own score
         score = score_plan(base, stages, b)
         if score.feasible:
