@@ -84,6 +84,8 @@ def test_out_without_parallel_says_on_stderr_that_it_plans_in_the_parallel_model
     assert f"hps search: note: {note}\n" in err
     code, _, err = run_cli_output(["search", *TRANSFORMER, "--parallel", "--out", str(out), "--json"], capsys)
     assert code == 0 and "note" not in err
+    code, _, err = run_cli_output(["search", *TRANSFORMER, "--clock", "kernel", "--json"], capsys)
+    assert code == 0 and "hps search: note: --clock plans in the parallel-plan model" in err
 
 
 # --- sweep floors and price scales within the documented ranges -----------------------------------

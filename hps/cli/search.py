@@ -10,12 +10,14 @@ from hps.cli.common import add_instance_args, add_seed_arg, int_range, print_jso
 from hps.cli.parallel import add_clock_arg, add_parallel_args, parallel_job
 from hps.config.limits import MAX_SEARCH_BUDGET
 from hps.errors import ConfigError
-from hps.report.tables import format_table
+from hps.report.tables import dollars, format_table
 
 ALL = "all"
 EXACT_SECONDS = 60.0
 OUT_NOTE = "--out writes a parallel plan file: planning in the parallel-plan model (give --parallel to silence this)"
 """Said on standard error where --out, not --parallel, puts a schedule-model job in the parallel-plan model."""
+SWITCH_NOTE = "{flag} plans in the parallel-plan model: planning there (give --parallel to silence this)"
+"""The same where --warm-start or --clock does."""
 
 
 def register(subparsers) -> None:
@@ -128,8 +130,12 @@ def run(args) -> int:
     parallel = args.parallel or args.out is not None or args.warm_start is not None or args.clock != "roofline"
     parallel = parallel or args.framework is not None
     pipelined = _pipelined(args, workload)
-    if args.out is not None and not args.parallel and args.framework is None and not pipelined:
-        print(f"hps search: note: {OUT_NOTE}", file=sys.stderr)
+    if not args.parallel and args.framework is None and not pipelined:
+        if args.out is not None:
+            print(f"hps search: note: {OUT_NOTE}", file=sys.stderr)
+        elif args.warm_start is not None or args.clock != "roofline":
+            flag = "--warm-start" if args.warm_start is not None else "--clock"
+            print(f"hps search: note: {SWITCH_NOTE.format(flag=flag)}", file=sys.stderr)
     if parallel or pipelined:
         from hps.cli.search_parallel import check_whole_samples, search_parallel
 
@@ -179,11 +185,12 @@ def _print_schedule(problem, compared, args, every: bool) -> int:
         print(format_report(document, workload))
         print(f"status: {document['status']}")
         if document["gap"] is not None:
-            print(f"proven bound ${document['bound']:,.2f} (gap {document['gap']:.2%}) in {reference.seconds:.2f} s")
+            bound = dollars(document["bound"], 2)
+            print(f"proven bound {bound} (gap {document['gap']:.2%}) in {reference.seconds:.2f} s")
         elif document["bound"] is not None:  # the time ran out before a plan or a proof that none exists
             print(
                 f"no feasible plan found in {reference.seconds:.2f} s, and none proven impossible: "
-                f"a feasible plan would cost at least ${document['bound']:,.2f} (raise --seconds)"
+                f"a feasible plan would cost at least {dollars(document['bound'], 2)} (raise --seconds)"
             )
         return 0
     reports = [problem.report(result) for result in compared.results]
