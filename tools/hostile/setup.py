@@ -70,8 +70,16 @@ def start_hps(argv: list[str], cwd: Path, log: str | None = None) -> subprocess.
     if log is not None:
         streams = {"stdout": (cwd / f"{log}.out").open("wb"), "stderr": (cwd / f"{log}.err").open("wb")}
     return subprocess.Popen(
-        hps_command(argv), cwd=cwd, stdin=subprocess.DEVNULL, preexec_fn=limit_child, **streams
+        hps_command(argv), cwd=cwd, stdin=subprocess.DEVNULL, preexec_fn=limit_child, env=child_env(), **streams
     )  # fmt: skip
+
+
+def child_env() -> dict[str, str]:
+    """This process's environment with the repository on PYTHONPATH: the cases' experiment files
+    import `tools.hostile`, which is the repository's, not the wheel's."""
+    root = str(Path(__file__).resolve().parents[2])
+    paths = [root, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths))}
 
 
 def run_hps(argv: list[str], cwd: Path, timeout: float, pipe: int | None = None) -> dict:
