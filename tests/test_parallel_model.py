@@ -210,7 +210,8 @@ def test_each_micro_batch_is_bounded_and_seeded_by_its_one_stage_plans():
     reference evaluator; every one-stage plan the solver starts from is feasible and costs what the
     reference says; and the cheapest of them is the brute-force optimum over one-stage plans. A
     solve with no time left returns at least that plan (its micro-batches open, not missed)."""
-    from hps.methods.exact_parallel.micro_batches import one_stage_plans, work_at
+    from hps.methods.exact_parallel.micro_batches import work_floor
+    from hps.methods.uniform import uniform_plans
 
     checked = seeded = 0
     for seed in range(24):
@@ -223,13 +224,13 @@ def test_each_micro_batch_is_bounded_and_seeded_by_its_one_stage_plans():
             costs = [reference.evaluate(workload, catalog, at_b, plan) for plan in every]
             feasible = [c["cost"] for c in costs if c["feasible"]]
             if feasible:
-                assert work_at(problem, b) <= min(feasible) * (1 + 1e-9), (seed, b)
+                assert work_floor(problem, b) <= min(feasible) * (1 + 1e-9), (seed, b)
                 checked += 1
-            plans = one_stage_plans(problem, b)
             last = len(workload.layers) - 1
+            plans = uniform_plans(problem, b, [(0, last)], list(range(len(catalog.resources))))[0]
             one_stage = [c["cost"] for plan, c in zip(every, costs) if len(plan) == 1 and c["feasible"]]
             assert (len(plans) > 0) == (len(one_stage) > 0), (seed, b)
-            for cost, stage in plans:
+            for cost, (stage,), _ in plans:
                 want = reference.evaluate(workload, catalog, at_b, (stage,))
                 assert stage.first == 0 and stage.last == last and want["feasible"], (seed, b, stage)
                 assert cost == pytest.approx(want["cost"], rel=1e-9)

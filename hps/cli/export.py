@@ -35,18 +35,14 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from hps.cli.common import output_path, print_json, workload_arg
+    from hps.cli.common import output_path, print_json
+    from hps.cli.parallel import plan_file_data
     from hps.config.files import atomic_write_text
-    from hps.config.loaders import load_catalog
-    from hps.config.paths import resolve_topology
-    from hps.config.planfile import read_plan_file
     from hps.executor.export import ExportOptions, decoder_shape, export_plan
 
     out = output_path(args.out)
     source = str(args.plan)
-    plan = read_plan_file(args.plan)
-    workload = workload_arg(plan.workload, flag=f"{source}: workload")
-    catalog = load_catalog(resolve_topology(plan.catalog, "catalogs", f"{source}: catalog"))
+    plan, workload, catalog = plan_file_data(source)
     shape = decoder_shape(plan.workload, source=source)
     options = ExportOptions(virtual_stages=args.virtual_stages, fp8=args.fp8, launch=args.launch)
     result = export_plan(plan, workload, catalog, shape, args.target, source=source, options=options)

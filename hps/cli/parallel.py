@@ -42,17 +42,26 @@ def parallel_job(args, workload: Workload, job: Job) -> Job:
         raise ConfigError(flag, error.field, error.problem) from None
 
 
+def plan_file_data(path: str):
+    """(the plan file at `path`, its workload, its catalogue), each error naming the file and the
+    field it came from."""
+    from hps.config.loaders import load_catalog
+    from hps.config.planfile import read_plan_file
+
+    plan = read_plan_file(path)
+    workload = workload_arg(plan.workload, flag=f"{path}: workload")
+    catalog = load_catalog(resolve_topology(plan.catalog, "catalogs", f"{path}: catalog"))
+    return plan, workload, catalog
+
+
 def evaluate_plan_file(args) -> int:
     """Score a plan file and print its report."""
     from hps.api.planning import Problem
-    from hps.config.loaders import load_catalog
-    from hps.config.planfile import check_plan_against, read_plan_file
+    from hps.config.planfile import check_plan_against
     from hps.contract.types import Plan
     from hps.report.parallel import format_parallel
 
-    plan = read_plan_file(args.plan)
-    workload = workload_arg(plan.workload, flag=f"{args.plan}: workload")
-    catalog = load_catalog(resolve_topology(plan.catalog, "catalogs", f"{args.plan}: catalog"))
+    plan, workload, catalog = plan_file_data(args.plan)
     check_plan_against(plan, workload, catalog, str(args.plan))
     problem = Problem(workload, catalog, plan.job, parallel=True, clock=args.clock)
     micro_batch = None if plan.job.micro_batch is None else int(plan.job.micro_batch)

@@ -4,7 +4,6 @@ PLAN.json` (docs/parallel-plans.md)."""
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import sys
 import time
@@ -12,14 +11,10 @@ import time
 from hps.cli.common import output_path, print_json
 from hps.config.types import PlanFile
 from hps.errors import ConfigError
-from hps.report.tables import dollars
+from hps.report.tables import dollars, finite
 
 WARM_SHARE = 0.1
 """The share of --seconds the warm start's incumbent may take."""
-
-
-def _finite(value: float) -> float | None:
-    return value if math.isfinite(value) else None
 
 
 def _row(result, comparison) -> dict:
@@ -28,11 +23,11 @@ def _row(result, comparison) -> dict:
     return {
         "method": result.planner,
         "feasible": result.feasible,
-        "cost": _finite(result.cost),
+        "cost": finite(result.cost),
         "x_optimum": comparison.over_optimum(result),
         "seconds": result.seconds,
         "evaluations": result.evaluations,
-        "bound": _finite(result.bound),
+        "bound": finite(result.bound),
         "gap": result.gap,
         "micro_batch": None if result.plan is None else result.plan.micro_batch,
         "stages": None if result.plan is None else len(result.plan.stages),
@@ -93,7 +88,7 @@ def search_parallel(args, problem, budget, compare) -> int:
     head = reference if reference is not None else best
     document = problem.report(best)
     document.update(
-        bound=_finite(head.bound),
+        bound=finite(head.bound),
         gap=gap_of(best.cost, head.bound, best.plan is not None),
         results=rows,
         skipped=compared.skipped,

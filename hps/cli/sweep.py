@@ -14,6 +14,7 @@ from hps.cli.common import add_instance_args, add_seed_arg, figure_path, float_r
 from hps.cli.parallel import add_clock_arg
 from hps.config.ranges import RANGES, check_in_range
 from hps.errors import ConfigError
+from hps.report.tables import finite
 
 CERTIFY_SECONDS = 60.0
 LARGE_SWEEP_SECONDS = 60.0
@@ -96,10 +97,6 @@ def _stages(point) -> list[dict] | None:
     if point.plan is None:
         return None
     return [{"type": s.type, "first": s.first, "last": s.last, "tp": s.tp, "dp": s.dp} for s in point.plan.stages]
-
-
-def _finite(value: float) -> float | None:
-    return value if math.isfinite(value) else None
 
 
 def _row(p, reach: float) -> dict:
@@ -239,14 +236,14 @@ def run(args) -> int:
             keys = ((f, s) for s in args.price_scale for f in args.floors)
             rows = [_row(done[key], reach) for key in keys if key in done]
         signum = getattr(error, "signum", signal.SIGINT)
-        document = {"points": rows, "seconds": planned, "max_throughput": _finite(reach)}
+        document = {"points": rows, "seconds": planned, "max_throughput": finite(reach)}
         document["interrupted"] = signal.Signals(signum).name
         document["points_total"] = total
         _output(document, args, workload, catalog, planned, None)
         raise
     finally:
         bar.close()
-    document = {"points": rows, "seconds": planned, "max_throughput": _finite(reach)}
+    document = {"points": rows, "seconds": planned, "max_throughput": finite(reach)}
     if args.certify:
         document["certify_seconds"] = time.perf_counter() - started - planned
     if plot is not None:
@@ -270,9 +267,9 @@ def _certify(args, base, scaled, points, rows) -> None:
     for i in sorted(rng.choice(len(points), size=min(args.certify, len(points)), replace=False).tolist()):
         found = certify(base, points[i], scaled, args.certify_seconds)
         rows[i]["certify_seconds"] = found.seconds
-        rows[i]["certified_bound"] = found.bound if math.isfinite(found.bound) else None
+        rows[i]["certified_bound"] = finite(found.bound)
         if found.gap == 0.0:
-            rows[i]["proven_optimum"] = found.cost if math.isfinite(found.cost) else None
+            rows[i]["proven_optimum"] = finite(found.cost)
             rows[i]["status"] = found.status
 
 

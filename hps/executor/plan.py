@@ -35,6 +35,7 @@ from hps.executor.stages import layout_stage, place_stage
 from hps.executor.tensor import is_table
 from hps.methods.problem import Problem
 from hps.models.base import LayeredModel, check_sample_batch
+from hps.report.tables import finite
 
 EQUIVALENT_REL_DIFF = 1e-5
 """Largest relative difference per parameter array (max|got − want| / max|want|) `--check`
@@ -308,11 +309,6 @@ def check_against_reference(model: LayeredModel, stages, batches, optimizer, los
         "equivalent": differences["max_rel_diff"] <= EQUIVALENT_REL_DIFF,
         "reference_device": str(device),
     }
-
-
-def finite(value: float) -> float | None:
-    """`value`, or None where the plan model has no figure (nan: a stage beyond its network)."""
-    return value if math.isfinite(value) else None
 
 
 def _stage_row(stage, span, planned_replicas, measured, prediction, synced_bytes) -> dict:

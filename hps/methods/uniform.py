@@ -22,6 +22,9 @@ from hps.costmodel.parallel.stages import stage_arrays
 from hps.errors import ConfigError
 from hps.methods.problem import Problem
 
+KEEP = 4
+"""Plans of each micro-batch and layout kept to confirm by the plan model's own score."""
+
 
 def block_bounds(problem: ParallelProblem) -> tuple[int, list[int], int]:
     """(last row of the leading one-row segments or −1, the last row of each block between them,
@@ -66,7 +69,7 @@ def plan(problem: Problem, budget: Budget, *, framework: str | None = None) -> P
         if time.perf_counter() - started > budget.seconds:  # the micro-batches left are not searched
             break
         for spans in layouts:
-            found = _cheapest(base, b, spans, types)
+            found = uniform_plans(base, b, spans, types, KEEP)
             evaluations += found[1]
             candidates.extend(found[0])
     for _, stages, b in sorted(candidates, key=lambda c: c[0]):  # confirmed by the model's own score
@@ -76,9 +79,12 @@ def plan(problem: Problem, budget: Budget, *, framework: str | None = None) -> P
     return PlanResult("uniform", None, None, math.nan, time.perf_counter() - started, evaluations)
 
 
-def _cheapest(base: ParallelProblem, b: int, spans: list[tuple[int, int]], types: list[int]):
-    """([(estimated cost $, stages, b)] of the cheapest few uniform plans over `spans` under
-    micro-batch b that meet memory, caps, the network and the floor; how many were scored)."""
+def uniform_plans(
+    base: ParallelProblem, b: int, spans: list[tuple[int, int]], types: list[int], keep: int | None = None
+):
+    """([(cost $, stages, b)] of the cheapest `keep` (None: all) uniform plans over `spans` (one
+    (type, t, d) of `types` for every span) under micro-batch b that meet memory, caps, the
+    network and the floor, cheapest first; how many were scored), in one vectorised call."""
     count, catalog, job = len(spans), base.catalog, base.job
     rows = [
         (y, t, d)
@@ -105,7 +111,7 @@ def _cheapest(base: ParallelProblem, b: int, spans: list[tuple[int, int]], types
         ok &= job.batch / iteration >= job.throughput * (1 - FLOOR_TOLERANCE)
     cost = job.samples / job.batch / 3600 * arrays.rate.reshape(shape).sum(axis=1) * iteration
     names = catalog.names
-    best = np.flatnonzero(ok)[np.argsort(cost[ok], kind="stable")][:4]
+    best = np.flatnonzero(ok)[np.argsort(cost[ok], kind="stable")][:keep]
     out = []
     for i in best:
         ty, tt, td = rows[i]

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import math
-
 from hps.contract.types import PlanScore
-from hps.report.tables import dollars, format_table
+from hps.report.tables import dollars, finite, format_table
 
 GIB = 2.0**30
 
@@ -24,12 +22,12 @@ def parallel_report(score: PlanScore) -> dict:
         "detail": score.detail,
         "micro_batch": score.micro_batch,
         "micro_batches": score.micro_batches,
-        "iteration_s": _reached(score.iteration_s),
-        "throughput": _reached(score.throughput),
+        "iteration_s": finite(score.iteration_s),
+        "throughput": finite(score.throughput),
         "dollars_per_hour": score.dollars_per_hour,
         "egress_dollars": score.egress_dollars,
-        "cost": score.cost if math.isfinite(score.cost) else None,
-        "mfu": _reached(score.mfu),
+        "cost": finite(score.cost),
+        "mfu": finite(score.mfu),
         "stages": [
             {
                 "type": s.stage.type,
@@ -41,7 +39,7 @@ def parallel_report(score: PlanScore) -> dict:
                 "units": s.units,
                 "replica_micro_batch": s.replica_micro_batch,
                 "time_per_microbatch_s": s.time_per_microbatch_s,
-                "tail_s": _reached(s.tail_s),
+                "tail_s": finite(s.tail_s),
                 "memory_per_device_bytes": s.memory_per_device_bytes,
                 "memory_limit_bytes": s.memory_limit_bytes,
                 "time_source": s.time_source,
@@ -49,11 +47,6 @@ def parallel_report(score: PlanScore) -> dict:
             for s in score.stages
         ],
     }
-
-
-def _reached(value: float) -> float | None:
-    """`value`, or None (JSON null) where it is inf or NaN: a figure the plan does not reach."""
-    return value if math.isfinite(value) else None
 
 
 def _figure(value: float | None, spec: str, unit: str = "") -> str:

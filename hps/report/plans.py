@@ -7,10 +7,7 @@ import math
 
 from hps.contract.types import PlanResult, PlanScore, gap_of
 from hps.methods.problem import Problem
-
-
-def _finite(value: float) -> float | None:
-    return value if math.isfinite(value) else None
+from hps.report.tables import finite
 
 
 def score_report(problem: Problem, score: PlanScore) -> dict:
@@ -50,7 +47,7 @@ def result_report(problem: Problem, result: PlanResult) -> dict:
         report.update(
             method=result.planner,
             status=result.status,
-            bound=_finite(result.bound),
+            bound=finite(result.bound),
             gap=result.gap,
             search_seconds=result.seconds,
             evaluations=result.evaluations,
@@ -58,7 +55,7 @@ def result_report(problem: Problem, result: PlanResult) -> dict:
         if not result.feasible:
             from hps.methods.exact_parallel.reach import max_throughput
 
-            report["max_throughput"] = _finite(max_throughput(problem.parallel_problem))
+            report["max_throughput"] = finite(max_throughput(problem.parallel_problem))
         return report
     from hps.report.placement import closest_plan, plan_report
 
@@ -73,7 +70,7 @@ def result_report(problem: Problem, result: PlanResult) -> dict:
     gap = result.gap if result.plan is not None else None
     if result.plan is None and report["feasible"]:  # time ran out, yet the closest plan is feasible: it is
         gap = gap_of(report["cost"], result.bound, True)  # the incumbent, so verdict and gap agree
-    report.update(bound=_finite(result.bound), gap=gap, search_seconds=result.seconds, method=result.planner)
+    report.update(bound=finite(result.bound), gap=gap, search_seconds=result.seconds, method=result.planner)
     proven_none = result.plan is None and not report["feasible"] and math.isinf(result.bound)
     report["status"] = "infeasible" if proven_none else status_of(report["feasible"], gap)
     return report

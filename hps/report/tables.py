@@ -47,6 +47,11 @@ def format_number(value) -> str:
     return str(value)
 
 
+def finite(value: float) -> float | None:
+    """`value`, or None (JSON null) where it is inf or NaN: a figure not reached, no bound."""
+    return value if math.isfinite(value) else None
+
+
 def dollars(value: float, decimals: int = 0) -> str:
     """A dollar figure in text: from $1, with thousands separators and `decimals` places
     ("$12,823", "$1.00"); below $1, 3 significant digits ("$0.000619", "$0.25"), so a small

@@ -259,12 +259,13 @@ class ParallelProblem:
         return np.where(np.isnan(measured), times, measured)
 
     @_memo
-    def least_unit_seconds(self) -> np.ndarray:
+    def least_unit_seconds(self, micro_batch: int | None = None) -> np.ndarray:
         """(L, T) the least device-seconds per sample of each layer on each type: the minimum over
-        t and per-replica micro-batches m dividing the batch of t·layer_times(type, t, m)/m. A
-        stage of t·d devices running b = m·d samples a micro-batch spends at least the sum of
-        its layers' values per sample (in device-seconds, t·d·τ/b)."""
-        batch = int(self.job.batch)
+        t and per-replica micro-batches m dividing `micro_batch` (None: the batch, so every
+        micro-batch) of t·layer_times(type, t, m)/m. A stage of t·d devices running b = m·d
+        samples a micro-batch spends at least the sum of its layers' values per sample (in
+        device-seconds, t·d·τ/b)."""
+        batch = int(self.job.batch) if micro_batch is None else int(micro_batch)
         least = np.full((self.num_layers, self.num_types), np.inf)
         for y in range(self.num_types):
             for t in self.tp_choices(y):

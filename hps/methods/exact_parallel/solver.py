@@ -31,7 +31,7 @@ from hps.costmodel.parallel.problem import FLOOR_TOLERANCE, ParallelProblem
 from hps.costmodel.parallel.score import score_plan
 from hps.methods.exact_parallel.caps import CapPrices
 from hps.methods.exact_parallel.dfs import search_region
-from hps.methods.exact_parallel.micro_batches import ordered
+from hps.methods.exact_parallel.micro_batches import ordered, work_floor
 from hps.methods.exact_parallel.reach import max_throughput
 from hps.methods.exact_parallel.table import SharedTables, StageTable, TableUnfinished
 
@@ -69,16 +69,6 @@ class _Best:
 def _below(x: float) -> float:
     """The largest threshold that excludes x itself."""
     return np.nextafter(x, -np.inf) if math.isfinite(x) else x
-
-
-def work_floor(problem: ParallelProblem) -> float:
-    """A lower bound on every plan's cost ($) under any micro-batch: each layer's least $·s of
-    work per sample, price · `least_unit_seconds`, over the types allowed to run it, times the
-    samples (the iteration is at least M·τ of each stage)."""
-    work = problem.least_unit_seconds() * problem.price
-    if problem.allowed is not None:
-        work = np.where(problem.allowed, work, np.inf)
-    return float(problem.job.samples / 3600 * work.min(axis=1).sum())
 
 
 class _Micro:
@@ -253,10 +243,10 @@ def solve_parallel(
         best.offer(problem, incumbent.stages, incumbent.micro_batch)
     choices = [(work_floor(problem), b) for b in problem.micro_batch_choices()]
     if len(choices) > 1:  # every one-stage plan as an incumbent; the micro-batches by their bound
-        choices, seeds = ordered(problem, [b for _, b in choices])
-        for b, plans in seeds.items():
-            for _, stage in plans[:SEEDS]:
-                if best.offer(problem, (stage,), b).feasible:
+        choices, seeds = ordered(problem, [b for _, b in choices], SEEDS)
+        for plans in seeds.values():
+            for _, stages, b in plans:
+                if best.offer(problem, stages, b).feasible:
                     break
     open_bound, searched = math.inf, []
     for index, (work, b) in enumerate(choices):
