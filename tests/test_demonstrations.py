@@ -80,9 +80,15 @@ def test_the_single_type_teacher_labels_the_best_single_type_plan():
             assert cost_of(placement, schedules[i]) == pytest.approx(float(one.cost), rel=1e-5)
 
 
+@jax.jit
+def _scored(placement, schedules):
+    return score(segment_table(placement), placement, schedules)
+
+
 def cost_of(placement, schedule) -> float:
-    """$ of one schedule under the exact model (the scoring every search uses)."""
-    scored = score(segment_table(placement), placement, np.asarray(schedule)[None])
+    """$ of one schedule under the exact model (the scoring every search uses), jitted: one
+    compile for every instance of a split, not one per operation and shape."""
+    scored = _scored(placement, np.asarray(schedule)[None])
     assert int(scored.rank[0]) == RANK_FEASIBLE
     return float(scored.primary[0])
 

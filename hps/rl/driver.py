@@ -20,7 +20,7 @@ import optax
 from flax import struct
 
 from hps.errors import ConfigError, TrainingDiverged
-from hps.rl.sharding import env_mesh, replicated
+from hps.rl.sharding import env_mesh, put_alike, replicated
 
 AT_LEAST_ONE = (
     "num_envs",
@@ -154,7 +154,7 @@ def fresh_state(config, policy, *, devices=None) -> TrainState:
         key=key,
         step=jnp.int32(0),
     )
-    return jax.device_put(state, state_sharding(devices))
+    return put_alike(state, state_sharding(devices))
 
 
 def optimizer_step(tx, params, opt_state, grads):

@@ -8,7 +8,8 @@ and XLA all-reduces the gradients. The same code runs on 1 CPU, 8 fake CPU devic
 from __future__ import annotations
 
 import jax
-from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
+import numpy as np
+from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec, Sharding
 
 from hps.errors import ConfigError
 
@@ -35,6 +36,24 @@ def env_sharding(mesh: Mesh, ndim: int, axis: int = 0) -> NamedSharding:
 def env_shardings(tree, mesh: Mesh):
     """Shardings (for `jax.device_put`) splitting every leaf of `tree` along its leading axis."""
     return jax.tree.map(lambda x: env_sharding(mesh, x.ndim), tree)
+
+
+def put_alike(tree, shardings):
+    """`jax.device_put(tree, shardings)` of values every process computes alike (from the same
+    seed or key). Across processes device_put checks that each leaf is equal everywhere: one
+    all-gather program per leaf, a second or more per chunk for a generated instance pool's
+    leaves. Here each process places its own copy's shards instead; in one process it is
+    device_put."""
+    if jax.process_count() == 1:
+        return jax.device_put(tree, shardings)
+
+    def place(x, sharding):
+        host = np.asarray(x)
+        return jax.make_array_from_callback(host.shape, sharding, lambda index: np.asarray(host[index]))
+
+    if isinstance(shardings, Sharding):
+        return jax.tree.map(lambda x: place(x, shardings), tree)
+    return jax.tree.map(place, tree, shardings)
 
 
 def shard_envs(tree, mesh: Mesh, axis: int = 0):

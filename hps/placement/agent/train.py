@@ -34,7 +34,7 @@ from hps.rl.agent import Agent
 from hps.rl.algorithms import make_update
 from hps.rl.driver import BaseTrainConfig, TrainState
 from hps.rl.policy_kind import PolicyKind, register_policy_kind
-from hps.rl.sharding import check_divisible, env_mesh, env_shardings, replicated, shard_envs
+from hps.rl.sharding import check_divisible, env_mesh, env_shardings, put_alike, replicated, shard_envs
 
 
 @dataclass(frozen=True)
@@ -222,7 +222,7 @@ def make_train(config: TrainConfig, *, devices=None, instances=None) -> TrainChu
     def draw_pool(state: TrainState):
         key, pool_key = jax.random.split(state.key)
         pool = generate_instances(pool_key, config.instances_per_chunk, config.split)
-        return state.replace(key=key), jax.device_put(pool, env_shardings(pool, mesh))
+        return state.replace(key=key), put_alike(pool, env_shardings(pool, mesh))
 
     return TrainChunk(program, draw_pool)
 
