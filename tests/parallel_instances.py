@@ -7,6 +7,7 @@ between sites.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import random
@@ -30,7 +31,7 @@ GIB = 2.0**30
 
 def random_layer(rng: random.Random, i: int) -> Layer:
     params = rng.choice([0.0, rng.uniform(0.5, 8.0) * GIB])
-    return Layer(
+    layer = Layer(
         name=f"l{i}",
         kind=rng.choice(["dense", "dense", "sparse"]),
         flops=rng.uniform(0.5, 4.0) * 1e12,
@@ -44,6 +45,50 @@ def random_layer(rng: random.Random, i: int) -> Layer:
         tp_comm_bytes=rng.choice([None, rng.uniform(1e6, 1e9)]),
         tp_collectives=rng.choice([1, 2]),
     )
+    return with_serial_traffic(with_selective_and_fp8(rng, layer))
+
+
+def with_serial_traffic(layer: Layer) -> Layer:
+    """On about half the layers: part of mem_bytes (up to all of it) moved by kernels of their own,
+    in series with the matmuls (standard attention's S x S traffic). Drawn from a generator seeded
+    by the layer's numbers, so that the instances' other draws are those of before."""
+    sub = random.Random(f"{layer.name} {layer.flops!r} {layer.mem_bytes!r}")
+    if sub.random() < 0.5:
+        return layer
+    return dataclasses.replace(layer, serial_mem_bytes=sub.uniform(0.0, 1.0) * layer.mem_bytes)
+
+
+def with_selective_and_fp8(rng: random.Random, layer: Layer) -> Layer:
+    """On some layers: what selective recomputation drops (up to 40 % of the stash, kept in BF16)
+    and redoes, and an FP8 stash that casts part of the rest to one byte."""
+    if rng.random() < 0.5:
+        return layer
+    dropped = rng.uniform(0.0, 0.4) * layer.stash
+    kept = layer.stash - dropped
+    return dataclasses.replace(
+        layer,
+        selective_stash_bytes=kept,
+        fp8_stash_bytes=dropped + kept * rng.uniform(0.5, 1.0),
+        selective_flops=rng.uniform(0.01, 0.3) * layer.flops,
+    )
+
+
+def kernel_constants(rng: random.Random) -> dict:
+    """The kernel clock's constants and an FP8 peak on some types (the others: the fallback rule)."""
+    fields = {}
+    if rng.random() < 0.5:
+        fields.update(
+            matmul_efficiency_max=rng.uniform(0.4, 0.8),
+            matmul_half_work_flop=rng.uniform(0.1, 2.0) * 1e12,
+            tp_comm_exposed=rng.uniform(0.0, 1.0),
+        )
+    if rng.random() < 0.6:
+        fields["fp8_peak_flops"] = rng.uniform(100, 1000) * 1e12
+        if rng.random() < 0.5:
+            fields["fp8_matmul_efficiency_max"] = rng.uniform(0.3, 0.6)
+    if rng.random() < 0.3:
+        fields["memory_headroom"] = rng.choice([0.0, 0.1, 0.3])
+    return fields
 
 
 def random_resource(rng: random.Random, i: int, site: str) -> ResourceType:
@@ -67,11 +112,13 @@ def random_resource(rng: random.Random, i: int, site: str) -> ResourceType:
         network=network,
         site=site,
         tp_max=rng.choice([0, 0, 2]),
+        **kernel_constants(rng),
     )
 
 
 def random_instance(seed: int):
-    """(workload, catalog, job) of 2-4 layers, 1-3 types on 1-2 sites, batch 2-12."""
+    """(workload, catalog, job) of 2-4 layers, 1-3 types on 1-2 sites, batch 2-12, each schedule
+    choice (virtual stages 1-3, FP8, recomputation none/selective/full, headroom) drawn."""
     rng = random.Random(seed)
     layers = tuple(random_layer(rng, i) for i in range(rng.randint(2, 4)))
     sites = ["a", "b"] if rng.random() < 0.5 else ["a"]
@@ -96,7 +143,10 @@ def random_instance(seed: int):
         micro_batch=None if micro is None else float(micro),
         precision=rng.choice(list(PRECISIONS)),
         zero=rng.randint(0, 3),
-        recompute=rng.choice(["none", "full"]),
+        recompute=rng.choice(["none", "selective", "full"]),
+        virtual_stages=rng.choice([1, 1, 2, 3]),
+        fp8=rng.random() < 0.3,
+        memory_headroom=rng.choice([None, None, 0.0, 0.2]),
     )
     return Workload(name=f"w{seed}", layers=layers), catalog, job
 

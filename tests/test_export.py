@@ -6,6 +6,7 @@ refused naming the file and the field."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 import tomllib
@@ -41,10 +42,14 @@ def split_plan(workload, blocks, types, tp, dp, micro_batch, batch, **job) -> Pl
     return PlanFile(workload, "cloud-2026", Job(batch, 1.0, 1e6, micro_batch=micro_batch, **fields), tuple(stages))
 
 
-def export(plan: PlanFile, target: str, overrides: dict | None = None, source: str = "plan.json", **options):
+def export(plan: PlanFile, target: str, overrides: dict | None = None, source: str = "plan.json", **choices):
+    """`plan` exported for `target`; `choices` (virtual_stages, fp8, launch) set on its job (launch:
+    the SkyPilot option)."""
+    launch = choices.pop("launch", "megatron")
+    plan = dataclasses.replace(plan, job=dataclasses.replace(plan.job, **choices))
     workload = build_workload(plan.workload, **(overrides or {}))
     shape = decoder_shape(plan.workload, overrides)
-    return export_plan(plan, workload, CATALOG, shape, target, source=source, options=ExportOptions(**options))
+    return export_plan(plan, workload, CATALOG, shape, target, source=source, options=ExportOptions(launch=launch))
 
 
 def megatron_flags(text: str) -> dict[str, object]:
@@ -268,5 +273,8 @@ def test_cli_refusal_exits_2_with_one_line_and_no_traceback(tmp_path, capsys):
     code, printed, error = run_cli_output(["export", str(path), "--to", "megatron"], capsys)
     assert code == 2 and printed == "" and "Traceback" not in error
     assert error.startswith(f"hps export: error: {path}: stages[1].type: Megatron-LM runs one device type")
-    code, _, error = run_cli_output(["export", str(path), "--to", "megatron", "--virtual-stages", "0"], capsys)
-    assert code == 2 and "--virtual-stages" in error
+    document = json.loads(path.read_text())
+    document["job"]["virtual_stages"] = 0
+    path.write_text(json.dumps(document))
+    code, _, error = run_cli_output(["export", str(path), "--to", "megatron"], capsys)
+    assert code == 2 and "job.virtual_stages" in error

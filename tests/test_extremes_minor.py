@@ -62,12 +62,10 @@ def test_a_flag_the_plan_file_sets_is_refused_beside_plan_naming_it(plan_file, f
 
 
 def test_the_flags_evaluate_plan_reads_are_taken(plan_file, capsys):
-    times = {}
-    for clock in ("roofline", "kernel"):
+    for clock in ("roofline", "kernel"):  # the small catalogue has no kernel constants: both time alike
         code, out, err = run_cli_output(["evaluate", "--plan", str(plan_file), "--clock", clock, "--json"], capsys)
         assert code == 0, err
-        times[clock] = json.loads(out)["stages"][0]["time_per_microbatch_s"]
-    assert times["kernel"] != times["roofline"]  # --clock is read
+        assert json.loads(out)["clock"] == clock  # --clock is read
     assert run_cli_output(["evaluate", "--plan", str(plan_file), "--batch", "7"], capsys)[2].startswith(
         "hps evaluate: error: --batch: does not apply beside --plan: the plan file's job sets it"
     )

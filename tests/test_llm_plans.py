@@ -20,7 +20,7 @@ import pytest
 
 from hps.config.loaders import load_catalog
 from hps.config.paths import resolve_topology
-from hps.config.types import Job
+from hps.config.types import DEFAULT_MEMORY_HEADROOM, Job
 from hps.studies import run_experiment
 from hps.studies.llm_figures import best_single
 from hps.studies.llm_plans import LLMS, LlmPlansConfig, job_at, run_item
@@ -45,7 +45,10 @@ def expected_memory(workload, job: Job, stage: dict, position: int, count: int, 
     sparse = sum(layer.sparse_param_bytes for layer in layers) / (t * d)
     stash = [layer.act_bytes if layer.stash_bytes is None else layer.stash_bytes for layer in layers]
     if job.recompute == "full":
-        inputs = [workload.layers[i - 1].act_bytes if i > 0 else 0.0 for i in range(stage["first"], stage["last"] + 1)]
+        first, last = stage["first"], stage["last"]  # a checkpointed block keeps its input
+        inputs = [
+            workload.layers[i - 1].act_bytes for i in range(max(first, 1), last + 1) if workload.layers[i - 1].cut_after
+        ]
         kept, peak = sum(inputs), m * max(stash) / t
     else:
         kept, peak = sum(stash), 0.0
@@ -81,10 +84,12 @@ def check_realizable(workload, catalog, job: Job, plan: dict) -> None:
         domain = r.tp_max or r.network.dimensions[0].size
         assert t <= domain and t <= r.max_units, f"stage {j}: tp {t} within {r.name}'s scale-up domain {domain}"
         assert s["site"] == r.site
-        assert s["memory_limit_bytes"] == r.memory
+        headroom = next(h for h in (job.memory_headroom, r.memory_headroom, DEFAULT_MEMORY_HEADROOM) if h is not None)
+        limit = r.memory * (1 - headroom)
+        assert s["memory_limit_bytes"] == pytest.approx(limit, rel=1e-12)
         memory = expected_memory(workload, job, s, j, count, b)
         assert s["memory_per_device_bytes"] == pytest.approx(memory, rel=1e-9, abs=0), f"stage {j} memory"
-        assert memory <= r.memory, f"stage {j}: {memory / 2**30:.2f} GiB of {r.memory / 2**30:.2f} GiB"
+        assert memory <= limit, f"stage {j}: {memory / 2**30:.2f} GiB of {limit / 2**30:.2f} GiB"
     for j, (before, after) in enumerate(zip(stages, stages[1:])):
         if before["site"] != after["site"]:
             assert catalog.link(before["site"], after["site"]) is not None, f"stages {j}, {j + 1}: no link"
@@ -190,7 +195,8 @@ def test_llm_plans_on_a_small_case_runs_through_the_runner_and_draws_its_figures
         check_point(point)
         single = best_single(point)
         assert single is not None and single[1]["cost"] >= point["plan"]["cost"] * (1 - 1e-12)
-    assert len(ran["rows"]) == 2 and "×" in ran["rows"][0][-1]
+    assert len(ran["rows"]) == 2 and "×" in ran["rows"][0][-2]  # the stages
+    assert ran["rows"][0][-1] == "gpu-b: no published BF16 run"  # the MFU beside the best published run
     for figure in ("pareto", "stages"):
         assert (tmp_path / "out" / f"llm_plans-transformer-small-{figure}.png").read_bytes()[:8] == PNG
 
@@ -204,3 +210,32 @@ def test_a_live_llm_plan_is_realizable():
     point = run_item(config, ("gpt3-175b", 0.5))
     assert point["plan"]["feasible"] or best_single(point) is None
     check_point(point)
+
+
+def test_a_plan_s_mfu_is_set_beside_the_best_published_run_on_its_main_type_and_says_why_above():
+    """The best published MFU per type is each run's model MFU over its predicted / published ratio;
+    a plan above it says by how much and whether the clock's held-out errors on the type cover it."""
+    from hps.studies.llm_plans import best_published_mfu, mfu_beside_published
+    from hps.studies.published_runs import score_run
+    from hps.studies.published_table import RUNS
+
+    published = best_published_mfu()
+    mfu, key = published[("h100", "bf16")]
+    run = next(r for r in RUNS if r.key == key)
+    score = score_run(run)
+    assert mfu == pytest.approx(score["mfu"] / score["ratio"]) and (run.type, run.compute) == ("h100", "bf16")
+    h100 = [r for r in RUNS if (r.type, r.compute) == ("h100", "bf16")]
+    assert all(score_run(r)["mfu"] / score_run(r)["ratio"] <= mfu + 1e-12 for r in h100)
+    assert published[("h100", "fp8")][0] > mfu  # FP8 runs are set apart: their MFU counts the BF16 peak
+    stages = [{"type": "h100", "units": 64}, {"type": "b200", "units": 8}]
+    below = {"feasible": True, "stages": stages, "mfu": mfu - 0.01, "throughput": 100.0, "throughput_range": [90, 110]}
+    assert mfu_beside_published(below, published, "bf16") == f"h100: {mfu:.1%} ({key})"
+    covered = {**below, "mfu": mfu + 0.02}  # its range's low end (90/100 of it) is below the best
+    assert "above it by 2.0 points (within the clock's held-out errors)" in mfu_beside_published(
+        covered, published, "bf16"
+    )
+    beyond = {**below, "mfu": mfu + 0.2}
+    assert "beyond the clock's held-out errors" in mfu_beside_published(beyond, published, "bf16")
+    assert mfu_beside_published({**below, "stages": [{"type": "l4", "units": 8}]}, published, "bf16") == (
+        "l4: no published BF16 run"
+    )

@@ -5,6 +5,8 @@ and round trips."""
 from __future__ import annotations
 
 import copy
+import dataclasses
+import hashlib
 import json
 import math
 import os
@@ -185,7 +187,7 @@ def full_workload() -> Workload:
     measured = (MeasuredTime("h100", 8, 4, 0.0021, 0.0043), MeasuredTime("h100", 4, 4, 0.004, 0.008))
     layers = (
         Layer("attn", "dense", 1e9, 2e6, 0.0, 4e4, 4e6, 0.0, {"h100": 1e-4}, cut_after=False, stash_bytes=1.5e5,
-              tp_comm_bytes=8e4, tp_collectives=2, measured=measured),
+              tp_comm_bytes=8e4, tp_collectives=2, measured=measured, serial_mem_bytes=5e5),
         Layer("mlp", "dense", 2e9, 3e6, 1.0, 4e4, 8e6, 0.0, stash_bytes=0.0, tp_collectives=0),
     )  # fmt: skip
     defaults = JobDefaults(batch=1536.0, throughput=60.0, samples=1.46e8, micro_batch=12.0, precision="bf16-adam",
@@ -215,6 +217,8 @@ def test_parallel_keys_default_when_absent():
         ("stash_bytes = -1.0\n", "layer[0].stash_bytes", ">= 0"),
         ("tp_comm_bytes = 'x'\n", "layer[0].tp_comm_bytes", "number"),
         ("tp_collectives = -1\n", "layer[0].tp_collectives", ">= 0"),
+        ("serial_mem_bytes = -1.0\n", "layer[0].serial_mem_bytes", ">= 0"),
+        ("serial_mem_bytes = 300.0\n", "layer[0].serial_mem_bytes", "at most mem_bytes"),
         ("tp_collectives = 1.5\n", "layer[0].tp_collectives", "integer"),
         (MEASURED.format(tp=3, mb=4), "layer[0].measured[0].tp", "power of two"),
         (MEASURED.format(tp=8, mb=0), "layer[0].measured[0].micro_batch", ">= 1"),
@@ -308,11 +312,69 @@ def test_plan_file_round_trips_and_has_the_exact_format(tmp_path):
     assert plan.job == Job(batch=1536.0, throughput=60.0, samples=1.46e8, micro_batch=12.0, precision="bf16-adam",
                            zero=1, recompute="none")  # fmt: skip
     assert plan.stages[1] == ParallelStage(2, 3, "g2", 4, 2) and plan.stages[0].units == 32
-    assert plan_file_json(plan) == PLAN
+    third = {**PLAN, "format": "hps-plan/3", "job": {**PLAN["job"], "virtual_stages": 1, "fp8": False,
+                                                     "collective": "themis", "chunks": 64}}  # fmt: skip
+    assert plan_file_json(plan) == third  # an hps-plan/2 file is written back as hps-plan/3
     write_plan_file(plan, tmp_path / "out" / "again.json")
-    assert read_plan_file(tmp_path / "out" / "again.json") == plan
-    assert json.loads((tmp_path / "out" / "again.json").read_text()) == PLAN
+    assert plan.version == "hps-plan/2"
+    assert read_plan_file(tmp_path / "out" / "again.json") == dataclasses.replace(plan, version="hps-plan/3")
+    assert json.loads((tmp_path / "out" / "again.json").read_text()) == third
     assert os.listdir(tmp_path / "out") == ["again.json"]
+    chosen = {**third, "clock": "kernel", "job": {**third["job"], "virtual_stages": 2, "fp8": True,
+                                                  "recompute": "selective", "memory_headroom": 0.2}}  # fmt: skip
+    plan = read_plan_file_from(tmp_path, chosen)
+    assert (plan.clock, plan.job.virtual_stages, plan.job.fp8, plan.job.recompute) == ("kernel", 2, True, "selective")
+    assert plan.job.memory_headroom == 0.2 and plan_file_json(plan) == chosen
+
+
+def test_a_plan_file_records_its_collective_and_the_data_it_was_planned_on(tmp_path):
+    """hps-plan/3 records the job's collective policy and chunks, and the SHA-256 of a workload or
+    catalogue file; a file changed since is refused naming the field, a name (zoo, shipped) has none."""
+    from hps.config.planfile import check_recorded_data, file_sha256
+
+    workload = tmp_path / "w.toml"
+    workload.write_text("# a workload\n")
+    digest = file_sha256(str(workload))
+    assert digest == hashlib.sha256(b"# a workload\n").hexdigest() and file_sha256("gpt3-175b") is None
+    document = {**PLAN, "format": "hps-plan/3", "workload": str(workload), "workload_sha256": digest,
+                "job": {**PLAN["job"], "collective": "baseline", "chunks": 16}}  # fmt: skip
+    plan = read_plan_file_from(tmp_path, document)
+    assert (plan.job.collective, plan.job.chunks, plan.workload_sha256) == ("baseline", 16, digest)
+    assert plan_file_json(plan)["workload_sha256"] == digest
+    check_recorded_data(plan, "p.json")
+    workload.write_text("# a workload, edited\n")
+    with pytest.raises(ConfigError) as error:
+        check_recorded_data(plan, "p.json")
+    assert error.value.field == "workload_sha256" and "changed since the plan was written" in error.value.problem
+    workload.unlink()
+    with pytest.raises(ConfigError, match="is gone"):
+        check_recorded_data(plan, "p.json")
+    for key, value, words in (("workload_sha256", "abc", "64 lowercase hex"), ("catalog_sha256", 7, "64 lowercase")):
+        with pytest.raises(ConfigError, match=words):
+            read_plan_file_from(tmp_path, {**document, key: value})
+    with pytest.raises(ConfigError, match="baseline or themis"):
+        read_plan_file_from(tmp_path, {**document, "job": {**document["job"], "collective": "ring"}})
+
+
+@pytest.mark.parametrize(
+    "document, field, words",
+    [
+        ({**PLAN, "format": "hps-plan/4"}, "format", "hps-plan/2 and hps-plan/3"),
+        ({**PLAN, "job": {**PLAN["job"], "recompute": "selective"}}, "job.recompute", "needs format hps-plan/3"),
+        ({**PLAN, "job": {**PLAN["job"], "virtual_stages": 2}}, "job.virtual_stages", "unknown key"),
+        ({**PLAN, "format": "hps-plan/3", "job": {**PLAN["job"], "virtual_stages": 0}}, "job.virtual_stages", "1 to"),
+        ({**PLAN, "format": "hps-plan/3", "job": {**PLAN["job"], "memory_headroom": 1.0}}, "job.memory_headroom",
+         "[0, 1)"),
+        ({**PLAN, "format": "hps-plan/3", "job": {**PLAN["job"], "fp8": "yes"}}, "job.fp8", "true or false"),
+        ({**PLAN, "format": "hps-plan/3", "job": {**PLAN["job"], "recompute": "some"}}, "job.recompute",
+         "none, selective, full"),
+        ({**PLAN, "format": "hps-plan/3", "clock": "wall"}, "clock", "kernel"),
+    ],
+)  # fmt: skip
+def test_a_plan_file_s_schedule_choices_are_checked_naming_the_field(tmp_path, document, field, words):
+    with pytest.raises(ConfigError) as error:
+        read_plan_file_from(tmp_path, document)
+    assert error.value.field == field and words in error.value.problem
 
 
 def read_plan_file_from(tmp_path: Path, data) -> PlanFile:

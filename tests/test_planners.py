@@ -133,7 +133,7 @@ def test_the_budget_bounds_the_completions_and_a_seed_repeats_its_plan():
 
 
 def test_unknown_planners_and_oversized_spaces_are_config_errors():
-    problem = instance(9)[3]
+    problem = instance(40)[3]  # 3 types over 3 segments
     with pytest.raises(ConfigError, match="unknown planner 'nope'; choose one of exact, single") as error:
         run("nope", problem, BUDGET)
     assert error.value.source == "method"

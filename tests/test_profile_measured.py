@@ -132,7 +132,7 @@ def test_several_micro_batches_are_measured_and_interpolated_between(tmp_path, c
     assert at[5] == pytest.approx(at[2] + (at[8] - at[2]) * 3 / 6)
     assert at[12] == pytest.approx((at[8] + at[16]) / 2)
     sources = {m: problem.measured_times(cpu, 1, m)[1] for m in (2, 5, 32)}
-    assert set(sources[2]) == {"measured"} and set(sources[5]) == {"interpolated"} and set(sources[32]) == {"roofline"}
+    assert set(sources[2]) == {"measured"} and set(sources[5]) == {"interpolated"} and set(sources[32]) == {"kernel"}
     roofline = ParallelProblem(dataclasses.replace(workload, layers=tuple(
         dataclasses.replace(layer, measured=()) for layer in workload.layers)), catalog, problem.job)  # fmt: skip
     assert at[32] == pytest.approx(roofline.layer_times(cpu, 1, 32))
@@ -141,7 +141,7 @@ def test_several_micro_batches_are_measured_and_interpolated_between(tmp_path, c
     from hps.costmodel.parallel.score import score_plan
 
     last = len(workload.layers) - 1
-    for b, source in ((10, "interpolated"), (64, "roofline")):
+    for b, source in ((10, "interpolated"), (64, "kernel")):
         score = score_plan(problem, (ParallelStage(0, last, "cpu", 1, 2),), b)
         assert score.stages[0].time_source == source
 

@@ -98,16 +98,19 @@ def default_job(workload: Workload, *, source: str = "job", **fields: object) ->
 
 
 def read_plan(path: PathLike) -> PlanFile:
-    """A plan file (format hps-plan/2: workload, catalogue, job and stages) as a `PlanFile`;
-    ConfigError naming the file and the field that is wrong."""
+    """A plan file (format hps-plan/3, or /2: workload, catalogue, clock, job and stages) as a
+    `PlanFile`; ConfigError naming the file and the field that is wrong, or a recorded workload or
+    catalogue file that has changed since the plan was written."""
     from hps.api.checks import check_path
-    from hps.config.planfile import read_plan_file
+    from hps.config.planfile import check_recorded_data, read_plan_file
 
-    return read_plan_file(check_path(path, "path"))
+    plan = read_plan_file(check_path(path, "path"))
+    check_recorded_data(plan, str(path))
+    return plan
 
 
 def write_plan(plan: PlanFile, path: PathLike) -> None:
-    """Write `plan` as a plan file (hps-plan/2), atomically."""
+    """Write `plan` as a plan file (hps-plan/3), atomically."""
     from hps.api.checks import check_path
     from hps.config.planfile import write_plan_file
 

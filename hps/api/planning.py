@@ -33,7 +33,7 @@ class Problem(contract.Problem):
     (`default_job`); parallel: plan in the parallel-plan model (None: when the job names a
     finite micro-batch count or a micro-batch size), which runs whole samples: a batch or
     micro-batch that is not an integer is refused there; clock: what times the parallel-plan
-    model's layers, "roofline" or "kernel" (docs/clocks.md)."""
+    model's layers, "kernel" (None: the default there) or "roofline" (docs/clocks.md)."""
 
     def __init__(
         self,
@@ -43,7 +43,7 @@ class Problem(contract.Problem):
         *,
         overrides: Mapping | None = None,
         parallel: bool | None = None,
-        clock="roofline",
+        clock=None,
     ):
         if overrides is not None and (
             not isinstance(overrides, Mapping) or not all(isinstance(key, str) for key in overrides)
@@ -87,7 +87,7 @@ class Problem(contract.Problem):
         raise ConfigError("planned", "", f"must be a PlanResult or PlanScore, got {type(planned).__name__}")
 
     def plan_file(self, result: PlanResult) -> PlanFile:
-        """A parallel-plan model result as a plan file (hps-plan/2) to write with `hps.write_plan`:
+        """A parallel-plan model result as a plan file (hps-plan/3) to write with `hps.write_plan`:
         it names the workload and catalogue the problem was given (files by absolute path), so
         that reading it back scores the same data."""
         if not self.parallel or not isinstance(result, PlanResult) or result.plan is None:
@@ -104,8 +104,13 @@ class Problem(contract.Problem):
             raise ConfigError("result", "catalog", f"the Catalog {self.catalog.name!r} was given as an object that "
                               "no shipped catalogue equals: a plan file names a file; build the Problem from its "
                               "TOML path")  # fmt: skip
-        job = dataclasses.replace(self.job, micro_batch=float(result.plan.micro_batch))
-        return PlanFile(self.workload_source, self.catalog_source, job, result.plan.stages)
+        from hps.config.planfile import file_sha256
+
+        job = dataclasses.replace(self.job, micro_batch=float(result.plan.micro_batch), **dict(result.plan.choices))
+        return PlanFile(
+            self.workload_source, self.catalog_source, job, result.plan.stages, self.clock.name,
+            workload_sha256=file_sha256(self.workload_source), catalog_sha256=file_sha256(self.catalog_source),
+        )  # fmt: skip
 
 
 def recorded_source(given: object, name: str) -> str:
@@ -191,8 +196,8 @@ def evaluate(problem: Problem, plan) -> PlanScore:
     """Score `plan` on `problem`: a PlanResult, a Plan, a sequence (any iterable) of ParallelStage
     (the parallel-plan model, under the job's micro_batch), for the schedule model a sequence of
     type names, one per layer; or a PlanFile, scored as `hps evaluate --plan` scores it: in the
-    parallel-plan model under the file's own job (with the problem's collective policy and chunks,
-    which hps-plan/2 does not record), on the problem's workload and catalogue, which must be
+    parallel-plan model under the file's own job (an hps-plan/2 file with the problem's
+    collective policy and chunks, which it does not record), on the problem's workload and catalogue, which must be
     the file's. ConfigError naming the stage field a plan gets wrong."""
     problem = checked_problem(problem)
     micro_batch = problem.job.micro_batch
@@ -208,9 +213,10 @@ def evaluate(problem: Problem, plan) -> PlanScore:
 
 
 def under_plan_file(problem: Problem, plan: PlanFile) -> Problem:
-    """`problem` in the parallel-plan model under `plan`'s own job, its collective policy and
-    chunks the problem's; ConfigError naming the plan file's workload or catalogue where it is
-    not the problem's (other layers or types, or a file that cannot be read)."""
+    """`problem` in the parallel-plan model under `plan`'s own job (an hps-plan/2 file, which
+    records none, under the problem's collective policy and chunks); ConfigError naming the plan
+    file's workload or catalogue where it is not the problem's (other layers or types, or a file
+    that cannot be read)."""
     fix = "score it on hps.Problem(plan.workload, plan.catalog)"
     if not _same_workload(plan.workload, problem.workload):
         raise ConfigError("plan", "workload", f"the plan file's workload {plan.workload!r} is not the problem's "
@@ -218,7 +224,9 @@ def under_plan_file(problem: Problem, plan: PlanFile) -> Problem:
     if not _same_catalog(plan.catalog, problem.catalog):
         raise ConfigError("plan", "catalog", f"the plan file's catalogue {plan.catalog!r} is not the problem's "
                           f"{problem.catalog.name!r}: {fix}")  # fmt: skip
-    job = dataclasses.replace(plan.job, collective=problem.job.collective, chunks=problem.job.chunks)
+    job = plan.job
+    if plan.version == "hps-plan/2":
+        job = dataclasses.replace(job, collective=problem.job.collective, chunks=problem.job.chunks)
     return Problem(problem.workload, problem.catalog, job, parallel=True, clock=problem.clock)
 
 
@@ -238,7 +246,10 @@ def checked_parallel_plan(problem: Problem, stages, micro_batch) -> Plan:
         raise ConfigError("plan", "", "must be a non-empty sequence of hps ParallelStage (or a PlanResult, PlanFile)")
     if micro_batch is None:
         raise ConfigError("plan", "micro_batch", "scoring a parallel plan needs a micro-batch: set the job's")
+    from hps.config.plan_space import variants
+
     job = dataclasses.replace(problem.job, micro_batch=float(micro_batch))
+    job = variants(job)[0]  # the plainest of the open choices: what a plan of stages alone is checked with
     holder = PlanFile(problem.workload.name, problem.catalog.name, job, stages)
     checked = parse_plan_file(json.loads(json.dumps(plan_file_json(holder, "plan"))), "plan")
     check_plan_against(checked, problem.workload, problem.catalog, "plan")

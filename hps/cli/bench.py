@@ -1,6 +1,7 @@
-"""`hps bench placement|collective|rl|parallel`: jitted batched models vs their Python references,
-side by side; `rl`: env steps per second of the RL loop (env alone, policy rollouts, training
-updates); `parallel`: the parallel-plan exact solver on synthetic layers x types."""
+"""`hps bench placement|collective|rl|parallel|parallel-score`: jitted batched models vs their Python
+references, side by side; `rl`: env steps per second of the RL loop (env alone, policy rollouts,
+training updates); `parallel`: the parallel-plan exact solver on synthetic layers x types;
+`parallel-score`: parallel-plan scores per second, the batched JAX scorer vs numpy's score_plan."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from hps.report.tables import format_table
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("bench", help="benchmark a model against its Python reference")
-    parser.add_argument("target", choices=("placement", "collective", "rl", "parallel"))
+    parser.add_argument("target", choices=("placement", "collective", "rl", "parallel", "parallel-score"))
     parser.add_argument("--json", action="store_true")
     parser.add_argument(
         "--seconds",
@@ -85,6 +86,28 @@ def run_parallel(args) -> int:
     return 0
 
 
+def run_parallel_score(args) -> int:
+    """Plan scores per second of the batched JAX scorer and of numpy's score_plan, side by side."""
+    from hps.bench.parallel_score import run as measure
+
+    result = measure(min_seconds=args.seconds)
+    if args.json:
+        print_json(result)
+        return 0
+    print(
+        f"parallel-plan scorer, {result['layers']} layers x {result['types']} types, plans of up to "
+        f"{result['stages']} stages, {result['plans_per_call']:,} plans per call "
+        f"({result['feasible_share']:.0%} feasible), on {result['device']}, in {result['threads']} parts on "
+        "as many threads; numpy on one core"
+    )
+    print(_sides(result, "jax (jit, vmap, float64)", "plan_scores"))
+    print(
+        f"jax: {result['jax_per_cpu_s']:,.0f} plan scores per CPU-second; params built in {result['params_s']:.2f} s "
+        f"(once per instance); load average {result['load_average']:.2f}"
+    )
+    return 0
+
+
 def _sides(result: dict, jax_label: str, unit: str) -> str:
     rows = [[jax_label, result["jax_per_s"]], ["python reference", result["reference_per_s"]]]
     table = format_table(["side", f"{unit}_per_s"], rows)
@@ -98,6 +121,8 @@ def run(args) -> int:
         return run_rl(args)
     if args.target == "parallel":
         return run_parallel(args)
+    if args.target == "parallel-score":
+        return run_parallel_score(args)
     from hps.bench import collective, placement
 
     grids = _exact_grids(args) if args.target == "placement" else None  # checked before any work

@@ -11,7 +11,9 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser("evaluate", help="evaluate one schedule (type per layer) or pipeline plan")
     add_instance_args(parser, workload_required=False)
     plan = parser.add_mutually_exclusive_group(required=True)
-    plan.add_argument("--plan", help="a parallel plan file (hps-plan/2: stages with tensor- and data-parallel degrees)")
+    plan.add_argument(
+        "--plan", help="a parallel plan file (hps-plan/3 or /2: stages with tensor- and data-parallel degrees)"
+    )
     plan.add_argument("--schedule", help="comma-separated resource type per layer")
     plan.add_argument(
         "--stages",

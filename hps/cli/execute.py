@@ -2,7 +2,7 @@
 
 The plan is a schedule (`--schedule`, or the "schedule" of `hps plan --out PLAN.json`, whose
 "instance" also names the workload, catalogue and job), or a parallel plan file (`PLAN.json` or
-`--plan FILE`, hps-plan/2: stages with tensor- and data-parallel degrees and a micro-batch). `--tensor` and
+`--plan FILE`, hps-plan/3 or /2: stages with tensor- and data-parallel degrees and a micro-batch). `--tensor` and
 `--replicas` override the degrees. Stages run on device pools per resource type (`--devices
 cpu=0-3,v100=4-7`, or by device kind). Prints measured vs predicted (the parallel-plan model on
 `--clock`) time per stage and throughput; `--check` also trains the same model on one device and
@@ -44,7 +44,7 @@ def register(subparsers) -> None:
     parser.add_argument(
         "plan",
         nargs="?",
-        help="a plan file: `hps search --out` (hps-plan/2, as --plan) or `hps plan --out` (instead of the flags)",
+        help="a plan file: `hps search --out` (hps-plan/3, as --plan) or `hps plan --out` (instead of the flags)",
     )
     add_instance_args(parser, workload_required=False, pipeline=False)
     parser.set_defaults(**dict.fromkeys(FLAG_DEFAULTS))  # unset, so a plan file can fill them
@@ -53,7 +53,7 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--plan",
         dest="parallel_plan",
-        help="a parallel plan file (hps-plan/2): its stages' types, tp and dp, its job's batch and micro-batch",
+        help="a parallel plan file (hps-plan/3 or /2): its stages' types, tp and dp, its job's batch and micro-batch",
     )
     parser.add_argument("--replicas", help="comma-separated replicas per stage to run instead of the plan's (e.g. 2,4)")
     parser.add_argument(
@@ -192,7 +192,14 @@ def run(args) -> int:
             from hps.config.planfile import check_plan_against
 
             check_plan_against(parallel, workload, catalog, args.parallel_plan)
-            job = dataclasses.replace(parallel.job, collective=job.collective, chunks=job.chunks)
+            if parallel.job.virtual_stages != 1:
+                raise ConfigError(
+                    args.parallel_plan, "job.virtual_stages", f"{parallel.job.virtual_stages} model chunks a device: "
+                    "the executor runs plain 1F1B only (virtual_stages 1)",
+                )  # fmt: skip
+            job = parallel.job  # its collective policy and chunks (an hps-plan/2 file records none: the flags')
+            if parallel.version == "hps-plan/2":
+                job = dataclasses.replace(job, collective=job.collective, chunks=job.chunks)
         whole_batch(job.batch)
         model = build_model(workload.name, seed=args.seed, **parse_set(args.overrides))
         check_model_matches(model, workload)
@@ -200,7 +207,8 @@ def run(args) -> int:
             schedule = parse_schedule(args.schedule, catalog, len(workload.layers), source="--schedule")
     except ConfigError as error:
         raise blamed_on_file(error, args) from None
-    problem = Problem(workload, catalog, job, model="parallel" if parallel else "schedule", clock=args.clock)
+    clock = args.clock or (parallel.clock if parallel is not None else None)  # the clock that planned it
+    problem = Problem(workload, catalog, job, model="parallel" if parallel else "schedule", clock=clock)
     if parallel is not None:
         plan = Plan(parallel.stages, int(job.micro_batch))
     else:
@@ -250,7 +258,7 @@ def run(args) -> int:
 
 
 def plan_format(path: str) -> str | None:
-    """The "format" a JSON file names (plan files: "hps-plan/2"), None where it names none (a
+    """The "format" a JSON file names (plan files: "hps-plan/3" or "hps-plan/2"), None where it names none (a
     schedule plan of `hps plan --out`); ConfigError naming the file when it is not JSON."""
     from hps.config.planfile import load_json_value
 
@@ -270,9 +278,15 @@ def parse_replicas(text: str | None, flag: str = "--replicas") -> tuple[int, ...
 def parallel_plan_instance(path: str, args: Namespace):
     """(args with the parallel plan file's workload and catalogue filled in where the flags left
     them unset, the PlanFile)."""
-    from hps.config.planfile import read_plan_file
+    from hps.config.planfile import check_recorded_data, read_plan_file
 
     plan = read_plan_file(path)
+    check_recorded_data(plan, path)
+    if plan.version != "hps-plan/2":
+        for key in ("collective", "chunks"):
+            if getattr(args, key, None) is not None:
+                flag = f"--{key}"
+                raise ConfigError(flag, key, f"the plan file {path} records its own {key}; give it there, not here")
     merged = vars(args).copy()
     for key, value in (("workload", plan.workload), ("catalog", plan.catalog)):
         if merged.get(key) is None:

@@ -3,8 +3,6 @@ config file a training framework takes (docs/export.md)."""
 
 from __future__ import annotations
 
-from hps.cli.common import int_range
-
 TARGETS = ("megatron", "maxtext", "torchtitan", "skypilot")
 """hps.executor.export.TARGETS, repeated so that `hps --help` imports no export module."""
 LAUNCHES = ("megatron", "torchtitan", "maxtext")
@@ -14,17 +12,10 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "export", help="write a plan file as Megatron-LM flags, a MaxText or torchtitan config, or a SkyPilot task"
     )
-    parser.add_argument("plan", help="a parallel plan file (hps-plan/2), one type, t and d for every stage")
+    parser.add_argument("plan", help="a parallel plan file (hps-plan/3 or /2), one type, t and d for every stage")
     parser.add_argument("--to", required=True, choices=TARGETS, dest="target", help="the framework to write for")
     parser.add_argument("--out", help="also write the text to this file")
     parser.add_argument("--json", action="store_true", help="print a JSON document: settings, devices, text")
-    parser.add_argument(
-        "--virtual-stages",
-        type=int_range(1, 64),
-        default=1,
-        help="model chunks a device (the interleaved schedule; plan files hold none; default: %(default)s)",
-    )
-    parser.add_argument("--fp8", action="store_true", help="FP8 matmuls (Megatron-LM, MaxText on GPUs, torchtitan)")
     parser.add_argument(
         "--launch",
         choices=LAUNCHES,
@@ -44,7 +35,7 @@ def run(args) -> int:
     source = str(args.plan)
     plan, workload, catalog = plan_file_data(source)
     shape = decoder_shape(plan.workload, source=source)
-    options = ExportOptions(virtual_stages=args.virtual_stages, fp8=args.fp8, launch=args.launch)
+    options = ExportOptions(launch=args.launch)
     result = export_plan(plan, workload, catalog, shape, args.target, source=source, options=options)
     if out is not None:
         atomic_write_text(out, result.text)

@@ -56,7 +56,7 @@ def register(subparsers) -> None:
     )
     parser.add_argument(
         "--out",
-        help="with --parallel: write the plan file (hps-plan/2) here; where no plan is found, nothing is written "
+        help="with --parallel: write the plan file (hps-plan/3) here; where no plan is found, nothing is written "
         "(a file already there is left as it was) and the exit status is 1",
     )
     parser.add_argument(
@@ -73,6 +73,12 @@ def register(subparsers) -> None:
         choices=("megatron", "maxtext", "torchtitan"),
         help="plan only what that framework launches (one type, t and d in every stage, the blocks split evenly, "
         "on the types it runs; hps export writes its inputs) beside the exact optimum, and report the premium",
+    )
+    parser.add_argument(
+        "--robust",
+        action="store_true",
+        help="parallel plans: raise the floor so that it holds at the low end of every plan's throughput range "
+        "(the clock's held-out errors on the catalogue's types)",
     )
     add_parallel_args(parser)
     add_clock_arg(parser)
@@ -127,13 +133,15 @@ def run(args) -> int:
     from hps.api.planning import Problem
 
     workload, catalog, job = resolve_instance(args)
-    parallel = args.parallel or args.out is not None or args.warm_start is not None or args.clock != "roofline"
+    parallel = (
+        args.parallel or args.out is not None or args.warm_start is not None or args.clock not in (None, "roofline")
+    ) or args.robust
     parallel = parallel or args.framework is not None
     pipelined = _pipelined(args, workload)
     if not args.parallel and args.framework is None and not pipelined:
         if args.out is not None:
             print(f"hps search: note: {OUT_NOTE}", file=sys.stderr)
-        elif args.warm_start is not None or args.clock != "roofline":
+        elif args.warm_start is not None or args.clock not in (None, "roofline"):
             flag = "--warm-start" if args.warm_start is not None else "--clock"
             print(f"hps search: note: {SWITCH_NOTE.format(flag=flag)}", file=sys.stderr)
     if parallel or pipelined:
@@ -141,9 +149,15 @@ def run(args) -> int:
 
         job = parallel_job(args, workload, job)
         check_whole_samples(args, job)
-        return search_parallel(
-            args, Problem(workload, catalog, job, parallel=True, clock=args.clock), _budget(args), _compare
-        )
+        problem = Problem(workload, catalog, job, parallel=True, clock=args.clock)
+        if args.robust:
+            problem = problem.robust()
+            print(
+                f"hps search: note: --robust plans for {problem.job.throughput:,.6g} samples/s, the floor "
+                f"{job.throughput:,.6g} at the low end of the {problem.clock.name} clock's errors",
+                file=sys.stderr,
+            )
+        return search_parallel(args, problem, _budget(args), _compare)
     from hps.methods.registry import planner_names
 
     method = args.method or ALL

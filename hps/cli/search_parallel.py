@@ -105,17 +105,22 @@ def search_parallel(args, problem, budget, compare) -> int:
     if out is not None:
         document["written"] = None
         if best.plan is not None:
-            from hps.config.planfile import write_plan_file
+            from hps.config.planfile import file_sha256, write_plan_file
 
-            job_out = dataclasses.replace(job, micro_batch=float(best.plan.micro_batch))
-            write_plan_file(PlanFile(recorded(args.workload), recorded(args.catalog), job_out, best.plan.stages), out)
+            job_out = dataclasses.replace(job, micro_batch=float(best.plan.micro_batch), **dict(best.plan.choices))
+            workload, catalog = recorded(args.workload), recorded(args.catalog)
+            written = PlanFile(
+                workload, catalog, job_out, best.plan.stages, problem.clock.name,
+                workload_sha256=file_sha256(workload), catalog_sha256=file_sha256(catalog),
+            )  # fmt: skip
+            write_plan_file(written, out)
             document["written"] = str(out)
     missing = out is not None and best.plan is None
     if args.json:
         print_json(document)
         return _not_written(out) if missing else 0
     print(f"{problem.workload.name} on {problem.catalog.name}: batch {job.batch:g}, floor {job.throughput:g} "
-          f"samples/s, {job.precision}, ZeRO {job.zero}, recompute {job.recompute}")  # fmt: skip
+          f"samples/s, {job.precision}, ZeRO {job.zero}, {schedule_text(job)}")  # fmt: skip
     if len(results) > 1 or compared.skipped:
         _print_rows(rows, compared.skipped, reference)
         print(f"\nbest ({best.planner}):")
@@ -123,6 +128,8 @@ def search_parallel(args, problem, budget, compare) -> int:
         print(verdict_text(document, job.throughput, best))
         return _not_written(out) if missing else 0
     print(format_parallel(document))
+    if best.plan.choices:
+        print(f"schedule    {schedule_text(dataclasses.replace(job, **dict(best.plan.choices)))} (chosen)")
     if framework is not None:
         print(framework_text(document, reference))
         if out is not None:
@@ -228,3 +235,12 @@ def _print_rows(rows: list[dict], skipped: dict[str, str], reference) -> None:
         print(f"x_optimum is over the exact solver's plan, not proven optimal (gap {reference.gap:.2%})")
     for method, why in skipped.items():
         print(f"{method}: skipped: {why}")
+
+
+def schedule_text(job) -> str:
+    """The job's schedule choices as text, "auto" where it leaves one to the planner."""
+    shown = lambda value, text: "auto" if value is None else text  # noqa: E731
+    fp8 = shown(job.fp8, "on" if job.fp8 else "off")
+    return (
+        f"recompute {shown(job.recompute, job.recompute)}, v {shown(job.virtual_stages, job.virtual_stages)}, FP8 {fp8}"
+    )

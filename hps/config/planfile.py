@@ -1,11 +1,16 @@
-"""Parallel plan files (format ``hps-plan/2``): read, checked and written.
+"""Parallel plan files (format ``hps-plan/3``; ``hps-plan/2`` is read too): read, checked and written.
 
 ```json
-{"format": "hps-plan/2", "workload": "gpt3-175b", "catalog": "cloud-2026",
+{"format": "hps-plan/3", "workload": "gpt3-175b", "catalog": "cloud-2026", "clock": "kernel",
  "job": {"batch": 1536, "micro_batch": 12, "throughput": 60, "samples": 1.46e8,
-         "precision": "bf16-adam", "zero": 1, "recompute": "none"},
+         "precision": "bf16-adam", "zero": 1, "recompute": "selective",
+         "virtual_stages": 2, "fp8": false, "memory_headroom": 0.1},
  "stages": [{"first": 0, "last": 44, "type": "h100", "tp": 8, "dp": 4}]}
 ```
+
+hps-plan/2 has neither `clock` nor the job's virtual_stages, fp8 and memory_headroom (read as 1,
+false and each type's own headroom), and no "selective" recompute. In hps-plan/3 `clock` and
+memory_headroom are optional, virtual_stages and fp8 default to 1 and false.
 
 Units: batch, micro_batch and samples in samples, throughput in samples/s; first and last are
 0-based layer indices (both included), tp devices per tensor-parallel group, dp data-parallel
@@ -17,6 +22,7 @@ micro-batch dividing the batch and each stage's replicas, stages contiguous from
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -24,21 +30,29 @@ from typing import Any
 
 from hps.config.files import atomic_write_text
 from hps.config.inputs import check_nesting, read_input_text
-from hps.config.limits import MAX_PLAN_FILE_BYTES, MAX_PLAN_FILE_DEPTH, MAX_WORKLOAD_LAYERS
+from hps.config.limits import MAX_CHUNKS, MAX_PLAN_FILE_BYTES, MAX_PLAN_FILE_DEPTH, MAX_WORKLOAD_LAYERS
+from hps.config.plan_space import check_fp8, check_headroom, check_recompute, check_virtual_stages
 from hps.config.ranges import check_in_range, is_power_of_two
-from hps.config.types import PLAN_FORMAT, Catalog, Job, ParallelStage, PlanFile, Workload
-from hps.config.validation import (
-    check_keys,
-    check_micro_batch,
-    check_precision,
-    check_recompute,
-    check_zero,
-    printable,
+from hps.config.types import (
+    CLOCKS,
+    COLLECTIVE_POLICIES,
+    PLAN_FORMAT,
+    PLAN_FORMATS,
+    Catalog,
+    Job,
+    ParallelStage,
+    PlanFile,
+    Workload,
 )
+from hps.config.validation import check_keys, check_micro_batch, check_precision, check_zero, printable
 from hps.errors import ConfigError
 
 PLAN_KEYS = ("format", "workload", "catalog", "job", "stages")
 PLAN_JOB_KEYS = ("batch", "micro_batch", "throughput", "samples", "precision", "zero", "recompute")
+PLAN3_KEYS = ("clock", "workload_sha256", "catalog_sha256")
+"""Optional top-level keys of hps-plan/3."""
+PLAN3_JOB_KEYS = ("virtual_stages", "fp8", "memory_headroom", "collective", "chunks")
+"""Optional job keys of hps-plan/3."""
 PLAN_STAGE_KEYS = ("first", "last", "type", "tp", "dp")
 SCHEDULE_PLAN = (
     f"a schedule plan (what `hps plan --out` writes: a resource type per layer), not a parallel plan "
@@ -92,11 +106,16 @@ def _positive(table: dict[str, Any], key: str, source: str, path: str) -> float:
     return check_in_range(float(value), key, source, path)
 
 
-def parse_plan_job(data: Any, source: str) -> Job:
+def parse_plan_job(data: Any, source: str, version: str = PLAN_FORMAT) -> Job:
     """The ``job`` object: batch (samples/iteration), micro_batch (samples, a divisor of batch),
-    throughput (samples/s), samples (to train), precision, zero and recompute."""
+    throughput (samples/s), samples (to train), precision, zero and recompute; in hps-plan/3 also
+    virtual_stages (model chunks a device), fp8 and memory_headroom (a fraction in [0, 1))."""
     job = _object(data, source, "job")
-    check_keys(job, PLAN_JOB_KEYS, PLAN_JOB_KEYS, source, "job")
+    third = version == "hps-plan/3"
+    check_keys(job, PLAN_JOB_KEYS + (PLAN3_JOB_KEYS if third else ()), PLAN_JOB_KEYS, source, "job")
+    recompute = check_recompute(job["recompute"], source, "job.recompute")
+    if recompute == "selective" and not third:
+        raise ConfigError(source, "job.recompute", f"'selective' needs format {PLAN_FORMAT} (this file is {version})")
     numbers = {key: _positive(job, key, source, f"job.{key}") for key in ("batch", "throughput", "samples")}
     micro = job["micro_batch"]
     if isinstance(micro, bool) or not isinstance(micro, int):
@@ -109,8 +128,55 @@ def parse_plan_job(data: Any, source: str) -> Job:
         micro_batch=check_micro_batch(micro, numbers["batch"], source, "job.micro_batch"),
         precision=check_precision(job["precision"], source, "job.precision"),
         zero=check_zero(zero, source, "job.zero"),
-        recompute=check_recompute(job["recompute"], source, "job.recompute"),
+        recompute=recompute,
+        virtual_stages=check_virtual_stages(job.get("virtual_stages", 1), source, "job.virtual_stages"),
+        fp8=check_fp8(job.get("fp8", False), source, "job.fp8"),
+        memory_headroom=check_headroom(job.get("memory_headroom"), source, "job.memory_headroom"),
+        **_collective(job, source),
     )
+
+
+def _collective(job: dict[str, Any], source: str) -> dict[str, Any]:
+    """The job's collective policy and chunks where the file gives them."""
+    fields: dict[str, Any] = {}
+    if "collective" in job:
+        if job["collective"] not in COLLECTIVE_POLICIES:
+            shown = _shown(job["collective"])
+            raise ConfigError(source, "job.collective", f"must be {' or '.join(COLLECTIVE_POLICIES)}, got {shown}")
+        fields["collective"] = job["collective"]
+    if "chunks" in job:
+        fields["chunks"] = _integer(job, "chunks", 1, source, "job.chunks")
+        if fields["chunks"] > MAX_CHUNKS:
+            raise ConfigError(source, "job.chunks", f"must be at most {MAX_CHUNKS}, got {fields['chunks']}")
+    return fields
+
+
+def file_sha256(name: str) -> str | None:
+    """The SHA-256 (hex) of the file `name` where it names a file, else None (a zoo or shipped name)."""
+    if not os.path.isfile(name):
+        return None
+    digest = hashlib.sha256()
+    with open(name, "rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def check_recorded_data(plan: PlanFile, source: str) -> None:
+    """ConfigError naming `source` and the field where a workload or catalogue file the plan
+    records a SHA-256 of has changed since (or is gone)."""
+    for field, name, recorded in (
+        ("workload_sha256", plan.workload, plan.workload_sha256),
+        ("catalog_sha256", plan.catalog, plan.catalog_sha256),
+    ):
+        if recorded is None:
+            continue
+        now = file_sha256(name)
+        if now != recorded:
+            what = "is gone" if now is None else f"changed since the plan was written (now {now[:12]}...)"
+            raise ConfigError(
+                source, field, f"{name} {what}: re-plan it, or drop {field} from the plan file to score it anyway"
+            )
 
 
 def parse_plan_stage(data: Any, micro_batch: int, source: str, prefix: str) -> ParallelStage:
@@ -149,13 +215,19 @@ def parse_plan_file(data: Any, source: str) -> PlanFile:
         raise ConfigError(source, "", SCHEDULE_PLAN)
     if "format" not in plan:
         raise ConfigError(source, "format", "required field is missing")
-    if plan["format"] != PLAN_FORMAT:
-        shown = plan["format"] if isinstance(plan["format"], str) else _shown(plan["format"])
-        raise ConfigError(source, "format", f"plan format {shown!r} is not supported; this hps reads {PLAN_FORMAT}")
-    check_keys(plan, PLAN_KEYS, PLAN_KEYS, source, "")
+    version = plan["format"]
+    if version not in PLAN_FORMATS:
+        shown = version if isinstance(version, str) else _shown(version)
+        raise ConfigError(
+            source, "format", f"plan format {shown!r} is not supported; this hps reads {' and '.join(PLAN_FORMATS)}"
+        )
+    third = version == "hps-plan/3"
+    check_keys(plan, PLAN_KEYS + (PLAN3_KEYS if third else ()), PLAN_KEYS, source, "")
     workload = _string(plan, "workload", source, "workload")
     catalog = _string(plan, "catalog", source, "catalog")
-    job = parse_plan_job(plan["job"], source)
+    clock = _clock(plan, source) if "clock" in plan else None
+    hashes = {key: _hash(plan, key, source) for key in ("workload_sha256", "catalog_sha256") if key in plan}
+    job = parse_plan_job(plan["job"], source, version)
     items = plan["stages"]
     if not isinstance(items, list) or not items:
         raise ConfigError(source, "stages", f"must be a non-empty array of stages, got {_shown(items)}")
@@ -171,7 +243,21 @@ def parse_plan_file(data: Any, source: str) -> PlanFile:
                 source, f"stages[{j}].first", f"must be {where} (stages are contiguous), got {stage.first}"
             )
         expected = stage.last + 1
-    return PlanFile(workload=workload, catalog=catalog, job=job, stages=stages)
+    return PlanFile(workload=workload, catalog=catalog, job=job, stages=stages, clock=clock, version=version, **hashes)
+
+
+def _hash(plan: dict[str, Any], key: str, source: str) -> str:
+    value = plan[key]
+    if not isinstance(value, str) or len(value) != 64 or any(c not in "0123456789abcdef" for c in value):
+        raise ConfigError(source, key, f"must be a SHA-256 in 64 lowercase hex digits, got {_shown(value)}")
+    return value
+
+
+def _clock(plan: dict[str, Any], source: str) -> str:
+    value = plan["clock"]
+    if value not in CLOCKS:
+        raise ConfigError(source, "clock", f"unknown clock {_shown(value)}; must be one of {', '.join(CLOCKS)}")
+    return value
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -202,7 +288,7 @@ def load_json_value(path: str | os.PathLike[str], source: str) -> Any:
 
 
 def read_plan_file(path: str | os.PathLike[str]) -> PlanFile:
-    """Read and check a plan file (format hps-plan/2); ConfigError naming `path` and the field."""
+    """Read and check a plan file (format hps-plan/2 or /3); ConfigError naming `path` and the field."""
     return parse_plan_file(load_json_value(path, str(path)), str(path))
 
 
@@ -217,10 +303,17 @@ def plan_file_json(plan: PlanFile, source: str = "plan") -> dict[str, Any]:
     job = plan.job
     if job.micro_batch is None:
         raise ConfigError(source, "job.micro_batch", "a plan file needs the micro-batch (samples); got None")
+    for name in ("virtual_stages", "fp8", "recompute"):
+        if getattr(job, name) is None:
+            raise ConfigError(source, f"job.{name}", "a plan file records the plan's choice; got None (open)")
+    extra = {"memory_headroom": job.memory_headroom} if job.memory_headroom is not None else {}
+    hashes = {key: getattr(plan, key) for key in ("workload_sha256", "catalog_sha256") if getattr(plan, key)}
     return {
         "format": PLAN_FORMAT,
         "workload": plan.workload,
         "catalog": plan.catalog,
+        **({"clock": plan.clock} if plan.clock is not None else {}),
+        **hashes,
         "job": {
             "batch": _number(job.batch),
             "micro_batch": _number(job.micro_batch),
@@ -229,6 +322,11 @@ def plan_file_json(plan: PlanFile, source: str = "plan") -> dict[str, Any]:
             "precision": job.precision,
             "zero": job.zero,
             "recompute": job.recompute,
+            "virtual_stages": job.virtual_stages,
+            "fp8": job.fp8,
+            **extra,
+            "collective": job.collective,
+            "chunks": job.chunks,
         },
         "stages": [{"first": s.first, "last": s.last, "type": s.type, "tp": s.tp, "dp": s.dp} for s in plan.stages],
     }

@@ -89,6 +89,9 @@ RANGES: dict[str, Range] = {
     "measured_time_s": Range(1e-15, 1e9, "s per sample", "a femtosecond to 30 years per sample"),
     "stash_bytes": LAYER_BYTES,
     "fp8_stash_bytes": LAYER_BYTES,
+    "selective_stash_bytes": LAYER_BYTES,
+    "selective_flops": Range(1.0, 1e21, "FLOP per sample", "as flops; 0: nothing recomputed", zero=True),
+    "serial_mem_bytes": LAYER_BYTES,
     "tp_comm_bytes": LAYER_BYTES,
     "tp_collectives": Range(1, 1e6, "All-Reduces", "a million collectives per layer and pass", zero=True),
     "forward_s": MICRO_BATCH_TIME,
@@ -178,14 +181,22 @@ def _check_number(value: object, name: str, source: str, path: str, *, positive:
 
 def check_layer_parallel(layer: Layer, source: str, prefix: str) -> None:
     """ConfigError naming ``prefix.field`` for a parallel-plan field of `layer` out of its type or
-    range: stash_bytes and tp_comm_bytes (bytes per sample, None or >= 0), tp_collectives (an int
-    >= 0), cut_after (a bool) and each measured time (tp a power of two, micro_batch >= 1 samples,
-    forward_s and backward_s > 0 seconds per micro-batch)."""
+    range: stash_bytes and tp_comm_bytes (bytes per sample, None or >= 0), serial_mem_bytes (bytes
+    per sample, >= 0 and at most mem_bytes), tp_collectives (an int >= 0), cut_after (a bool) and
+    each measured time (tp a power of two, micro_batch >= 1 samples, forward_s and backward_s > 0
+    seconds per micro-batch)."""
     if not isinstance(layer.cut_after, bool):
         raise ConfigError(source, f"{prefix}.cut_after", f"must be true or false, got {layer.cut_after!r}")
-    for name in ("stash_bytes", "fp8_stash_bytes", "tp_comm_bytes"):
+    for name in ("stash_bytes", "fp8_stash_bytes", "selective_stash_bytes", "tp_comm_bytes", "selective_flops"):
         if getattr(layer, name) is not None:
             _check_number(getattr(layer, name), name, source, f"{prefix}.{name}", positive=False)
+    _check_number(layer.serial_mem_bytes, "serial_mem_bytes", source, f"{prefix}.serial_mem_bytes", positive=False)
+    if layer.serial_mem_bytes > layer.mem_bytes:
+        raise ConfigError(
+            source,
+            f"{prefix}.serial_mem_bytes",
+            f"must be at most mem_bytes ({layer.mem_bytes!r}), got {layer.serial_mem_bytes!r}",
+        )
     _check_count(layer.tp_collectives, "tp_collectives", 0, source, f"{prefix}.tp_collectives")
     for j, measured in enumerate(layer.measured):
         path = f"{prefix}.measured[{j}]"

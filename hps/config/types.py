@@ -17,17 +17,30 @@ COLLECTIVE_POLICIES = ("baseline", "themis")
 STATE_SHARDINGS = ("none", "auto")
 """How a stage may hold its parameter and optimizer state: "none" replicates it on every replica;
 "auto" also considers sharding it across the stage's replicas (ZeRO-3/FSDP style)."""
-PRECISIONS = {"bf16-adam": (2.0, 2.0, 12.0), "fp32-adam": (4.0, 4.0, 8.0), "fp32-sgd": (4.0, 4.0, 0.0)}
-"""Training precision -> (parameter, gradient, optimizer) bytes per parameter: `bf16-adam` keeps bf16
-parameters and gradients and an fp32 master copy with two fp32 Adam moments (mixed precision,
-2 + 2 + 12); `fp32-adam` fp32 parameters, gradients and two moments (4 + 4 + 8); `fp32-sgd` fp32
-parameters and gradients, no optimizer state (4 + 4)."""
+PRECISIONS = {
+    "bf16-adam": (2.0, 2.0, 12.0),
+    "bf16-adam-fp32-grads": (2.0, 4.0, 12.0),
+    "fp32-adam": (4.0, 4.0, 8.0),
+    "fp32-sgd": (4.0, 4.0, 0.0),
+}
+"""Training precision -> (parameter, gradient, optimizer) bytes per parameter: `bf16-adam` bf16
+parameters and gradients, an fp32 master copy and two fp32 Adam moments; `-fp32-grads` with fp32
+gradient buffers (Megatron-LM's default); `fp32-adam` fp32 throughout; `fp32-sgd` no optimizer state."""
 ZERO_LEVELS = (0, 1, 2, 3)
 """ZeRO levels: what a stage's data-parallel replicas shard among themselves. 0 nothing, 1 the
 optimizer state, 2 also the gradients, 3 also the parameters."""
-RECOMPUTE = ("none", "full")
+RECOMPUTE = ("none", "selective", "full")
 """Activation recomputation: "none" keeps every activation of a micro-batch for its backward pass;
-"full" keeps only each layer's input and recomputes the forward pass during the backward."""
+"selective" drops what each layer marks as cheap to recompute (attention's S x S softmax and
+dropout, Korthikanti et al. 2022) and recomputes it; "full" keeps only each pipeline unit's input
+and recomputes the forward pass during the backward."""
+DEFAULT_MEMORY_HEADROOM = 0.05
+"""Fraction of a device's memory a parallel plan leaves free when neither the job nor the type
+names one: the runtime's context, communication buffers, library workspaces and allocator
+fragmentation (docs/parallel-plans.md, "Memory headroom")."""
+CLOCKS = ("kernel", "roofline")
+"""What times a parallel plan's layers, by name, the default first (each the module
+`hps.costmodel.clocks.<name>`; docs/clocks.md)."""
 LAYER_NUMBERS = ("flops", "mem_bytes", "io_bytes", "act_bytes", "dense_param_bytes", "sparse_param_bytes")
 """The per-sample numbers of a `Layer` (its fields, and its file's keys, besides name and kind)."""
 
@@ -128,13 +141,19 @@ class ResourceType:
     fp8_matmul_efficiency_max: float | None = None
     """Kernel clock: e_max at fp8_peak_flops; None: not fitted (the BF16 e_max)."""
     matmul_half_work_flop: float | None = None
-    """Kernel clock: w_half, FLOP per device of a layer call at which it runs at half of e_max;
-    None: not fitted (the clock's default)."""
+    """Kernel clock: w_half, FLOP per device of a layer call run at half of e_max; None: 0."""
     fp8_peak_flops: float | None = None
     """Kernel clock: FLOP/s of one unit's dense FP8 matmuls; None: the type computes no FP8."""
     tp_comm_exposed: float | None = None
-    """Kernel clock: the fraction of the tensor-parallel collectives' time not hidden behind
-    matmuls, 0 to 1; None: not fitted (all of it)."""
+    """Kernel clock: the exposed fraction of the tensor-parallel collectives; None: all of it."""
+    memory_headroom: float | None = None
+    """Parallel plans: the fraction of `memory` a plan leaves free; None: DEFAULT_MEMORY_HEADROOM."""
+    kernel_residual_low: float | None = None
+    """Kernel clock: the least and largest held-out predicted / published throughput − 1 on the
+    type's family; None: none held out (the clock's default band)."""
+    kernel_residual_high: float | None = None
+    kernel_derived_from: str | None = None
+    """Kernel clock: the type whose fits this type's constants were derived from; None: its own."""
 
     @property
     def tensor_parallel_limit(self) -> int:
@@ -188,10 +207,14 @@ class Layer:
     layer, e.g. the attention half of a transformer block), `stash_bytes` (activation bytes per
     sample the layer keeps for its backward pass; None: act_bytes), `fp8_stash_bytes` (the same where
     its matmuls run in FP8 and keep their inputs as 1-byte FP8 copies; None: stash_bytes),
+    `selective_stash_bytes` (the same under selective recomputation; None: stash_bytes),
+    `selective_flops` (FLOP per sample selective recomputation redoes; 0: none),
     `tp_comm_bytes` (bytes per
     sample the layer All-Reduces across a tensor-parallel group, forward and backward together;
     None: act_bytes), `tp_collectives` (how many All-Reduces those bytes take, for their
-    latency) and `measured` (measured times per micro-batch on one device of a t-way group).
+    latency), `serial_mem_bytes` (the part of mem_bytes that memory-bound kernels of their own
+    move, timed in series with the layer's matmuls instead of hidden under them; 0: none) and
+    `measured` (measured times per micro-batch on one device of a t-way group).
     Parameter bytes count 4 bytes a parameter (dense_param_bytes / 4 parameters).
     """
 
@@ -207,9 +230,12 @@ class Layer:
     cut_after: bool = True
     stash_bytes: float | None = None
     fp8_stash_bytes: float | None = None
+    selective_stash_bytes: float | None = None
+    selective_flops: float = 0.0
     tp_comm_bytes: float | None = None
     tp_collectives: int = 1
     measured: tuple[MeasuredTime, ...] = ()
+    serial_mem_bytes: float = 0.0
 
     @property
     def parameters(self) -> float:
@@ -225,6 +251,11 @@ class Layer:
     def fp8_stash(self) -> float:
         """Activation bytes per sample kept for the backward pass when the matmuls run in FP8."""
         return self.stash if self.fp8_stash_bytes is None else self.fp8_stash_bytes
+
+    @property
+    def selective_stash(self) -> float:
+        """Activation bytes per sample kept for the backward pass under selective recomputation."""
+        return self.stash if self.selective_stash_bytes is None else self.selective_stash_bytes
 
     @property
     def tp_bytes(self) -> float:
@@ -263,7 +294,10 @@ class JobDefaults:
     micro_batch: float | None = None
     precision: str = "fp32-adam"
     zero: int = 0
-    recompute: str = "none"
+    recompute: str | None = "none"
+    virtual_stages: int | None = 1
+    fp8: bool | None = False
+    memory_headroom: float | None = None
 
 
 @dataclass(frozen=True)
@@ -302,8 +336,14 @@ class Job:
     """Parallel plans: one of PRECISIONS."""
     zero: int = 0
     """Parallel plans: one of ZERO_LEVELS."""
-    recompute: str = "none"
-    """Parallel plans: one of RECOMPUTE."""
+    recompute: str | None = "none"
+    """Parallel plans: one of RECOMPUTE; None: the planner chooses."""
+    virtual_stages: int | None = 1
+    """Parallel plans: model chunks a device (interleaved 1F1B; 1: plain); None: the planner's choice."""
+    fp8: bool | None = False
+    """Parallel plans: FP8 matmuls (only on types with an FP8 peak); None: the planner's choice."""
+    memory_headroom: float | None = None
+    """Parallel plans: fraction of each device's memory left free, in [0, 1); None: each type's."""
 
     @property
     def max_stage_replicas(self) -> int:
@@ -318,8 +358,11 @@ class Job:
         return math.isinf(self.micro_batches) and self.state_sharding == "none"
 
 
-PLAN_FORMAT = "hps-plan/2"
-"""The format tag of a parallel plan file."""
+PLAN_FORMAT = "hps-plan/3"
+"""The format tag of the parallel plan files hps writes."""
+PLAN_FORMATS = ("hps-plan/2", "hps-plan/3")
+"""The parallel plan file formats hps reads (hps-plan/3: hps-plan/2 and the job's virtual_stages,
+fp8 and memory_headroom, recompute "selective", and the clock)."""
 
 
 @dataclass(frozen=True)
@@ -348,3 +391,10 @@ class PlanFile:
     catalog: str
     job: Job
     stages: tuple[ParallelStage, ...]
+    clock: str | None = None
+    """The clock the plan was planned on (None: not recorded; hps-plan/2 records none)."""
+    version: str = PLAN_FORMAT
+    """The format it was read from (hps-plan/2 records no collective policy or chunks)."""
+    workload_sha256: str | None = None
+    """SHA-256 of the workload and catalogue files it was planned on (None: a name, or not recorded)."""
+    catalog_sha256: str | None = None

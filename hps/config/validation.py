@@ -20,7 +20,7 @@ from typing import Any
 
 from hps.config.limits import MAX_CHUNKS
 from hps.config.ranges import check_in_range
-from hps.config.types import COLLECTIVE_POLICIES, PRECISIONS, RECOMPUTE, STATE_SHARDINGS, ZERO_LEVELS, Job, JobDefaults
+from hps.config.types import COLLECTIVE_POLICIES, PRECISIONS, STATE_SHARDINGS, ZERO_LEVELS, Job, JobDefaults
 from hps.errors import ConfigError
 
 GIB = 2**30  # bytes per GiB (ASTRA-sim's convention)
@@ -337,7 +337,7 @@ def check_micro_batch(value: Any, batch: float, source: str, path: str) -> float
 
 
 def check_precision(value: Any, source: str, path: str) -> str:
-    """One of PRECISIONS (bf16-adam, fp32-adam, fp32-sgd)."""
+    """One of PRECISIONS (bf16-adam, bf16-adam-fp32-grads, fp32-adam, fp32-sgd)."""
     if not isinstance(value, str) or value not in PRECISIONS:
         raise ConfigError(source, path, f"unknown precision {value!r}; must be one of {', '.join(PRECISIONS)}")
     return value
@@ -350,23 +350,18 @@ def check_zero(value: Any, source: str, path: str) -> int:
     return int(value)
 
 
-def check_recompute(value: Any, source: str, path: str) -> str:
-    """One of RECOMPUTE ("none" or "full")."""
-    if not isinstance(value, str) or value not in RECOMPUTE:
-        raise ConfigError(source, path, f"unknown recompute {value!r}; must be one of {', '.join(RECOMPUTE)}")
-    return value
-
-
 def check_parallel_job(job: Job, source: str) -> None:
     """Raise ConfigError naming `source` and the field for a parallel-plan job field out of its
     domain: a micro_batch (samples) that is not a positive integer, exceeds batch or does not
     divide it (None is accepted: the solver searches the divisors), an unknown precision, a ZeRO
-    level outside 0..3, an unknown recompute."""
+    level outside 0..3, or a schedule choice out of its domain (`check_plan_space`)."""
+    from hps.config.plan_space import check_plan_space
+
     if job.micro_batch is not None:
         check_micro_batch(job.micro_batch, job.batch, source, "micro_batch")
     check_precision(job.precision, source, "precision")
     check_zero(job.zero, source, "zero")
-    check_recompute(job.recompute, source, "recompute")
+    check_plan_space(job, source)
 
 
 def check_parallel_model_job(job: Job, source: str) -> None:
@@ -379,19 +374,22 @@ def check_parallel_model_job(job: Job, source: str) -> None:
             raise ConfigError(source, name, f"the parallel-plan model runs whole samples: not an integer: {value:g}")
 
 
-PARALLEL_JOB_FIELDS = ("micro_batch", "precision", "zero", "recompute")
+PARALLEL_JOB_FIELDS = ("micro_batch", "precision", "zero", "recompute", "virtual_stages", "fp8", "memory_headroom")
 """The job fields of the parallel-plan model that a workload's defaults may give."""
 
 
 def with_parallel_fields(job: Job, defaults: JobDefaults | None, given: dict[str, Any], source: str) -> Job:
     """`job` with each parallel-plan field from `given` where not None, else from `defaults`
-    where it names one (micro_batch as a float), validated (ConfigError naming `source`)."""
+    where it names one (micro_batch as a float; "auto" leaves virtual_stages, fp8 or recompute to
+    the planner), validated (ConfigError naming `source`)."""
     values = {}
     for name in PARALLEL_JOB_FIELDS:
         value = given.get(name)
         if value is None and defaults is not None:
             value = getattr(defaults, name)
-        if value is not None:
+        if value == "auto" and name in ("virtual_stages", "fp8", "recompute"):
+            values[name] = None  # left to the planner
+        elif value is not None:
             number = as_real(value) if name == "micro_batch" else None
             values[name] = value if number is None else number  # a non-number: validate_job names it
     job = dataclasses.replace(job, **values)

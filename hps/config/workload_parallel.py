@@ -1,9 +1,12 @@
 """The parallel-plan keys of a workload file: per layer and in ``[defaults]``, read and written.
 
 Optional ``[[layer]]`` keys: ``cut_after`` (bool; false: no pipeline stage may end after the
-layer), ``stash_bytes``, ``fp8_stash_bytes`` and ``tp_comm_bytes`` (bytes per sample, >= 0), ``tp_collectives`` (All-
-Reduces per pass, an integer >= 0), and ``[[layer.measured]]`` tables of measured times per
-micro-batch on one device of a t-way tensor-parallel group:
+layer), ``stash_bytes``, ``fp8_stash_bytes``, ``selective_stash_bytes`` and ``tp_comm_bytes`` (bytes
+per sample, >= 0), ``selective_flops`` (FLOP per sample selective recomputation redoes, >= 0),
+``tp_collectives`` (All-Reduces per pass, an integer >= 0), ``serial_mem_bytes`` (bytes per sample of
+mem_bytes that memory-bound kernels of their own move, timed in series with the matmuls, >= 0 and
+at most mem_bytes), and ``[[layer.measured]]`` tables of measured times per micro-batch on one
+device of a t-way tensor-parallel group:
 
 ```toml
 [[layer.measured]]
@@ -42,8 +45,13 @@ from hps.config.validation import (
 )
 from hps.errors import ConfigError
 
-LAYER_PARALLEL_KEYS = ("cut_after", "stash_bytes", "fp8_stash_bytes", "tp_comm_bytes", "tp_collectives", "measured")
-"""Optional [[layer]] keys of the parallel-plan model (omitted: true, act_bytes, act_bytes, 1, none)."""
+BYTE_KEYS = ("stash_bytes", "fp8_stash_bytes", "selective_stash_bytes", "tp_comm_bytes")
+"""The optional [[layer]] keys in bytes per sample (omitted: None, the Layer's fallback)."""
+ZERO_KEYS = ("selective_flops", "serial_mem_bytes")
+"""The optional [[layer]] numbers >= 0 whose omission means 0."""
+LAYER_PARALLEL_KEYS = ("cut_after", *BYTE_KEYS, *ZERO_KEYS, "tp_collectives", "measured")
+"""Optional [[layer]] keys of the parallel-plan model (omitted: true, act_bytes, stash_bytes,
+stash_bytes, act_bytes, 0, 0, 1, none)."""
 MEASURED_KEYS = ("type", "tp", "micro_batch", "forward_s", "backward_s")
 MOVE_KEYS = ("input_move_s", "gradient_move_s")
 """Optional [[layer.measured]] keys: the moves of the layer's input and of its gradient."""
@@ -102,7 +110,7 @@ def parse_layer_parallel(table: dict[str, Any], source: str, prefix: str) -> dic
         if not isinstance(value, bool):
             raise ConfigError(source, field_path(prefix, "cut_after"), f"must be true or false, got {describe(value)}")
         fields["cut_after"] = value
-    for key in ("stash_bytes", "fp8_stash_bytes", "tp_comm_bytes"):
+    for key in (*BYTE_KEYS, *ZERO_KEYS):
         if key in table:
             value = get_non_negative(table, key, source, prefix)
             fields[key] = check_in_range(value, key, source, field_path(prefix, key))
@@ -153,8 +161,11 @@ def layer_parallel_keys_toml(layer: Layer) -> list[str]:
     lines = []
     if not layer.cut_after:
         lines.append("cut_after = false")
-    for key in ("stash_bytes", "fp8_stash_bytes", "tp_comm_bytes"):
+    for key in BYTE_KEYS:
         if getattr(layer, key) is not None:
+            lines.append(f"{key} = {toml_float(getattr(layer, key))}")
+    for key in ZERO_KEYS:
+        if getattr(layer, key):
             lines.append(f"{key} = {toml_float(getattr(layer, key))}")
     if layer.tp_collectives != 1:
         lines.append(f"tp_collectives = {int(layer.tp_collectives)}")

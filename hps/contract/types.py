@@ -28,10 +28,13 @@ meets the floor, or no plan and no proof."""
 class Plan:
     """stages in pipeline order, contiguous and covering every layer; micro_batch: samples per
     pipeline micro-batch across a stage's replicas (None in the schedule model, which pipelines
-    in steady state)."""
+    in steady state); choices: what the planner chose where the job left a choice open."""
 
     stages: tuple[ParallelStage, ...]
     micro_batch: int | None = None
+    choices: tuple[tuple[str, object], ...] = ()
+    """The schedule choices the job left open and the planner made, as (job field, value) pairs
+    (virtual_stages, fp8, recompute; `hps.config.plan_space`); empty: the job's own."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,6 +86,11 @@ class PlanScore:
     cost: float
     mfu: float
     stages: tuple[StageScore, ...]
+    clock: str | None = None
+    """What timed the plan's layers (a clock's name; None in the schedule model's own roofline)."""
+    throughput_range: tuple[float, float] | None = None
+    """(low, high) samples/s: the true throughput the prediction stands for, by the clock's
+    held-out residuals on the plan's types (the widest band among them); None where not known."""
 
 
 def training_cost(dollars_per_hour: float, samples: float, throughput: float) -> float:

@@ -53,8 +53,7 @@ def activation_bytes(problem: Problem, stages: tuple[ParallelStage, ...], micro_
 
     parallel = as_run(problem, stages, micro_batches).parallel_problem
     columns = [[s.first for s in stages], [s.last for s in stages], [s.tp for s in stages], [s.dp for s in stages]]
-    types = [problem.catalog.index(s.type) for s in stages]
-    _, per_micro_batch, _ = stage_memory(parallel, int(problem.job.batch) // micro_batches, *columns, types)
+    _, per_micro_batch, _ = stage_memory(parallel, int(problem.job.batch) // micro_batches, *columns)
     count = len(stages)
     return [float(a) * min(count - j, micro_batches) for j, a in enumerate(per_micro_batch)]
 
@@ -71,6 +70,8 @@ def as_run(problem: Problem, stages: tuple[ParallelStage, ...], micro_batches: i
         precision=EXECUTED_PRECISION,
         zero=0,
         recompute="none",
+        virtual_stages=1,
+        fp8=False,
     )
     used = {}
     for stage in stages:

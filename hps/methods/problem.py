@@ -25,28 +25,32 @@ def default_model(job: Job) -> str:
 
 
 def clock_of(clock, model: str):
-    """The clock `clock` names (one of `hps.costmodel.clocks.base.CLOCKS`) or is; ConfigError
-    naming the field "clock" for an unknown name, or a clock other than the roofline in the
-    schedule model (which times layers by its own roofline only)."""
+    """The clock `clock` names (one of `hps.costmodel.clocks.base.CLOCKS`; None: the model's
+    default, the kernel clock in the parallel-plan model and the roofline in the schedule model)
+    or is; ConfigError naming the field "clock" for an unknown name, or a clock other than the
+    roofline in the schedule model (which times layers by its own roofline only)."""
     from hps.costmodel.clocks.base import CLOCKS, clock_named
 
+    if clock is None:
+        clock = "roofline" if model == "schedule" else CLOCKS[0]
     if isinstance(clock, str):
         if clock not in CLOCKS:
             raise ConfigError("clock", "", f"unknown clock {clock!r}; choose one of {', '.join(CLOCKS)}")
         clock = clock_named(clock)
     elif getattr(clock, "name", None) not in CLOCKS:
         raise ConfigError("clock", "", f"must be a clock name ({', '.join(CLOCKS)}) or a clock, got {clock!r}")
-    if model == "schedule" and clock.name != CLOCKS[0]:
-        raise ConfigError("clock", "", f"the schedule model times layers by the {CLOCKS[0]} only, got {clock.name!r}")
+    if model == "schedule" and clock.name != "roofline":
+        raise ConfigError("clock", "", f"the schedule model times layers by the roofline only, got {clock.name!r}")
     return clock
 
 
 class Problem:
     """A workload on a catalogue under a job, planned or scored any number of times. model: one
     of MODELS (None: `default_model(job)`); clock: what times the parallel-plan model's layers, a
-    name of `hps.costmodel.clocks.base.CLOCKS` or a clock (docs/clocks.md)."""
+    name of `hps.costmodel.clocks.base.CLOCKS` or a clock (None: the model's default, the kernel
+    clock in the parallel-plan model; docs/clocks.md)."""
 
-    def __init__(self, workload: Workload, catalog: Catalog, job: Job, *, model: str | None = None, clock="roofline"):
+    def __init__(self, workload: Workload, catalog: Catalog, job: Job, *, model: str | None = None, clock=None):
         if not isinstance(job, Job):
             raise ConfigError("job", "", f"must be a hps.Job, got {type(job).__name__}")
         model = default_model(job) if model is None else model
@@ -93,7 +97,7 @@ class Problem:
 
             check_parallel_model_job(job, "with_job")
         changed = copy.copy(self)
-        for table in ("parallel_problem", "instance", "search_arrays"):
+        for table in ("parallel_problem", "instance", "search_arrays", "_variant_problems"):
             changed.__dict__.pop(table, None)
         changed.job = job
         return changed
@@ -101,8 +105,14 @@ class Problem:
     @cached_property
     def parallel_problem(self):
         """The parallel-plan model's `ParallelProblem` (its numpy tables built on first use)."""
+        from hps.config.plan_space import open_fields
         from hps.costmodel.parallel.problem import ParallelProblem
 
+        left = open_fields(self.job)
+        if left:
+            raise ConfigError(
+                "job", left[0], f"left open ({', '.join(left)}): only a planner searches these; fix them for this use"
+            )
         return ParallelProblem(self.workload, self.catalog, self.job, clock=self.clock)
 
     @cached_property
@@ -119,13 +129,49 @@ class Problem:
 
         return search_arrays(self.workload, self.catalog, self.job)
 
+    def robust(self) -> Problem:
+        """This problem with the floor raised to R·(1 + h), h the largest residual (predicted /
+        true throughput − 1) of the clock's held-out errors over the catalogue's types: a plan
+        meeting it meets R at the low end of its throughput range (`PlanScore.throughput_range`)."""
+        fp8 = (False, True) if self.job.fp8 is None else (self.job.fp8,)
+        high = max(self.clock.residuals(r, f)[1] for r in self.catalog.resources for f in fp8)
+        return self.with_job(throughput=self.job.throughput * (1 + max(high, 0.0)))
+
+    def variants(self) -> list[Problem]:
+        """One problem per combination of the schedule choices the job leaves open
+        (`hps.config.plan_space.variants`; [self] where it fixes them all)."""
+        from hps.config.plan_space import OPEN_FIELDS, open_fields, variants
+
+        if not self.parallel or not open_fields(self.job):
+            return [self]
+        return [self.with_job(**{name: getattr(job, name) for name in OPEN_FIELDS}) for job in variants(self.job)]
+
+    def for_plan(self, plan: Plan) -> Problem:
+        """The problem `plan` is scored in: this one under the plan's choices; ConfigError where
+        the job leaves a choice open that the plan does not make."""
+        from hps.config.plan_space import open_fields
+
+        if plan.choices:
+            if all(getattr(self.job, field) == value for field, value in plan.choices):
+                return self
+            made = self.__dict__.setdefault("_variant_problems", {})
+            if plan.choices not in made:
+                made[plan.choices] = self.with_job(**dict(plan.choices))
+            return made[plan.choices]
+        missing = open_fields(self.job) if self.parallel else ()
+        if missing:
+            raise ConfigError(
+                "plan", "choices", f"the job leaves {', '.join(missing)} open and the plan does not choose"
+            )
+        return self
+
     def score(self, plan: Plan) -> PlanScore:
         """`plan`'s score in this problem's model (the schedule model provisions its own replicas:
-        the stages' tp and dp are not read there)."""
+        the stages' tp and dp are not read there), under the plan's choices."""
         if self.parallel:
             from hps.costmodel.parallel.score import score_plan
 
-            return score_plan(self.parallel_problem, plan.stages, plan.micro_batch)
+            return score_plan(self.for_plan(plan).parallel_problem, plan.stages, plan.micro_batch)
         from hps.costmodel.schedule.plan import evaluate_plan, index_plan
 
         return evaluate_plan(self.instance, index_plan(plan, self.catalog))

@@ -83,4 +83,34 @@ def run(name: str, problem: Problem, budget: Budget, **options) -> PlanResult:
     missing = [option for option in NEEDS_OPTIONS.get(name, ()) if options.get(option) is None]
     if missing:
         raise ConfigError("method", missing[0], f"{name} plans only with a {missing[0]} given")
-    return planner(name, problem.model)(problem, budget, **options)
+    variants = problem.variants()
+    if len(variants) == 1:
+        return planner(name, problem.model)(problem, budget, **options)
+    return best_of_variants(name, variants, budget, options)
+
+
+def best_of_variants(name: str, variants: list[Problem], budget: Budget, options: dict) -> PlanResult:
+    """The planner `name` on each of `variants` (the job's open schedule choices made, each given
+    an equal share of the seconds): the cheapest plan, its choices recorded, and the least bound
+    (every plan is a plan of one variant)."""
+    import dataclasses
+    import math
+    import time
+
+    from hps.config.plan_space import OPEN_FIELDS
+
+    started, function = time.perf_counter(), planner(name, variants[0].model)
+    share = dataclasses.replace(budget, seconds=budget.seconds / len(variants))
+    results = []
+    for variant in variants:
+        result = function(variant, share, **options)
+        if result.plan is not None:
+            chosen = tuple((field, getattr(variant.job, field)) for field in OPEN_FIELDS)
+            result = dataclasses.replace(result, plan=dataclasses.replace(result.plan, choices=chosen))
+        results.append(result)
+    best = min(results, key=lambda r: (not r.feasible, r.cost))
+    bounds = [r.bound for r in results]
+    bound = math.nan if any(math.isnan(b) for b in bounds) else min(bounds)
+    counts = [r.evaluations for r in results]
+    evaluations = None if None in counts else sum(counts)
+    return dataclasses.replace(best, bound=bound, seconds=time.perf_counter() - started, evaluations=evaluations)

@@ -100,12 +100,12 @@ def uniform_plans(
     last = np.tile([e for _, e in spans], len(rows))
     arrays = stage_arrays(base, b, first, last, y, t, d)
     micro_batches = int(job.batch) // b
-    in_flight = np.tile(np.minimum(count - np.arange(count), micro_batches), len(rows))
-    limits = np.array([r.memory for r in catalog.resources])[y]
+    in_flight = np.tile(base.in_flight(count, micro_batches), len(rows))
+    limits = base.memory_limit[y]
     shape = (len(rows), count)
-    fits = (arrays.memory(in_flight) <= limits) & base.span_allowed(first, last, y)
+    fits = (arrays.memory(in_flight) <= limits) & base.span_allowed(first, last, y) & base.splits(first, last)
     with np.errstate(invalid="ignore"):
-        iteration = base.clock.bubble_slots(count, micro_batches) * arrays.time.reshape(shape).max(axis=1)
+        iteration = base.bubble_slots_of(micro_batches, count) * arrays.time.reshape(shape).max(axis=1)
         iteration = iteration + arrays.tail.reshape(shape).max(axis=1)
         ok = fits.reshape(shape).all(axis=1) & np.isfinite(iteration)
         ok &= job.batch / iteration >= job.throughput * (1 - FLOOR_TOLERANCE)

@@ -11,7 +11,8 @@ GIB = 2.0**30
 def parallel_report(score: PlanScore) -> dict:
     """The JSON document of a scored plan: feasible, reason (null when feasible), detail,
     micro_batch, micro_batches, iteration_s, throughput (samples/s), dollars_per_hour,
-    egress_dollars, cost ($, null when infeasible), mfu, and per stage type, site, first, last,
+    egress_dollars, cost ($, null when infeasible), mfu, throughput_range ([low, high] samples/s
+    the prediction stands for by the clock's held-out errors), clock, and per stage type, site, first, last,
     tp, dp, units, replica_micro_batch, time_per_microbatch_s, tail_s, memory_per_device_bytes,
     memory_limit_bytes, time_source (what its layer times come from: measured, interpolated between
     measured micro-batch sizes, or the roofline). A figure the plan does not reach (the iteration
@@ -24,6 +25,10 @@ def parallel_report(score: PlanScore) -> dict:
         "micro_batches": score.micro_batches,
         "iteration_s": finite(score.iteration_s),
         "throughput": finite(score.throughput),
+        "throughput_range": None
+        if score.throughput_range is None or finite(score.throughput) is None
+        else [finite(x) for x in score.throughput_range],
+        "clock": score.clock,
         "dollars_per_hour": score.dollars_per_hour,
         "egress_dollars": score.egress_dollars,
         "cost": finite(score.cost),
@@ -68,7 +73,9 @@ def format_parallel(report: dict) -> str:
     lines.append("feasible" if report["feasible"] else f"infeasible ({report['reason']}): {report['detail']}")
     lines.append(f"micro-batch {report['micro_batch']} ({report['micro_batches']} per iteration)")
     lines.append(f"iteration   {_figure(report['iteration_s'], '.4g', ' s')}")
-    lines.append(f"throughput  {_figure(report['throughput'], ',.2f', ' samples/s')}")
+    band = report.get("throughput_range")
+    within = "" if not band else f" (true: {band[0]:,.2f} to {band[1]:,.2f} by the {report['clock']} clock's errors)"
+    lines.append(f"throughput  {_figure(report['throughput'], ',.2f', ' samples/s')}{within}")
     lines.append(f"MFU         {_figure(report['mfu'], '.1%')}")
     lines.append(f"price       {dollars(report['dollars_per_hour'], 2)}/hour")
     if report["egress_dollars"]:

@@ -55,7 +55,10 @@ def result_report(problem: Problem, result: PlanResult) -> dict:
         if not result.feasible:
             from hps.methods.exact_parallel.reach import max_throughput
 
-            report["max_throughput"] = finite(max_throughput(problem.parallel_problem))
+            reach = max(max_throughput(variant.parallel_problem) for variant in problem.variants())
+            report["max_throughput"] = finite(reach)
+        if result.plan is not None and result.plan.choices:
+            report["choices"] = dict(result.plan.choices)
         return report
     from hps.report.placement import closest_plan, plan_report
 

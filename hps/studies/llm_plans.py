@@ -63,7 +63,8 @@ def job_at(workload: Workload, scale: float) -> Job:
 
 def plan_record(result) -> dict:
     """One solve as JSON: feasible, reason ("none_found" where no plan was found in time), cost,
-    bound, gap, seconds, evaluations, micro_batch, iteration_s, throughput, mfu, $/hour, egress
+    bound, gap, seconds, evaluations, micro_batch, iteration_s, throughput, mfu, clock,
+    throughput_range, $/hour, egress
     and per stage type, site, first, last, tp, dp, units, replica_micro_batch,
     time_per_microbatch_s, memory_per_device_bytes and memory_limit_bytes."""
     record = {
@@ -87,6 +88,8 @@ def plan_record(result) -> dict:
             "iteration_s": score.iteration_s,
             "throughput": score.throughput,
             "mfu": score.mfu,
+            "clock": score.clock,
+            "throughput_range": None if score.throughput_range is None else list(score.throughput_range),
             "dollars_per_hour": score.dollars_per_hour,
             "egress_dollars": score.egress_dollars,
             "stages": stages,
@@ -145,7 +148,7 @@ def summarize(config: LlmPlansConfig, results: dict[str, dict]) -> Summary:
     by_workload: dict[str, list[dict]] = {}
     for result in results.values():
         by_workload.setdefault(result["workload"], []).append(result)
-    rows = []
+    rows, published = [], best_published_mfu()
     for name, points in by_workload.items():
         points.sort(key=lambda p: p["floor"])
         for p in points:
@@ -165,6 +168,7 @@ def summarize(config: LlmPlansConfig, results: dict[str, dict]) -> Summary:
                     plan.get("micro_batch", "–"),
                     len(plan["stages"]),
                     "; ".join(stage_text(s) for s in plan["stages"]),
+                    mfu_beside_published(plan, published, "fp8" if p["job"].get("fp8") else "bf16"),
                 ]
             )
     figures = []
@@ -185,11 +189,54 @@ def summarize(config: LlmPlansConfig, results: dict[str, dict]) -> Summary:
             "b",
             "stages",
             "stages (type@site t×d [layers] m=per replica)",
+            "MFU beside the best published run on its main type",
         ],
         rows=rows,
         figures=figures,
         title=f"LLM plans on {config.catalog} (parallel-plan model) at {len(config.floor_scales)} floors",
     )
+
+
+def best_published_mfu() -> dict[tuple[str, str], tuple[float, str]]:
+    """{(type, matmul precision "bf16" or "fp8"): (the best MFU of a published run on it, the
+    run's key)}: each run's MFU as the parallel-plan model counts it (model FLOPs over the units'
+    BF16 peak) at its published throughput, the model's MFU over its predicted / published ratio."""
+    from hps.studies.published_runs import score_run
+    from hps.studies.published_table import RUNS
+
+    best: dict[tuple[str, str], tuple[float, str]] = {}
+    for run in RUNS:
+        score = score_run(run)
+        mfu = score["mfu"] / score["ratio"]
+        if mfu > best.get((run.type, run.compute), (0.0, ""))[0]:
+            best[(run.type, run.compute)] = (mfu, run.key)
+    return best
+
+
+def mfu_beside_published(plan: dict, published: dict[tuple[str, str], tuple[float, str]], compute: str) -> str:
+    """The plan's MFU beside the best published MFU of runs at its matmul precision `compute` on
+    the type holding most of its units, and where it is above it, by how much and whether the
+    clock's held-out errors on the type cover it."""
+    if not plan.get("feasible") or not plan["stages"]:
+        return "–"
+    units: dict[str, int] = {}
+    for stage in plan["stages"]:
+        units[stage["type"]] = units.get(stage["type"], 0) + stage["units"]
+    main = max(units, key=units.get)
+    if (main, compute) not in published:
+        return f"{main}: no published {compute.upper()} run"
+    best, key = published[(main, compute)]
+    text = f"{main}: {best:.1%} ({key})"
+    if plan["mfu"] > best:
+        low, high = plan.get("throughput_range") or (None, None)
+        covered = low is not None and plan["mfu"] * low / plan["throughput"] <= best
+        why = (
+            "within the clock's held-out errors"
+            if covered
+            else "beyond the clock's held-out errors: a prediction to check"
+        )
+        text += f"; above it by {100 * (plan['mfu'] - best):.1f} points ({why})"
+    return text
 
 
 register_experiment_kind(LlmPlansConfig, items=items, run_item=run_item, summarize=summarize)

@@ -14,7 +14,7 @@ import functools
 import statistics
 from dataclasses import dataclass
 
-from hps.costmodel.clocks.base import Clock, clock_named
+from hps.costmodel.clocks.base import clock_named
 from hps.studies.base import ExperimentConfig, Summary, register_experiment_kind
 from hps.studies.files import json_ready
 from hps.studies.published_table import RUNS, PublishedRun
@@ -23,11 +23,32 @@ CATALOG = "cloud-2026"
 GIB = 2.0**30
 FITTED: tuple[str, ...] = (
     "mcore-1.7b", "mcore-32b", "mcore-177b", "mcore-462b",
-    "titan-8b", "maxtext-v5p-l2-70b", "maxtext-v6e-l2-70b", "nemo-h100-70b", "nemo-b200-8b", "neuron-trn1-8b",
+    "titan-8b", "sc21-7.5b", "korthikanti-22b",
+    "maxtext-v5p-l2-70b", "maxtext-v6e-l2-70b", "nemo-h100-70b", "nemo-b200-8b", "neuron-trn1-8b",
 )  # fmt: skip
 """The runs the kernel clock's constants were fitted to (docs/published-runs.md; the constants are
 the catalogues' cloud-2026 and trainium-2022, each with a comment naming its runs); the others are
 held out."""
+
+
+FAMILIES = {"a100-40": "ampere", "a100-80": "ampere", "h100": "hopper", "h200": "hopper", "b200": "blackwell",
+            "gb200": "blackwell"}  # fmt: skip
+"""The architecture family of each type whose held-out runs give it an error band (the kernel
+clock's `kernel_residual_low`/`_high`): a family of at least MIN_HELD_OUT held-out runs."""
+MIN_HELD_OUT = 3
+"""The fewest held-out runs a family's band is taken from (fewer: the clock's default band)."""
+
+
+def family_residuals(results: dict[str, dict]) -> dict[str, tuple[float, float, int]]:
+    """{family: (least, largest predicted / published − 1, held-out runs)} over the held-out runs
+    of `results` (by run key) on FAMILIES' types."""
+    by_key = {run.key: run for run in RUNS}
+    out: dict[str, list[float]] = {}
+    for key, r in results.items():
+        family = FAMILIES.get(by_key[key].type)
+        if family is not None and key not in FITTED:
+            out.setdefault(family, []).append(r["ratio"] - 1)
+    return {name: (min(v), max(v), len(v)) for name, v in out.items() if len(v) >= MIN_HELD_OUT}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,7 +82,7 @@ def stage_blocks(run: PublishedRun, blocks: int) -> list[int]:
 
 
 def plan_json(run: PublishedRun, rows: int) -> dict:
-    """The run's plan file (hps-plan/2) over a decoder table of `rows` rows (embedding, two rows a
+    """The run's plan file (hps-plan/3) over a decoder table of `rows` rows (embedding, two rows a
     block, head): stage j holds its blocks, the first the embedding, the last the head."""
     blocks = (rows - 2) // 2
     stages, first_block = [], 0
@@ -72,7 +93,7 @@ def plan_json(run: PublishedRun, rows: int) -> dict:
         stages.append({"first": first, "last": last, "type": run.type, "tp": run.tp, "dp": run.dp})
         first_block = last_block
     return {
-        "format": "hps-plan/2",
+        "format": "hps-plan/3",
         "workload": run.workload,
         "catalog": run.catalog,
         "job": {
@@ -83,6 +104,9 @@ def plan_json(run: PublishedRun, rows: int) -> dict:
             "precision": run.precision,
             "zero": run.zero,
             "recompute": run.recompute,
+            "virtual_stages": run.virtual_stages,
+            "fp8": run.compute == "fp8",
+            "memory_headroom": 0.0,
         },
         "stages": stages,
     }
@@ -96,18 +120,10 @@ def _catalog(name: str = CATALOG):
     return load_catalog(resolve_topology(name, "catalogs", "published runs"))
 
 
-def run_clock(run: PublishedRun, model: str = "kernel") -> Clock:
-    """The clock `model` for the run: the kernel clock with the run's matmul precision and
-    interleaved schedule, or the roofline."""
-    if model == "roofline":
-        return clock_named("roofline")
-    return clock_named(model, fp8=run.compute == "fp8", virtual_stages=run.virtual_stages)
-
-
 def score_run(run: PublishedRun, model: str = "kernel") -> dict:
     """The run's plan scored as `hps evaluate --plan` scores a plan file (parse, check against the
-    workload and catalogue, score, report) under the clock `model` (`run_clock`), and predicted vs
-    published per device."""
+    workload and catalogue, score, report) under the clock `model`, and predicted vs published
+    per device."""
     from hps.config.planfile import check_plan_against, parse_plan_file
     from hps.costmodel.parallel.problem import ParallelProblem
     from hps.costmodel.parallel.score import score_plan
@@ -121,7 +137,7 @@ def score_run(run: PublishedRun, model: str = "kernel") -> dict:
     plan = parse_plan_file(document, run.key)
     catalog = _catalog(run.catalog)
     check_plan_against(plan, workload, catalog, run.key)
-    problem = ParallelProblem(workload, catalog, plan.job, clock=run_clock(run, model))
+    problem = ParallelProblem(workload, catalog, plan.job, clock=clock_named(model))
     report = parallel_report(score_plan(problem, plan.stages))
     units = run.tp * run.pp * run.dp
     tokens = report["throughput"] * run.seq_len / units
@@ -202,6 +218,7 @@ def summarize(config: PublishedRunsConfig, results: dict[str, dict]) -> Summary:
     held = [r for k, r in results.items() if k not in FITTED]
     everything = list(results.values())
     groups = {"fitted": group_figures(fitted), "held_out": group_figures(held), "all": group_figures(everything)}
+    bands = family_residuals(results)
     lines = [
         f"- {name}: {g['runs']} runs"
         + (
@@ -212,9 +229,11 @@ def summarize(config: PublishedRunsConfig, results: dict[str, dict]) -> Summary:
         )
         for name, g in groups.items()
     ]
+    lines += ["", "Held-out residuals (predicted / published − 1) by family, the catalogue's error bands:"]
+    lines += [f"- {name}: {low:+.3f} to {high:+.3f} over {n} runs" for name, (low, high, n) in bands.items()]
     sources = [f"- {run.label}: {run.source}, {run.url} ({run.date}); assumed: {run.assumed or '–'}" for run in RUNS]
     return Summary(
-        results={"catalog": CATALOG, "runs": results, "groups": groups, "fitted": list(FITTED)},
+        results={"catalog": CATALOG, "runs": results, "groups": groups, "fitted": list(FITTED), "bands": bands},
         headers=[
             "run",
             "group",

@@ -19,6 +19,8 @@ the micro-batch of the cited run where it is published.
 
 from __future__ import annotations
 
+import dataclasses
+
 from hps.config.types import JobDefaults, Layer
 from hps.errors import ConfigError
 from hps.workloads.entry import ZooEntry, architecture, parameter_count
@@ -29,8 +31,8 @@ from hps.workloads.transformer_layers import Numerics, input_embedding, lm_head
 MEGATRON_NUMERICS = Numerics(BF16_BYTES, flash=True, dropout=True)
 """GPT-3 and Transformer-1T as Megatron-LM trains them today: 16-bit activations (its GPT-3 175B
 script trains in fp16, two bytes as bf16), attention as FlashAttention computes it (the script's
-`--attention-backend auto` picks a fused flash-style kernel; the 2021 runs predate it and recomputed
-activations instead), and Megatron-LM's default dropout, hidden 0.1 and attention 0.1
+`--attention-backend auto` picks a fused flash-style kernel; the 2021 and 2022 runs predate it:
+`flash_attention=False` builds them), and Megatron-LM's default dropout, hidden 0.1 and attention 0.1
 (megatron/training/arguments.py), which the cited scripts keep; FlashAttention regenerates the
 attention-probability mask, so only the two hidden-dropout masks of a block are kept."""
 LLAMA_NUMERICS = Numerics(BF16_BYTES, flash=True, dropout=False)
@@ -47,7 +49,11 @@ class DecoderLM(TransformerShape):
     heads (equal to `heads`: multi-head attention), and three design flags whose defaults are the
     GPT-2/GPT-3 design, which `Llama3` changes: `gated_ffn` (SwiGLU instead of GELU),
     `tied_embedding` (the LM head projects with the word-embedding matrix), `learned_positions` (a
-    position table of seq_len rows; False: rotary positions, no table).
+    position table of seq_len rows; False: rotary positions, no table); and `flash_attention`
+    (default True; False: standard attention, the S x S scores, softmax and dropout through memory
+    and kept for the backward pass, as Megatron-LM ran before FlashAttention, e.g. the SC21 and
+    Korthikanti et al. 2022 runs; its attention rows carry `selective_stash_bytes` and
+    `selective_flops` for selective recomputation).
 
     Per layer: attention with `kv_heads` K/V heads (grouped-query when fewer than `heads`), then the
     FFN. The input embedding reads seq_len + 1 token ids per sample (the last one is only a label)
@@ -62,7 +68,7 @@ class DecoderLM(TransformerShape):
     - attention: mem p (25 S H + 10 S Hkv) (FlashAttention: no S^2 term), act p S H, stash
       p S (4 H + 2 Hkv) + [dropout] S H, tp 2 p S H in 2 All-Reduces, cut_after False.
     - FFN: mem 3 p (5 S H + 4 S F) (SwiGLU 6 S F), act p S H, stash 2 p S H + 2 p S F (SwiGLU
-      4 p S F) + [dropout] S H, tp 2 p S H in 2 All-Reduces.
+      3 p S F) + [dropout] S H, tp 2 p S H in 2 All-Reduces.
     - head: act 4 (the loss), stash 2 p S H + 4 S V (fp32 logits), tp p S H + 12 S in 4 All-Reduces.
 
     `numerics` (a class attribute) is `MEGATRON_NUMERICS`; `Llama3` has `LLAMA_NUMERICS`.
@@ -72,7 +78,12 @@ class DecoderLM(TransformerShape):
     gated_ffn: bool = False
     tied_embedding: bool = True
     learned_positions: bool = True
+    flash_attention: bool = True
     numerics = MEGATRON_NUMERICS
+
+    def layer_numerics(self) -> Numerics:
+        """The family's `numerics`, with FlashAttention as `flash_attention` sets it."""
+        return dataclasses.replace(self.numerics, flash=self.flash_attention)
 
     def check(self, entry: str) -> None:
         super().check(entry)
@@ -84,17 +95,18 @@ class DecoderLM(TransformerShape):
 
     def table(self) -> tuple[Layer, ...]:
         tables = (self.vocab, self.seq_len) if self.learned_positions else (self.vocab,)
+        numerics = self.layer_numerics()
         embedding = input_embedding(
             "embedding",
             self.seq_len,
             self.hidden,
             tables,
-            self.numerics,
+            numerics,
             ids_per_token=1,
             layer_norm=False,
             label_bytes=ID_BYTES,
         )
-        head = lm_head("head", self.seq_len, self.hidden, self.vocab, self.tied_embedding, self.numerics)
+        head = lm_head("head", self.seq_len, self.hidden, self.vocab, self.tied_embedding, numerics)
         return (embedding, *self.blocks(self.kv_heads, self.gated_ffn), head)
 
     def derived(self, layers: tuple[Layer, ...]) -> dict[str, object]:
@@ -110,7 +122,7 @@ class Llama3(DecoderLM):
     """The Llama 3 design (Dubey et al., "The Llama 3 Herd of Models", 2024, Table 3): grouped-query
     attention with 8 KV heads, SwiGLU FFN, rotary positions, an untied output head, a 128,256-token
     vocabulary (128K in Table 3: 100K tiktoken tokens + 28K), and 8,192-token pre-training sequences.
-    Numerics `LLAMA_NUMERICS` (no dropout: the SwiGLU FFN keeps 2 p S H + 4 p S F, the attention
+    Numerics `LLAMA_NUMERICS` (no dropout: the SwiGLU FFN keeps 2 p S H + 3 p S F, the attention
     p S (4 H + 2 Hkv), no masks)."""
 
     numerics = LLAMA_NUMERICS
@@ -166,7 +178,7 @@ llama3_70b = ZooEntry(
 FFN 28672 (SwiGLU), vocabulary 128,256, 8,192-token sequences; 70.6 B parameters. 162 rows.
 
 Per block and sample (S = 8192, H = 8192, Hkv = 1024, F = 28672, p = 2, no dropout): stash
-p S (4 H + 2 Hkv) = 8.5 S H (attention) + 2 p S H + 4 p S F = 32 S H (FFN); tensor-parallel
+p S (4 H + 2 Hkv) = 8.5 S H (attention) + 2 p S H + 3 p S F = 25 S H (FFN); tensor-parallel
 traffic 8 S H bytes in four All-Reduces.
 
 Job: the paper's pre-training recipe, 15 T tokens = 1.83e9 sequences at the final batch of 16 M
@@ -187,7 +199,7 @@ heads, FFN 53248 (SwiGLU), vocabulary 128,256, 8,192-token sequences; 405.8 B pa
 published). 254 rows.
 
 Per block and sample (S = 8192, H = 16384, Hkv = 1024, F = 53248, p = 2, no dropout): stash
-8.25 S H (attention) + 30 S H (FFN); tensor-parallel traffic 8 S H bytes in four All-Reduces.
+8.25 S H (attention) + 23.5 S H (FFN); tensor-parallel traffic 8 S H bytes in four All-Reduces.
 
 Job: 15.6 T training tokens = 1.90e9 sequences; the final batch of 16 M tokens (2048 sequences,
 Section 3.4.1); Table 4's layout, tensor 8 x pipeline 16 x 128 data-parallel groups of 16

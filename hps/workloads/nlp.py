@@ -46,14 +46,18 @@ class TransformerShape(Architecture):
         if self.hidden % self.heads:
             raise ConfigError("workload", f"{entry}.heads", f"must divide hidden ({self.hidden}), got {self.heads}")
 
+    def layer_numerics(self) -> Numerics:
+        """The numerics the table's rows are built with: the family's `numerics`."""
+        return self.numerics
+
     def blocks(self, kv_heads: int | None = None, gated: bool = False) -> tuple[Layer, ...]:
         """The 2 * `layers` rows layer{i}.attention, layer{i}.ffn (grouped-query with `kv_heads`;
         SwiGLU FFN when `gated`)."""
-        rows = []
+        rows, numerics = [], self.layer_numerics()
         for i in range(self.layers):
             rows.extend(
                 transformer_layer(
-                    f"layer{i + 1}", self.seq_len, self.hidden, self.heads, self.ffn, kv_heads, gated, self.numerics
+                    f"layer{i + 1}", self.seq_len, self.hidden, self.heads, self.ffn, kv_heads, gated, numerics
                 )
             )
         return tuple(rows)

@@ -108,6 +108,14 @@ def attention_block(
       writes dQ, dK, dV; QKV reads dQ, dK, dV, x', writes dx'; LayerNorm reads x, dx', the residual
       gradient, writes dx): 25 S H + 10 S Hkv (MHA: 35 S H). Standard: 3 (10 S H + 2 S Hkv
       + 4 a S^2) (forward traffic with the S x S scores, softmax and context, x3).
+    - serial_mem_bytes (standard attention only; flash: 0): the S^2 part of mem_bytes, 3·4 a S^2 p
+      = 12 a S^2 p. Forward, a heads of S x S values go through HBM four times: the QK^T batched
+      GEMM writes the scores, the softmax kernel (Megatron-LM's fused scale-mask-softmax) reads them
+      and writes the probabilities, the AV batched GEMM reads them; x3 for the backward, as the rest
+      of mem_bytes (the attention dropout's mask and dropped-out probabilities are not counted,
+      as in mem_bytes). These are memory-bound kernels of their own, run between the matmuls, not
+      under them: the model times them in series (`ParallelProblem.layer_times`). FlashAttention
+      fuses them into one kernel that keeps the S x S tiles on chip.
     - act_bytes = S H p.
     - stash_bytes = p S (4 H + 2 Hkv) (LayerNorm input, QKV input, Q, K, V, output-projection input)
       (fp8_stash_bytes: the QKV and output-projection inputs as 1-byte FP8 copies, (p − 1) 2 S H less)
@@ -116,6 +124,15 @@ def attention_block(
       Multi-head, p = 2, dropout: 13 S H + 5 a S^2 (Korthikanti et al. Eq. 1: 11 S H + 5 a S^2 and
       the LayerNorm's 2 S H); flash: 13 S H. FlashAttention's per-row softmax statistics (a S fp32)
       are left out (under 0.1% of a block for the zoo's LLMs).
+    - selective recomputation (standard attention only; FlashAttention keeps no S^2 term to drop):
+      selective_stash_bytes = stash_bytes less the S^2 terms (Korthikanti et al.'s selective
+      activation recomputation drops the softmax output, its dropout mask and the dropped-out
+      probabilities, 5 a S^2 bytes at p = 2 with dropout), and selective_flops = the recomputed
+      forward attention core, 4 S^2 H (QK^T and AV, 2 S^2 H each: a heads of S x S x H/a
+      multiply-adds) + 5 a S^2 (the softmax), once (the core's backward is in flops already).
+      Korthikanti et al.'s hardware FLOPs count 12 S^2 H a block, three times this (their HFU/MFU,
+      43.7/41.5 % at 22B and 52.8/51.4 % at 175B, Table 5, are (1 + s/3h + V/12hl)/(1 + s/6h +
+      V/12hl)); the recomputation runs the core's forward once.
     - cut_after False (the block's FFN follows on the same stage); tp_comm_bytes `block_tp_bytes`,
       tp_collectives 2.
     """
@@ -123,12 +140,18 @@ def attention_block(
     kv = d if kv_heads is None else d // heads * kv_heads
     fwd = 4.0 * s * d * (d + kv) + 4.0 * s * s * d + 5.0 * heads * s * s + 10.0 * s * d
     mask = MASK_BYTES * int(numerics.dropout)
-    stash = p * s * (4.0 * d + 2.0 * kv) + mask * s * d
+    kept = p * s * (4.0 * d + 2.0 * kv) + mask * s * d
     if numerics.flash:
-        traffic = 25.0 * s * d + 10.0 * s * kv
+        traffic, stash, standard = 25.0 * s * d + 10.0 * s * kv, kept, {}
     else:
-        traffic = FWD_BWD * (10.0 * s * d + 2.0 * s * kv + 4.0 * heads * s * s)
-        stash += (p + int(numerics.dropout) * (mask + p)) * heads * s * s
+        scores = FWD_BWD * 4.0 * heads * s * s  # the S x S values through HBM, forward and backward
+        traffic = FWD_BWD * (10.0 * s * d + 2.0 * s * kv) + scores
+        stash = kept + (p + int(numerics.dropout) * (mask + p)) * heads * s * s
+        standard = {
+            "selective_stash_bytes": kept,
+            "selective_flops": 4.0 * s * s * d + 5.0 * heads * s * s,
+            "serial_mem_bytes": scores * p,
+        }
     return dataclasses.replace(
         make_layer(
             name,
@@ -142,6 +165,7 @@ def attention_block(
         fp8_stash_bytes=stash - (p - FP8_BYTES) * 2.0 * s * d,
         tp_comm_bytes=block_tp_bytes(s, d, numerics),
         tp_collectives=2,
+        **standard,
     )
 
 
@@ -161,14 +185,16 @@ def ffn_block(
     - stash_bytes: GELU 2 p S H (LayerNorm input, first projection input) + 2 p S F (GELU input,
       second projection input) + [dropout] 1 S H; at F = 4 H, p = 2 with dropout 21 S H
       (Korthikanti et al. Sec. 4.1: 19 S H and the LayerNorm's 2 S H). SwiGLU, from its shapes:
-      2 p S H (LayerNorm input, the input of the gate and up projections) + 4 p S F (the gate and up
-      outputs, swish(gate), and the down projection's input swish(gate) * up) + [dropout] 1 S H.
+      2 p S H (LayerNorm input, the input of the gate and up projections) + 3 p S F (the gate and up
+      outputs, and the down projection's input swish(gate) * up) + [dropout] 1 S H: the fused
+      SwiGLU of Megatron-Core (megatron/core/fusions/fused_bias_swiglu.py, on by default through
+      bias_activation_fusion) saves only its input and recomputes swish(gate) in the backward.
     - cut_after True; tp_comm_bytes `block_tp_bytes`, tp_collectives 2.
     """
     s, d, f, p = seq_len, hidden, ffn, numerics.value_bytes
     matrices, inner = (3, 6.0) if gated else (2, 4.0)
     params = 3 * d * f + 2 * d if gated else 2 * d * f + f + d + 2 * d
-    kept_f = 4.0 if gated else 2.0
+    kept_f = 3.0 if gated else 2.0
     return dataclasses.replace(
         make_layer(
             name,

@@ -179,7 +179,7 @@ def test_the_standard_output_named_as_an_output_is_written_into_a_pipe_or_a_file
     the command printed there; the file a shell redirected it to is the same file after."""
     piped = hps_process([*SEARCH, "/dev/fd/1"], subprocess.PIPE)
     assert piped.returncode == 0 and "Traceback" not in piped.stderr
-    assert piped.stdout.count('"format": "hps-plan/2"') == 1
+    assert piped.stdout.count('"format": "hps-plan/3"') == 1
     assert piped.stdout.index('"format"') < piped.stdout.index("\nfeasible\n")  # written, then the report printed
     redirected = tmp_path / "out.txt"
     with redirected.open("w") as stream:

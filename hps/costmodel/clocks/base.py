@@ -11,60 +11,52 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Protocol
 
+from hps.config.types import CLOCKS
+
 if TYPE_CHECKING:
     import numpy as np
 
     from hps.config.types import ResourceType
 
-CLOCKS = ("roofline", "kernel")
-"""The clocks by name, the default first (each the module `hps.costmodel.clocks.<name>`)."""
-
 
 class Clock(Protocol):
-    """What the parallel-plan model asks a clock. `name`: one of CLOCKS; `fp8_weight_bytes`: bytes
-    per parameter of the FP8 weight copies a stage that computes in FP8 keeps beside its state;
-    `keeps_unit_inputs`: under full recomputation a stage keeps one input per pipeline unit (a
-    checkpointed block keeps its input), not one per layer."""
+    """What the parallel-plan model asks a clock. `name`: one of CLOCKS."""
 
     name: str
-    fp8_weight_bytes: float
-    keeps_unit_inputs: bool
 
     def compute_seconds(
-        self, resource: ResourceType, flops: np.ndarray, sparse: np.ndarray, tp: int, m: int, recomputed: float
-    ) -> np.ndarray:
+        self, resource: ResourceType, flops: np.ndarray, sparse: np.ndarray, tp: int, m: int, recomputed: np.ndarray,
+        fp8: bool,
+    ) -> np.ndarray:  # fmt: skip
         """(L,) compute seconds of each layer's forward and backward of m samples on one device
         of a tp-way group of `resource`: `flops` (L,) FLOP per sample (forward + backward),
-        `sparse` (L,) bool the sparse layers, `recomputed` forward passes redone per backward
-        (1.0 under full recomputation, else 0.0)."""
+        `sparse` (L,) bool the sparse layers, `recomputed` (L,) the fraction of those FLOP redone
+        by recomputation (1/3 under full recomputation: one forward pass), `fp8` the matmuls at
+        the type's FP8 peak (the job's choice; only types with an FP8 peak are asked)."""
         ...
 
     def tp_exposed(self, resource: ResourceType) -> float:
         """The fraction of the tensor-parallel collectives' time not hidden behind matmuls."""
         ...
 
-    def computes_fp8(self, resource: ResourceType) -> bool:
-        """Whether the type's matmuls run in FP8 (it then keeps FP8 stashes and weight copies)."""
-        ...
-
-    def bubble_slots(self, stages: int, micro_batches: int) -> float:
-        """Stage times per iteration of the pipeline schedule of `stages` stages."""
-        ...
-
-    def extrapolated(self, resource: ResourceType) -> bool:
+    def extrapolated(self, resource: ResourceType, fp8: bool) -> bool:
         """Whether the clock times the type by a fallback rule, not by its catalogue's constants."""
         ...
 
+    def residuals(self, resource: ResourceType, fp8: bool) -> tuple[float, float]:
+        """(low, high): the range of predicted / true throughput − 1 the clock's held-out
+        published runs show on the type (docs/prediction-trust.md)."""
+        ...
 
-def bubble_slots(stages: int, micro_batches: int, virtual_stages: int = 1) -> float:
-    """Stage times per iteration of a 1F1B pipeline: M + (S − 1)/v, v model chunks a device
-    (Megatron-LM's interleaved schedule, Narayanan et al. 2021, Sec. 2.2.2; v = 1: plain 1F1B)."""
-    return micro_batches + (stages - 1) / virtual_stages
+
+def throughput_range(throughput: float, low: float, high: float) -> tuple[float, float]:
+    """The true throughput a prediction of `throughput` stands for where predicted / true − 1
+    lies in [low, high]: (throughput / (1 + high), throughput / (1 + low))."""
+    return throughput / (1 + high), throughput / (1 + low)
 
 
-def clock_named(name: str, **switches) -> Clock:
-    """The clock `name` (one of CLOCKS), made with `switches` (its constructor's keyword arguments;
-    the roofline takes none). ValueError for an unknown name."""
+def clock_named(name: str) -> Clock:
+    """The clock `name` (one of CLOCKS). ValueError for an unknown name."""
     if name not in CLOCKS:
         raise ValueError(f"unknown clock {name!r}; choose among {', '.join(CLOCKS)}")
-    return importlib.import_module(f"{__package__}.{name}").CLOCK(**switches)
+    return importlib.import_module(f"{__package__}.{name}").CLOCK()

@@ -7,21 +7,17 @@ What it changes, per layer and device, and per iteration:
   backward of one micro-batch) runs at e_max·w/(w + w_half) of the peak, so small per-device work
   runs far below the roofline (a fixed w_half/(e_max·peak) of time per layer call: kernel launches,
   tails of waves, the non-matmul kernels between them);
-- FP8 matmuls at the type's FP8 dense peak where the run computes in FP8;
-- the interleaved 1F1B schedule of Megatron-LM (Narayanan et al. 2021, Sec. 2.2.2): with v model
-  chunks a device, the bubble is (S − 1)/v stage times instead of S − 1;
-- with full recomputation a stage keeps one input per pipeline unit (a checkpointed block keeps
-  its input, not the input of each of its rows);
-- an FP8 run keeps its matmul inputs as FP8 copies (the layers' `fp8_stash_bytes`) and FP8 copies
-  of its weights (`fp8_weight_bytes` a parameter);
+- FP8 matmuls at the type's FP8 dense peak where the job computes in FP8, with their own e_max;
 - the tensor-parallel All-Reduces are overlapped with the matmuls but for a fitted fraction.
 Sparse layers, memory-bound layers (HBM bandwidth), the gradient sync overlapped with the last
 backward in 25 MiB buckets and the optimizer step at HBM bandwidth are the roofline's terms, kept.
 
 Fallback rule, for a type whose catalogue entry lacks a constant: e_max its efficiency_dense,
-w_half DEFAULT_HALF_WORK_FLOP, all of its tensor-parallel collectives exposed, no FP8 without
+w_half DEFAULT_HALF_WORK_FLOP (0: no work-dependent efficiency), all of its tensor-parallel
+collectives exposed, no FP8 without
 fp8_peak_TFLOPs, the BF16 e_max at the FP8 peak without fp8_matmul_efficiency_max; such a type is
-`extrapolated`.
+`extrapolated`, as is a type whose constants the catalogue derived from another type's
+(`kernel_derived_from`).
 """
 
 from __future__ import annotations
@@ -32,12 +28,13 @@ from typing import ClassVar
 import numpy as np
 
 from hps.config.types import ResourceType
-from hps.costmodel.clocks.base import bubble_slots
 from hps.costmodel.clocks.roofline import roofline_seconds
 
-DEFAULT_HALF_WORK_FLOP = 0.5e12
-"""w_half, FLOP, of a type whose catalogue gives none: H100's fit (docs/published-runs.md), the
-only type whose w_half was fitted."""
+DEFAULT_HALF_WORK_FLOP = 0.0
+"""w_half, FLOP, of a type whose catalogue gives none: 0, so that such a type runs at e_max
+whatever its work (the roofline's constant efficiency). A w_half carried from another type would
+charge w_half/(peak·e_max) a layer call (0.74 ms at H100's fit), which on types far from the
+fitted ones (CPUs, small GPUs) and small layers is an extrapolation without support."""
 
 
 def matmul_efficiency(work_flop: np.ndarray, e_max: float, half_work_flop: float) -> np.ndarray:
@@ -52,35 +49,30 @@ def call_seconds(work_flop: np.ndarray, peak_flops: float, e_max: float, half_wo
     return np.where(work > 0, (work + half_work_flop) / (peak_flops * e_max), 0.0)
 
 
+DEFAULT_RESIDUALS = (-0.3, 0.3)
+"""(low, high) of a type whose catalogue names no held-out residuals: no published run on its
+family was held out, so the band is set wide (twice the largest held-out miss on any family)."""
+EXTRAPOLATION_WIDENING = 2.0
+"""How much wider the band of an extrapolated type is than its family's held-out residuals."""
+
+
 @dataclasses.dataclass(frozen=True)
 class KernelClock:
-    """The kernel clock. Its constants are the catalogue's, per type; its fields are switches of
-    the run it times (they describe the job, not the hardware, and are to move into the job):
-    `fp8`: the run's matmuls are FP8 where the type has an FP8 peak; `virtual_stages`: model
-    chunks per device of the interleaved schedule (1: plain 1F1B); `fp8_weight_bytes`: bytes per
-    parameter of the FP8 weight copies an FP8 run keeps beside its state (Transformer Engine
-    caches each weight's FP8 copy and its transpose across the micro-batches of an iteration: 2)."""
+    """The kernel clock. Its constants are the catalogue's, per type (the run's choices, FP8
+    matmuls and the interleaved schedule, are the job's)."""
 
-    fp8: bool = False
-    virtual_stages: int = 1
-    fp8_weight_bytes: float = 2.0
     name: ClassVar[str] = "kernel"
-    keeps_unit_inputs: ClassVar[bool] = True
 
-    def computes_fp8(self, resource: ResourceType) -> bool:
-        """Whether the type's matmuls run in FP8: an FP8 run on a type with an FP8 peak."""
-        return self.fp8 and resource.fp8_peak_flops is not None
+    def peak_flops(self, resource: ResourceType, fp8: bool) -> float:
+        """FLOP/s of the type's matmuls: its FP8 dense peak where `fp8`, else peak_flops."""
+        return resource.fp8_peak_flops if fp8 else resource.peak_flops
 
-    def peak_flops(self, resource: ResourceType) -> float:
-        """FLOP/s of the type's matmuls: its FP8 dense peak where it computes FP8, else peak_flops."""
-        return resource.fp8_peak_flops if self.computes_fp8(resource) else resource.peak_flops
-
-    def e_max(self, resource: ResourceType) -> float:
+    def e_max(self, resource: ResourceType, fp8: bool) -> float:
         """Fraction of `peak_flops` that large matmul work reaches on the type."""
         bf16 = resource.matmul_efficiency_max
         bf16 = resource.efficiency_dense if bf16 is None else bf16
-        fp8 = resource.fp8_matmul_efficiency_max
-        return (bf16 if fp8 is None else fp8) if self.computes_fp8(resource) else bf16
+        fp8_e = resource.fp8_matmul_efficiency_max
+        return (bf16 if fp8_e is None else fp8_e) if fp8 else bf16
 
     def half_work_flop(self, resource: ResourceType) -> float:
         """w_half, FLOP per device of a layer call that runs at half of e_max."""
@@ -88,27 +80,37 @@ class KernelClock:
         return DEFAULT_HALF_WORK_FLOP if given is None else given
 
     def compute_seconds(
-        self, resource: ResourceType, flops: np.ndarray, sparse: np.ndarray, tp: int, m: int, recomputed: float
-    ) -> np.ndarray:
-        """Dense layers: `call_seconds` of m·F/t FLOP at the type's peak, times 1 + r/3 for r
-        recomputed forward passes; sparse layers: the roofline's."""
+        self, resource: ResourceType, flops: np.ndarray, sparse: np.ndarray, tp: int, m: int, recomputed: np.ndarray,
+        fp8: bool,
+    ) -> np.ndarray:  # fmt: skip
+        """Dense layers: `call_seconds` of m·F/t FLOP at the type's peak, times 1 + ρ for the
+        recomputed fraction ρ; sparse layers: the roofline's."""
         calls = call_seconds(
-            m * flops / tp, self.peak_flops(resource), self.e_max(resource), self.half_work_flop(resource)
+            m * flops / tp, self.peak_flops(resource, fp8), self.e_max(resource, fp8), self.half_work_flop(resource)
         )
         roofline = roofline_seconds(resource, flops, sparse, tp, m, recomputed)
-        return np.where(sparse, roofline, calls * (1 + recomputed / 3))
+        return np.where(sparse, roofline, calls * (1 + recomputed))
 
     def tp_exposed(self, resource: ResourceType) -> float:
         return 1.0 if resource.tp_comm_exposed is None else resource.tp_comm_exposed
 
-    def bubble_slots(self, stages: int, micro_batches: int) -> float:
-        return bubble_slots(stages, micro_batches, self.virtual_stages)
+    def extrapolated(self, resource: ResourceType, fp8: bool) -> bool:
+        """Whether the type's constants were derived from another type's (`kernel_derived_from`)
+        or one the clock uses is missing from its catalogue entry: e_max (FP8's where `fp8`, else
+        BF16's), w_half or the exposed tp fraction."""
+        e_max = resource.fp8_matmul_efficiency_max if fp8 else resource.matmul_efficiency_max
+        missing = None in (e_max, resource.matmul_half_work_flop, resource.tp_comm_exposed)
+        return missing or resource.kernel_derived_from is not None
 
-    def extrapolated(self, resource: ResourceType) -> bool:
-        """Whether a constant the clock uses on the type is missing from its catalogue entry: e_max
-        (FP8's where it computes FP8, else BF16's), w_half or the exposed tp fraction."""
-        e_max = resource.fp8_matmul_efficiency_max if self.computes_fp8(resource) else resource.matmul_efficiency_max
-        return None in (e_max, resource.matmul_half_work_flop, resource.tp_comm_exposed)
+    def residuals(self, resource: ResourceType, fp8: bool) -> tuple[float, float]:
+        """The type's held-out residuals (`kernel_residual_low`/`_high`), EXTRAPOLATION_WIDENING
+        times wider where the type is extrapolated; DEFAULT_RESIDUALS where the catalogue names none."""
+        low, high = resource.kernel_residual_low, resource.kernel_residual_high
+        if low is None or high is None:
+            return DEFAULT_RESIDUALS
+        if self.extrapolated(resource, fp8):
+            low, high = max(EXTRAPOLATION_WIDENING * low, -0.9), EXTRAPOLATION_WIDENING * high
+        return low, high
 
 
 CLOCK = KernelClock

@@ -1,6 +1,6 @@
 """The roofline clock (docs/parallel-plans.md, docs/clocks.md): a layer computes at the type's
-catalogue peak times its dense or sparse efficiency, the tensor-parallel collectives are all
-exposed, the pipeline is plain 1F1B and every matmul is BF16."""
+catalogue peak (its FP8 peak where the job computes in FP8) times its dense or sparse
+efficiency, and the tensor-parallel collectives are all exposed."""
 
 from __future__ import annotations
 
@@ -10,44 +10,45 @@ from typing import ClassVar
 import numpy as np
 
 from hps.config.types import ResourceType
-from hps.costmodel.clocks.base import bubble_slots
+
+ROOFLINE_RESIDUALS = (-0.45, 0.18)
+"""(low, high) predicted / published throughput − 1 of the roofline over every published run
+(it fits none of them: docs/prediction-trust.md), on every type."""
 
 
 def roofline_seconds(
-    resource: ResourceType, flops: np.ndarray, sparse: np.ndarray, tp: int, m: int, recomputed: float
-) -> np.ndarray:
-    """(L,) seconds: m·F·(1 + r/3) / (t·peak·e), F FLOP per sample (forward + backward, a third
-    of it forward: r recomputed forward passes add r/3), e the type's efficiency_sparse on sparse
-    layers and efficiency_dense on the others."""
+    resource: ResourceType, flops: np.ndarray, sparse: np.ndarray, tp: int, m: int, recomputed: np.ndarray,
+    fp8: bool = False,
+) -> np.ndarray:  # fmt: skip
+    """(L,) seconds: m·F·(1 + ρ) / (t·peak·e), F FLOP per sample (forward + backward), ρ the
+    fraction of it recomputed, e the type's efficiency_sparse on sparse layers and
+    efficiency_dense on the others, peak its FP8 peak where `fp8` (dense layers)."""
     efficiency = np.where(sparse, resource.efficiency_sparse, resource.efficiency_dense)
-    return m * flops * (1 + recomputed / 3) / (tp * resource.peak_flops * efficiency)
+    peak = np.where(sparse | (not fp8), resource.peak_flops, resource.fp8_peak_flops if fp8 else 1.0)
+    return m * flops * (1 + recomputed) / (tp * peak * efficiency)
 
 
 @dataclasses.dataclass(frozen=True)
 class RooflineClock:
-    """The roofline: the catalogue's peak_TFLOPs and efficiencies, nothing fitted."""
+    """The roofline: the catalogue's peak_TFLOPs, fp8_peak_TFLOPs and efficiencies, nothing fitted."""
 
     name: ClassVar[str] = "roofline"
-    fp8_weight_bytes: ClassVar[float] = 0.0
-    keeps_unit_inputs: ClassVar[bool] = False
 
     def compute_seconds(
-        self, resource: ResourceType, flops: np.ndarray, sparse: np.ndarray, tp: int, m: int, recomputed: float
-    ) -> np.ndarray:
-        return roofline_seconds(resource, flops, sparse, tp, m, recomputed)
+        self, resource: ResourceType, flops: np.ndarray, sparse: np.ndarray, tp: int, m: int, recomputed: np.ndarray,
+        fp8: bool,
+    ) -> np.ndarray:  # fmt: skip
+        return roofline_seconds(resource, flops, sparse, tp, m, recomputed, fp8)
 
     def tp_exposed(self, resource: ResourceType) -> float:
         return 1.0
 
-    def computes_fp8(self, resource: ResourceType) -> bool:
+    def extrapolated(self, resource: ResourceType, fp8: bool) -> bool:
+        """Never: the roofline reads only the catalogue's datasheet fields."""
         return False
 
-    def bubble_slots(self, stages: int, micro_batches: int) -> float:
-        return bubble_slots(stages, micro_batches)
-
-    def extrapolated(self, resource: ResourceType) -> bool:
-        """Never: the roofline reads only the catalogue's required fields."""
-        return False
+    def residuals(self, resource: ResourceType, fp8: bool) -> tuple[float, float]:
+        return ROOFLINE_RESIDUALS
 
 
 CLOCK = RooflineClock

@@ -12,19 +12,31 @@ import math
 
 import numpy as np
 
-from hps.config.types import PRECISIONS, Catalog, Job, Workload, steps_per_phase
+from hps.config.types import DEFAULT_MEMORY_HEADROOM, PRECISIONS, Catalog, Job, Workload, steps_per_phase
 from hps.costmodel.clocks.base import Clock
-from hps.costmodel.clocks.roofline import RooflineClock
+from hps.costmodel.clocks.kernel import KernelClock
+from hps.costmodel.parallel.pipeline import bubble_slots, in_flight_chunks
 from hps.costmodel.schedule.provisioning import allreduce_coefficients
 
 BUCKET_BYTES = 25 * 2**20
 """Bytes of one gradient bucket of the overlapped data-parallel synchronisation (PyTorch DDP's
 default bucket_cap_mb = 25)."""
-ZERO3_SYNC = 1.5
-"""ZeRO-3 traffic per iteration in All-Reduces: the gradient Reduce-Scatter and the parameter
-All-Gathers of the forward and backward passes, each half an All-Reduce's bytes."""
+ZERO3_REDUCE = 0.5
+"""ZeRO-3's gradient traffic per iteration in All-Reduces: one Reduce-Scatter, half an
+All-Reduce's bytes."""
+ZERO3_GATHER = 1.0
+"""ZeRO-3's parameter traffic per micro-batch in All-Reduces: the All-Gathers of the forward and
+the backward pass, each half an All-Reduce's bytes (a device holds one layer's gathered
+parameters at a time, so every micro-batch gathers them again, as FSDP does with
+reshard_after_forward)."""
 FLOOR_TOLERANCE = 1e-9
 """Relative slack on the throughput floor (a plan at the floor to rounding meets it)."""
+FP8_WEIGHT_BYTES = 2.0
+"""Bytes per parameter of the FP8 weight copies a stage that computes in FP8 keeps beside its
+state (Transformer Engine caches each weight's FP8 copy and its transpose across the
+micro-batches of an iteration)."""
+FULL_RECOMPUTED = 1.0 / 3.0
+"""Fraction of a layer's forward + backward FLOP that full recomputation redoes: its forward pass."""
 
 
 def _memo(method):
@@ -81,25 +93,32 @@ def powers_of_two(limit: int) -> list[int]:
 @dataclasses.dataclass(eq=False)
 class ParallelProblem:
     """A workload on a catalogue under a job, for the parallel-plan model. `job.micro_batch`
-    None leaves the micro-batch b to the solver (any divisor of the batch). `allowed`, a bool
-    (L, T) array, restricts which types may run each layer (None: any); a type sequence is
-    completed exactly by solving the problem with one type allowed per layer. `clock` times the
-    layers (`hps.costmodel.clocks`; the roofline by default)."""
+    None leaves the micro-batch b to the solver (any divisor of the batch); the job's
+    virtual_stages, fp8 and recompute must be fixed (`hps.config.plan_space.variants` expands the
+    open ones). `allowed`, a bool (L, T) array, restricts which types may run each layer (None:
+    any; under FP8 only types with an FP8 peak); a type sequence is completed exactly by solving
+    the problem with one type allowed per layer. `clock` times the layers (`hps.costmodel.clocks`;
+    the kernel clock by default)."""
 
     workload: Workload
     catalog: Catalog
     job: Job
     allowed: np.ndarray | None = None
-    clock: Clock = RooflineClock()
+    clock: Clock = KernelClock()
     """How long a layer takes on a device (`hps.costmodel.clocks.base.clock_named`)."""
     memo: dict = dataclasses.field(default_factory=dict, repr=False)
     """Derived tables by method and arguments (`_memo`)."""
 
     def __post_init__(self):
+        open_fields = [name for name in ("virtual_stages", "fp8", "recompute") if getattr(self.job, name) is None]
+        if open_fields:
+            raise ValueError(f"the job leaves {', '.join(open_fields)} open: score one of plan_space.variants(job)")
+        self.virtual_stages, self.fp8 = int(self.job.virtual_stages), bool(self.job.fp8)
         layers = self.workload.layers
         arr = lambda f: np.array([f(l) for l in layers], np.float64)  # noqa: E731
         self.flops = arr(lambda l: l.flops)
         self.mem_bytes = arr(lambda l: l.mem_bytes)
+        self.serial_bytes = arr(lambda l: l.serial_mem_bytes)
         self.io_bytes = arr(lambda l: l.io_bytes)
         self.act_bytes = arr(lambda l: l.act_bytes)
         self.stash = arr(lambda l: l.stash)
@@ -115,11 +134,17 @@ class ParallelProblem:
         zero = lambda x: np.concatenate([[0.0], np.cumsum(x)])  # noqa: E731
         self.params_prefix = zero(self.parameters)
         self.sparse_prefix = zero(self.sparse_bytes)
-        self.stash_prefix = zero(self.stash)
-        self.fp8_stash_prefix = zero(self.fp8_stash)
-        self.input_prefix = zero(self.input_act)
-        starts_unit = np.concatenate([[True], self.cut_after[:-1]])
-        self.unit_input_prefix = zero(np.where(starts_unit, self.input_act, 0.0))
+        selective = arr(lambda l: l.selective_stash)
+        self.selective_flops = arr(lambda l: l.selective_flops)
+        full_stash = self.fp8_stash if self.fp8 else self.stash
+        self.kept = {"none": full_stash, "selective": full_stash - (self.stash - selective)}.get(self.job.recompute)
+        """(L,) activation bytes per sample each layer keeps for its backward pass (None under
+        full recomputation, which keeps each pipeline unit's input)."""
+        self.recompute_peak = full_stash
+        """(L,) bytes per sample a layer's recomputed forward holds while its backward runs."""
+        self.kept_prefix = zero(self.unit_input_act() if self.kept is None else self.kept)
+        self.recomputed = self.recomputed_fraction()
+        self.serial_recomputed = self.serial_recomputed_fraction()
         self.precision_bytes = PRECISIONS[self.job.precision]
         sites = sorted({r.site for r in self.catalog.resources})
         self.sites = tuple(sites)
@@ -129,10 +154,71 @@ class ParallelProblem:
         self.call_seconds = np.array([call.get(r.name, 0.0) for r in self.catalog.resources], np.float64)
         """(T,) seconds a stage of each type spends on its calls per micro-batch (measured_call_s)."""
         self.model_flops = float(self.flops.sum())
+        self.memory_limit = np.array([r.memory * (1 - self.headroom(r)) for r in self.catalog.resources])
+        """(T,) bytes a plan may use per device of each type: its memory less the headroom."""
         if self.allowed is not None:
             self.allowed = np.asarray(self.allowed, bool)
             if self.allowed.shape != (self.num_layers, self.num_types):
                 raise ValueError(f"allowed must be (layers, types) = {(self.num_layers, self.num_types)}")
+        if self.fp8:
+            fp8_types = np.array([r.fp8_peak_flops is not None for r in self.catalog.resources])
+            given = np.ones((self.num_layers, self.num_types), bool) if self.allowed is None else self.allowed
+            self.allowed = given & fp8_types[None, :]
+
+    def span_units(self, first, last) -> np.ndarray:
+        """Pipeline units (runs of layers between allowed cuts) in layers first..last, per span."""
+        ends = np.concatenate([[0], np.cumsum(self.cut_after)])
+        return ends[np.asarray(last) + 1] - ends[np.asarray(first)]
+
+    def splits(self, first, last) -> np.ndarray:
+        """Bool per span: its units split into the job's v model chunks (at least v units)."""
+        return self.span_units(first, last) >= self.virtual_stages
+
+    def headroom(self, resource) -> float:
+        """The fraction of the type's memory a plan leaves free: the job's memory_headroom, else
+        the type's, else DEFAULT_MEMORY_HEADROOM."""
+        for value in (self.job.memory_headroom, resource.memory_headroom):
+            if value is not None:
+                return float(value)
+        return DEFAULT_MEMORY_HEADROOM
+
+    def unit_input_act(self) -> np.ndarray:
+        """(L,) the input activation bytes per sample of each layer that starts a pipeline unit
+        (0 elsewhere): what a checkpointed unit keeps under full recomputation."""
+        starts_unit = np.concatenate([[True], self.cut_after[:-1]])
+        return np.where(starts_unit, self.input_act, 0.0)
+
+    def recomputed_fraction(self) -> np.ndarray:
+        """(L,) the fraction of each layer's forward + backward FLOP its recomputation redoes:
+        FULL_RECOMPUTED under full recomputation, selective_flops / flops under selective."""
+        if self.job.recompute == "full":
+            return np.full(self.num_layers, FULL_RECOMPUTED)
+        if self.job.recompute == "selective":
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return np.where(self.flops > 0, self.selective_flops / self.flops, 0.0)
+        return np.zeros(self.num_layers)
+
+    def serial_recomputed_fraction(self) -> np.ndarray:
+        """(L,) the fraction of each layer's serial_mem_bytes its recomputation moves again: its
+        forward pass's, FULL_RECOMPUTED, under full recomputation, and under selective where the
+        layer recomputes anything (selective_flops > 0: the S x S kernels of standard attention are
+        the core selective recomputation redoes); 0 otherwise."""
+        if self.job.recompute == "full":
+            return np.full(self.num_layers, FULL_RECOMPUTED)
+        if self.job.recompute == "selective":
+            return np.where(self.selective_flops > 0, FULL_RECOMPUTED, 0.0)
+        return np.zeros(self.num_layers)
+
+    def bubble_slots_of(self, micro_batches: int, stages):
+        """Stage times per iteration of `stages` stages (an int or an array) and `micro_batches`
+        under the job's schedule: M + (S − 1)/v."""
+        return bubble_slots(stages, micro_batches, self.virtual_stages)
+
+    def in_flight(self, stages: int, micro_batches: int) -> np.ndarray:
+        """(S,) micro-batches (possibly fractional: chunks of 1/v) whose activations each stage
+        holds at its peak."""
+        v = self.virtual_stages
+        return in_flight_chunks(np.arange(stages), stages, micro_batches, v) / v
 
     def restricted(self, allowed: np.ndarray) -> ParallelProblem:
         """The same problem with only `allowed` (L, T) types per layer."""
@@ -161,18 +247,6 @@ class ParallelProblem:
             return np.ones(len(first), bool)
         banned = np.vstack([np.zeros((1, self.num_types), np.int64), np.cumsum(~self.allowed, axis=0)])
         return banned[last + 1, types] == banned[first, types]
-
-    def computes_fp8(self, types, count: int) -> np.ndarray:
-        """(count,) bool: whether each of `count` stages on `types` (type indices; None: unknown,
-        no stage) runs its matmuls in FP8 under the clock."""
-        if types is None:
-            return np.zeros(count, bool)
-        return self.fp8_types()[np.asarray(types, np.int64).reshape(-1)]
-
-    @_memo
-    def fp8_types(self) -> np.ndarray:
-        """(T,) bool: whether each type runs its matmuls in FP8 under the clock."""
-        return np.array([self.clock.computes_fp8(r) for r in self.catalog.resources], bool)
 
     @property
     def num_layers(self) -> int:
@@ -206,11 +280,10 @@ class ParallelProblem:
         between the layer's nearest measured sizes below and above m for (type, tp)) or
         the clock's name (no measured size on both sides: the clock's time)."""
         name = self.catalog.resources[type_index].name
-        extra = 1.0 if self.job.recompute == "full" else 0.0
         seconds, sources = np.full(self.num_layers, np.nan), []
         for i, layer in enumerate(self.workload.layers):
             sizes = sorted(
-                (e.micro_batch, e.forward_s * (1 + extra) + e.backward_s)
+                (e.micro_batch, e.forward_s * (1 + 3 * self.recomputed[i]) + e.backward_s)
                 for e in layer.measured
                 if e.type == name and e.tp == tp
             )
@@ -238,23 +311,28 @@ class ParallelProblem:
         """(L,) seconds per micro-batch of m samples per replica on one device of a tp-way group:
         the measured forward + backward where the layer has an entry for (type, tp, m), linear
         between its measured sizes around m (`measured_times`), else the larger of the clock's
-        compute time on 1/tp of the work and the HBM traffic, plus input reads and the exposed
-        part of the layer's tensor-parallel All-Reduces."""
+        compute time on 1/tp of the work and the HBM traffic other than serial_mem_bytes (both
+        with the recomputed fraction), plus serial_mem_bytes at HBM bandwidth (memory-bound kernels
+        of their own, in series with the matmuls; with `serial_recomputed`), input reads and the
+        exposed part of the layer's tensor-parallel All-Reduces (the forward pass's again under full
+        recomputation)."""
         r = self.catalog.resources[type_index]
-        extra = 1.0 if self.job.recompute == "full" else 0.0
-        compute = self.clock.compute_seconds(r, self.flops, self.sparse_kind, tp, m, extra)
-        memory = m * self.mem_bytes * (1 + extra / 3) / (tp * r.mem_bw)
+        fp8 = self.fp8 and r.fp8_peak_flops is not None
+        compute = self.clock.compute_seconds(r, self.flops, self.sparse_kind, tp, m, self.recomputed, fp8)
+        memory = m * (self.mem_bytes - self.serial_bytes) * (1 + self.recomputed) / (tp * r.mem_bw)
+        serial = m * self.serial_bytes * (1 + self.serial_recomputed) / (tp * r.mem_bw)
         io = m * self.io_bytes / r.io_bw
         comm = np.zeros_like(compute)
         if tp > 1:
             dim = r.network.dimensions[0]
             steps = steps_per_phase(dim.algorithm, tp)
+            redone = 1.5 if self.job.recompute == "full" else 1.0  # the forward pass's All-Reduce again
             comm = (
-                2 * m * self.tp_bytes * (1 + extra / 2) * (tp - 1) / tp / dim.bandwidth
-                + self.tp_collectives * (1 + extra / 2) * 2 * steps * dim.latency
+                2 * m * self.tp_bytes * redone * (tp - 1) / tp / dim.bandwidth
+                + self.tp_collectives * redone * 2 * steps * dim.latency
             )
         comm = comm * self.clock.tp_exposed(r)
-        times = np.maximum(compute, memory) + io + comm
+        times = np.maximum(compute, memory) + serial + io + comm
         measured, _ = self.measured_times(type_index, tp, m)
         return np.where(np.isnan(measured), times, measured)
 

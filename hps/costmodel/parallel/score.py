@@ -9,6 +9,8 @@ import numpy as np
 
 from hps.config.types import ParallelStage
 from hps.contract.types import PlanScore, StageScore
+from hps.costmodel.clocks.base import throughput_range
+from hps.costmodel.parallel.pipeline import bubble_slots
 from hps.costmodel.parallel.problem import FLOOR_TOLERANCE, ParallelProblem
 from hps.costmodel.parallel.stages import stage_arrays
 
@@ -24,14 +26,21 @@ def score_plan(problem: ParallelProblem, stages: tuple[ParallelStage, ...], b: i
         [s.dp for s in stages],
     )  # fmt: skip
     num, micro_batches = len(stages), int(job.batch) // b
-    in_flight = np.minimum(num - np.arange(num), micro_batches)
-    memory = arrays.memory(in_flight)
+    memory = arrays.memory(problem.in_flight(num, micro_batches))
     reason, detail = None, ""
     firsts, lasts = np.array([s.first for s in stages]), np.array([s.last for s in stages])
     outside = np.flatnonzero(~problem.span_allowed(firsts, lasts, np.array(types)))
     if len(outside):
         j = int(outside[0])
-        reason, detail = "not_allowed", f"stage {j}: {stages[j].type} may not run layers {firsts[j]}..{lasts[j]}"
+        no_fp8 = problem.fp8 and catalog.resources[types[j]].fp8_peak_flops is None
+        why = "has no FP8 peak (the job computes in FP8)" if no_fp8 else f"may not run layers {firsts[j]}..{lasts[j]}"
+        reason, detail = "not_allowed", f"stage {j}: {stages[j].type} {why}"
+    unsplit = np.flatnonzero(~problem.splits(firsts, lasts))
+    if len(unsplit) and reason is None:
+        j = int(unsplit[0])
+        units = int(problem.span_units(firsts[j], lasts[j]))
+        reason = "virtual_stages"
+        detail = f"stage {j}: {units} pipeline units cannot be split into {problem.virtual_stages} model chunks"
     unreachable = np.flatnonzero(np.isnan(arrays.tail))
     if len(unreachable) and reason is None:
         j = int(unreachable[0])
@@ -40,11 +49,14 @@ def score_plan(problem: ParallelProblem, stages: tuple[ParallelStage, ...], b: i
             f"stage {j}: {stages[j].dp} replicas of {stages[j].tp}-way groups do not fit the network of "
             f"{stages[j].type} (or its max_units)"
         )
-    limits = [catalog.resources[t].memory for t in types]
+    limits = [float(problem.memory_limit[t]) for t in types]
     for j, (used, limit) in enumerate(zip(memory, limits)):
         if used > limit and reason is None:
             reason = "memory"
-            detail = f"stage {j} needs {used / 2**30:.1f} GiB per device of {limit / 2**30:.1f} GiB"
+            detail = (
+                f"stage {j} needs {used / 2**30:.1f} GiB per device of the {limit / 2**30:.1f} GiB "
+                "it may use (memory less headroom)"
+            )
             break
     bandwidth, latency, price = problem.link_matrix()
     sites = problem.type_site[types]
@@ -70,7 +82,7 @@ def score_plan(problem: ParallelProblem, stages: tuple[ParallelStage, ...], b: i
                 reason, detail = "pooled_cap", f"{catalog.resources[t].name}: {used} units of {cap}"
                 break
     slowest = max([*arrays.time.tolist(), *hops])
-    iteration = problem.clock.bubble_slots(num, micro_batches) * slowest + float(arrays.tail.max())
+    iteration = bubble_slots(num, micro_batches, problem.virtual_stages) * slowest + float(arrays.tail.max())
     throughput = job.batch / iteration
     if reason is None and throughput < job.throughput * (1 - FLOOR_TOLERANCE):
         reason, detail = "throughput", f"{throughput:.6g} samples/s below the floor {job.throughput:.6g}"
@@ -104,4 +116,12 @@ def score_plan(problem: ParallelProblem, stages: tuple[ParallelStage, ...], b: i
         cost=cost,
         mfu=problem.model_flops * throughput / peak,
         stages=scores,
+        clock=problem.clock.name,
+        throughput_range=plan_range(problem, types, throughput),
     )
+
+
+def plan_range(problem: ParallelProblem, types: list[int], throughput: float) -> tuple[float, float]:
+    """The plan's `throughput_range`: by the widest band of the clock's residuals on its types."""
+    bands = [problem.clock.residuals(problem.catalog.resources[t], problem.fp8) for t in set(types)]
+    return throughput_range(throughput, min(low for low, _ in bands), max(high for _, high in bands))

@@ -11,7 +11,14 @@ import dataclasses
 
 import numpy as np
 
-from hps.costmodel.parallel.problem import BUCKET_BYTES, ZERO3_SYNC, ParallelProblem, measured_boundary
+from hps.costmodel.parallel.problem import (
+    BUCKET_BYTES,
+    FP8_WEIGHT_BYTES,
+    ZERO3_GATHER,
+    ZERO3_REDUCE,
+    ParallelProblem,
+    measured_boundary,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,13 +81,11 @@ def _keys(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return stacked[first[codes]], index[code]
 
 
-def stage_memory(
-    problem: ParallelProblem, b: int, first, last, tp, dp, types=None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def stage_memory(problem: ParallelProblem, b: int, first, last, tp, dp) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per stage (N,): (static bytes per device, activation bytes per device per micro-batch in
-    flight, bytes of parameter states per device); first, last, tp, dp and types (the stages'
-    type indices; only a clock that computes FP8 reads them) are (N,) ints. A stage on a type that
-    computes in FP8 keeps its layers' FP8 stashes and FP8 weight copies."""
+    flight, bytes of parameter states per device); first, last, tp and dp are (N,) ints. Under
+    FP8 a stage keeps its layers' FP8 stashes and FP8 weight copies; under full recomputation
+    each pipeline unit's input and, while one layer's backward runs, that layer's whole stash."""
     first, last, tp, dp = (np.asarray(x, np.int64) for x in (first, last, tp, dp))
     m = b // dp
     p_bytes, g_bytes, o_bytes = problem.precision_bytes
@@ -91,16 +96,11 @@ def stage_memory(
     static = states + (problem.sparse_prefix[last + 1] - problem.sparse_prefix[first]) / (tp * dp)
     if zero >= 3:
         static = static + np.where(dp > 1, range_max(problem.parameters, first, last) * p_bytes / tp, 0.0)
-    fp8 = problem.computes_fp8(types, len(first))
-    static = static + np.where(fp8, params / tp * problem.clock.fp8_weight_bytes, 0.0)
+    if problem.fp8:
+        static = static + params / tp * FP8_WEIGHT_BYTES
     if problem.job.recompute == "full":
-        inputs = problem.unit_input_prefix if problem.clock.keeps_unit_inputs else problem.input_prefix
-        kept = inputs[last + 1] - inputs[first]
-        peak = np.where(fp8, range_max(problem.fp8_stash, first, last), range_max(problem.stash, first, last))
-        static = static + m * peak / tp
-    else:
-        prefix = lambda p: p[last + 1] - p[first]  # noqa: E731
-        kept = np.where(fp8, prefix(problem.fp8_stash_prefix), prefix(problem.stash_prefix))
+        static = static + m * range_max(problem.recompute_peak, first, last) / tp
+    kept = problem.kept_prefix[last + 1] - problem.kept_prefix[first]
     return static, m * kept / tp, states
 
 
@@ -133,18 +133,23 @@ def stage_arrays(problem: ParallelProblem, b: int, first, last, types, tp, dp) -
         inward, gradient = (np.stack([move[k] for move in moves]) for k in (0, 1))  # (keys, L) each
         measured = measured_boundary(inward, gradient, first, last, where)
         boundary = np.where(np.isnan(measured), boundary, measured)
-    static, activation, states = stage_memory(problem, b, first, last, tp, dp, types)
+    static, activation, states = stage_memory(problem, b, first, last, tp, dp)
 
-    grad_bytes = (problem.params_prefix[last + 1] - problem.params_prefix[first]) * problem.precision_bytes[1] / tp
+    params = problem.params_prefix[last + 1] - problem.params_prefix[first]
+    grad_bytes = params * problem.precision_bytes[1] / tp
     sync = np.where((dp > 1) & (grad_bytes > 0), grad_bytes * alpha + beta, 0.0)
-    if problem.job.zero >= 3:
-        sync = sync * ZERO3_SYNC
+    busy = compute
+    if problem.job.zero >= 3:  # gradients reduce-scattered once; parameters gathered again each micro-batch,
+        sync = sync * ZERO3_REDUCE  # prefetched under the compute: what exceeds it shows
+        param_bytes = params * problem.precision_bytes[0] / tp
+        gather = np.where((dp > 1) & (param_bytes > 0), (param_bytes * alpha + beta) * ZERO3_GATHER, 0.0)
+        busy = np.maximum(compute, gather)
     buckets = np.maximum(1, np.ceil(grad_bytes / BUCKET_BYTES))
     exposed = np.where(buckets == 1, sync, np.maximum(sync / buckets, sync - 2.0 / 3.0 * compute))
     optimizer = 2 * states / mem_bw
     units = tp * dp
     return StageArrays(
-        time=compute + boundary,
+        time=busy + boundary,
         boundary=boundary,
         tail=exposed + optimizer,
         sync=exposed,

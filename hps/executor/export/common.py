@@ -70,11 +70,8 @@ def decoder_shape(workload: str, overrides: dict | None = None, source: str = "p
 
 @dataclass(frozen=True)
 class ExportOptions:
-    """What a plan file does not hold: `virtual_stages` model chunks a device (the interleaved
-    schedule; 1: none), `fp8` matmuls, and for SkyPilot the framework its run line `launch`es."""
+    """What a plan file does not hold: for SkyPilot, the framework its run line `launch`es."""
 
-    virtual_stages: int = 1
-    fp8: bool = False
     launch: str = "megatron"
 
 
@@ -96,6 +93,10 @@ class Layout:
     precision: str
     zero: int
     recompute: str
+    virtual_stages: int
+    """Model chunks a device (the interleaved schedule; 1: none), the plan's job's."""
+    fp8: bool
+    """FP8 matmuls, the plan's job's."""
     options: ExportOptions
 
     @property
@@ -200,8 +201,6 @@ def uniform_layout(
         raise ConfigError(source, "job.micro_batch", f"{framework} needs the plan's micro-batch; got None")
     if not float(job.batch).is_integer():
         raise ConfigError(source, "job.batch", f"{framework} takes a whole number of sequences, got {job.batch:g}")
-    if options.virtual_stages < 1:
-        raise ConfigError("virtual_stages", "", f"must be >= 1, got {options.virtual_stages}")
     return Layout(
         source=source,
         shape=shape,
@@ -216,6 +215,8 @@ def uniform_layout(
         precision=job.precision,
         zero=job.zero,
         recompute=job.recompute,
+        virtual_stages=int(job.virtual_stages),
+        fp8=bool(job.fp8),
         options=options,
     )
 

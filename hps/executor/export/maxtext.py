@@ -96,8 +96,8 @@ def batch_keys(layout: Layout) -> dict[str, object]:
 
 def maxtext_config(layout: Layout) -> dict[str, object]:
     """The config's keys in the order they are written."""
-    shape, v = layout.shape, layout.options.virtual_stages
-    if layout.options.fp8 and layout.family != "gpu":
+    shape, v = layout.shape, layout.virtual_stages
+    if layout.fp8 and layout.family != "gpu":
         problem = f"{FRAMEWORK}'s fp8 quantization runs on NVIDIA GPUs, not {layout.family}"
         raise layout.refuse("stages[0].type", problem)
     config: dict[str, object] = {
@@ -125,13 +125,17 @@ def maxtext_config(layout: Layout) -> dict[str, object]:
         raise layout.refuse("stages", f"{v} virtual stages need at least 2 pipeline stages")
     config.update(batch_keys(layout))
     config["steps"] = layout.steps
+    if layout.recompute == "selective":
+        raise layout.refuse(
+            "job.recompute", f"{FRAMEWORK}'s remat policies name the tensors they save; plan none or full"
+        )
     config["remat_policy"] = "full" if layout.recompute == "full" else "minimal_with_context"
     config["dtype"] = "bfloat16"
     config["weight_dtype"] = "float32"
     config["opt_type"] = "sgd" if layout.precision == "fp32-sgd" else "adamw"
     if layout.zero in (1, 2):
         config["shard_optimizer_over_data"] = True
-    if layout.options.fp8:
+    if layout.fp8:
         config["quantization"] = "fp8"
     return config
 

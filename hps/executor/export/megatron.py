@@ -69,7 +69,7 @@ def pipeline_split_flags(layout: Layout) -> Flags:
 
 def _check_chunks(layout: Layout, stages: list[tuple[int, int]]) -> None:
     """Each (stage, layers) splits into v whole chunks (Megatron-LM's rule for v > 1)."""
-    v = layout.options.virtual_stages
+    v = layout.virtual_stages
     for j, layers in stages:
         if layers % v:
             problem = f"{layers} layers on the stage do not split into {v} virtual stages of whole layers"
@@ -78,7 +78,7 @@ def _check_chunks(layout: Layout, stages: list[tuple[int, int]]) -> None:
 
 def megatron_flags(layout: Layout) -> Flags:
     """The `pretrain_gpt.py` flags of the layout, in the order the Megatron-LM examples give them."""
-    shape, v = layout.shape, layout.options.virtual_stages
+    shape, v = layout.shape, layout.virtual_stages
     for count, name in ((shape.heads, "attention heads"), (shape.kv_heads, "query groups (KV heads)")):
         if count % layout.tp:
             problem = f"t = {layout.tp} does not divide the {count} {name} {FRAMEWORK} splits across the ranks"
@@ -116,10 +116,12 @@ def megatron_flags(layout: Layout) -> Flags:
         flags.append(("--bf16", True))
     if layout.precision == "fp32-sgd":
         flags.append(("--optimizer", "sgd"))
-    if layout.options.fp8:
+    if layout.fp8:
         flags.append(("--fp8-format", "hybrid"))
     if layout.recompute == "full":
         flags += [("--recompute-granularity", "full"), ("--recompute-method", "uniform"), ("--recompute-num-layers", 1)]
+    elif layout.recompute == "selective":
+        flags.append(("--recompute-granularity", "selective"))
     if layout.zero in (1, 2):
         flags.append(("--use-distributed-optimizer", True))
     elif layout.zero == 3:

@@ -50,7 +50,7 @@ def model_parts(layout: Layout, chunks: list[int]) -> list[list[str]]:
 def parallelism(layout: Layout) -> dict[str, object]:
     """The [parallelism] section. ZeRO 0: replicate (DDP); ZeRO 1 and 2: FSDP without
     resharding after the forward pass; ZeRO 3: FSDP resharding after it."""
-    v = layout.options.virtual_stages
+    v = layout.virtual_stages
     section: dict[str, object] = {
         "data_parallel_replicate_degree": layout.dp if layout.zero == 0 else 1,
         "data_parallel_shard_degree": 1 if layout.zero == 0 else layout.dp,
@@ -79,7 +79,7 @@ def torchtitan_sections(layout: Layout) -> dict[str, dict[str, object]]:
     if layout.precision == "fp32-sgd":
         raise layout.refuse("job.precision", f"{FRAMEWORK}'s optimizers are Adam and AdamW, not SGD")
     model: dict[str, object] = {"name": "llama3", "flavor": flavor(layout)}
-    if layout.options.fp8:
+    if layout.fp8:
         model["converters"] = ["quantize.linear.float8"]
     local = layout.batch // layout.dp if layout.pp > 1 else layout.micro_batch_per_replica
     return {
@@ -92,7 +92,7 @@ def torchtitan_sections(layout: Layout) -> dict[str, dict[str, object]]:
             "steps": layout.steps,
         },
         "parallelism": parallelism(layout),
-        "activation_checkpoint": {"mode": "full" if layout.recompute == "full" else "none"},
+        "activation_checkpoint": {"mode": layout.recompute},
     }
 
 

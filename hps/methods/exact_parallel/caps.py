@@ -56,7 +56,7 @@ class CapPrices:
         best, best_lam = -math.inf, None
         for _ in range(ROUNDS):
             weight = self.weight(table)
-            least, solved = table.least_rate(theta, phi, weight=weight, most=stages)
+            least, solved = table.least_rate(theta, phi, weight=weight, most=stages, stages=stages)
             value = least[stages] if stages < len(least) else math.inf
             if not math.isfinite(value):
                 return math.inf, self.lam.copy()
@@ -77,7 +77,8 @@ class CapPrices:
     def suffix(self, micro, theta: float, phi: float, stages: int, lam: np.ndarray) -> dict[int, np.ndarray]:
         """{boundary layer: (stages left + 1,) least Σ w of the plans from it} at prices `lam`."""
         table = micro.table
-        value = table.least_rate(theta, phi, weight=self.weight(table, lam), most=max(micro.most, stages))[1][0]
+        weight = self.weight(table, lam)
+        value = table.least_rate(theta, phi, weight=weight, most=max(micro.most, stages), stages=stages)[1][0]
         return {start: v.min(axis=1) for start, v in value.items()}
 
     def repaired(self, micro, theta: float, phi: float, stages: int) -> None:
@@ -93,7 +94,7 @@ class CapPrices:
         for _ in range(problem.num_types):
             blocked = (ban[last + 1, types] - ban[first, types]) > 0
             weight = np.where(blocked, np.inf, table.rate)
-            least, solved = table.least_rate(theta, phi, weight=weight, most=stages)
+            least, solved = table.least_rate(theta, phi, weight=weight, most=stages, stages=stages)
             if stages >= len(least) or not math.isfinite(least[stages]):
                 return
             entries = table.plan_of(stages, solved)

@@ -2,7 +2,7 @@
 the pooled caps and the egress between sites (docs/parallel-plans.md, "The exact solver").
 
 A depth-first search over stages in pipeline order. A partial plan is pruned once
-(N/B)·((Σ r + R)·((M+S−1)·max(θ, θ_lb) + max(φ, φ_lb))/3600 + E) reaches the best cost, where
+(N/B)·((Σ r + R)·((M+(S−1)/v)·max(θ, θ_lb) + max(φ, φ_lb))/3600 + E) reaches the best cost, where
 R is the least Σ r of the stages still to place (the program's value for that suffix, caps and
 egress relaxed) and θ, φ, E those of the stages placed.
 """
@@ -27,10 +27,13 @@ def search_region(
     least, (value, _), (theta_lb, phi_lb) = micro.solve(theta, phi, stages)
     theta_lb = max(theta_lb, lo)
     rest = {start: v.min(axis=1) for start, v in value.items()}  # least Σ r from a boundary with q stages
-    work_value = table.least_rate(theta, phi, weight=table.rate * table.time, most=max(micro.most, stages))[1][0]
+    work_value = table.least_rate(
+        theta, phi, weight=table.rate * table.time, most=max(micro.most, stages), stages=stages
+    )[1][0]
     work_rest = {start: v.min(axis=1) for start, v in work_value.items()}  # least Σ r·τ likewise
     allowed = (table.time <= theta) & (table.tail <= phi)
-    n, m_bubble = problem.num_layers, table.micro_batches + stages - 1
+    n, m_bubble = problem.num_layers, problem.bubble_slots_of(table.micro_batches, stages)
+    need = table.needs(stages, stages)
     by_start = {}
     for entry in np.flatnonzero(allowed)[np.argsort(table.rate[allowed], kind="stable")]:
         by_start.setdefault(int(table.span_first[table.entry_span[entry]]), []).append(int(entry))
@@ -58,7 +61,7 @@ def search_region(
         if q == 0:
             return
         for entry in by_start.get(start, ()):
-            if table.fits[entry] < min(q, table.depth):
+            if table.fits[entry] < need[q]:
                 continue
             first, last, y, t, d = table.stage(entry)
             if last == n - 1 and q != 1:

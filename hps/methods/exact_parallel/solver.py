@@ -3,12 +3,12 @@
 For a plan of S stages under micro-batch b (M = B/b micro-batches), with Σ r its $/hour, θ its
 largest time per micro-batch (links included), φ its largest tail and E its egress per iteration:
 
-    cost = (N / B) · (Σ r · ((M + S − 1)·θ + φ) / 3600 + E)
+    cost = (N / B) · (Σ r · ((M + (S − 1)/v)·θ + φ) / 3600 + E)
 
 For each b and S the solver keeps regions (θ̄, φ̄) of plans whose every τ ≤ θ̄ and φ ≤ φ̄. The
 least-rate dynamic program (`StageTable.least_rate`) gives D, the least Σ r in the region, and a
 plan P of it with (θ_P, φ_P). Every plan of the region costs at least
-(N/B)·D·((M+S−1)·θ_lb + φ_lb)/3600 (θ_lb, φ_lb: the least τ and φ any allowed stage covering the
+(N/B)·D·((M+(S−1)/v)·θ_lb + φ_lb)/3600 (θ_lb, φ_lb: the least τ and φ any allowed stage covering the
 worst-covered layer can have); once that reaches the best cost the region is closed. Otherwise
 every plan with θ ≥ θ_P and φ ≥ φ_P has Σ r ≥ D and costs at least P's cost without egress, so
 where P has no egress (or that bound already reaches the best) those plans are dropped and two
@@ -121,9 +121,11 @@ class _Micro:
         """(least Σ r per S, the program's back-pointers, (θ_lb, φ_lb)) of the region, for
         stage counts up to max(`self.most`, stages) (cached; an answer for more serves)."""
         key, most = (theta, phi), max(self.most, stages)
+        if self.table.v > 1:  # what a stage holds depends on the stage count: one answer per count
+            key, most = (theta, phi, stages), stages
         if key not in self.cache or self.cache[key][3] < most:
             allowed = (self.table.time <= theta) & (self.table.tail <= phi)
-            least, solved = self.table.least_rate(theta, phi, most=most)
+            least, solved = self.table.least_rate(theta, phi, most=most, stages=stages)
             self.cache[key] = (least, solved, self.floors(allowed), most)
         return self.cache[key][:3]
 
@@ -132,8 +134,8 @@ class _Micro:
         return tuple(ParallelStage(f, l, names[y], t, d) for f, l, y, t, d in map(self.table.stage, entries))
 
     def work_bound(self, counts: np.ndarray) -> np.ndarray:
-        """The least cost ($) of any plan of each of `counts` stages: (N/B)·(M + S − 1)·least Σ r·τ."""
-        return self.scale * (self.table.micro_batches + counts - 1) * self.work[counts]
+        """The least cost ($) of any plan of each of `counts` stages: (N/B)·(M + (S − 1)/v)·least Σ r·τ."""
+        return self.scale * self.problem.bubble_slots_of(self.table.micro_batches, counts) * self.work[counts]
 
     def open_counts(self) -> np.ndarray:
         """Stage counts whose work bound is below the best cost, by that bound, least first."""
@@ -146,7 +148,7 @@ class _Micro:
         """Close every region of plans of `stages` stages; returns the lower bound left open
         (inf when all are closed). A region holds the plans whose largest τ lies in
         [θ_lo, θ_hi] and whose φ ≤ φ_hi; regions are taken least bound first."""
-        m_bubble = self.table.micro_batches + stages - 1
+        m_bubble = self.problem.bubble_slots_of(self.table.micro_batches, stages)
         top = self.limit / self.table.micro_batches  # the region of S = 1, shared by every S
         heap, seen, open_bound = [(0.0, 0.0, top, self.limit)], set(), math.inf
         while heap:

@@ -3,8 +3,11 @@
 A stage is (span, option): a span is (first, last) with its first layer at 0 or after a layer where
 cuts may fall, and its last layer where a cut may fall or at L − 1; an option is (type, t, d)
 with t a power of two within the type's limit, d dividing b and t·d within the type's units.
-Each entry keeps its time per micro-batch τ, tail φ, $/hour r, and the most micro-batches f_max
-it can hold in flight within the type's memory (a stage at position p of S holds min(S − p, M)).
+Each entry keeps its time per micro-batch τ, tail φ, $/hour r, and the most activation chunks
+f_max it can hold in flight within the type's memory less its headroom, a chunk being 1/v of a
+micro-batch's activations (v the job's virtual stages): a stage q stages from the end of S holds
+min(q, M) micro-batches under plain 1F1B, min(2(q − 1) + (v − 1)S + 1, M·v) chunks interleaved
+(`hps.costmodel.parallel.pipeline.in_flight_chunks`).
 """
 
 from __future__ import annotations
@@ -78,7 +81,8 @@ class StageTable:
         keep = first <= last
         self.span_first, self.span_last = first[keep], last[keep]
         self.max_stages = len(self.starts)
-        self.depth = min(self.micro_batches, self.max_stages)  # distinct in-flight counts
+        self.v = problem.virtual_stages
+        self.depth = self.most_chunks(self.max_stages)  # the most chunks any plan's stage holds
         options = []
         for y in range(problem.num_types):
             most = problem.catalog.resources[y].max_units
@@ -96,6 +100,23 @@ class StageTable:
         self._spans_at = [slice(int(a), int(z)) for a, z in zip(low, [*low[1:], len(self.span_first)])]
         self._after_at = [slice(k + 1, len(self.starts) + 1) for k in range(len(self.starts))]
         self._build(deadline)
+
+    def most_chunks(self, stages: int) -> int:
+        """The most activation chunks a stage of a plan of at most `stages` stages holds."""
+        m, v = self.micro_batches, self.v
+        return min(stages, m) if v == 1 else min((v + 1) * stages - 1, m * v)
+
+    def needs(self, q_max: int, stages: int | None = None) -> np.ndarray:
+        """(q_max + 1,) the chunks a stage q stages from the end holds (q = 0: none). Interleaved
+        (v > 1) the count depends on the plan's stage count `stages`; None gives one chunk for
+        every q, which no plan needs less of (a relaxation, for bounds)."""
+        q = np.arange(q_max + 1)
+        if self.v == 1:
+            return np.minimum(q, self.micro_batches)
+        if stages is None:
+            return np.minimum(q, 1)
+        need = 2 * (q - 1) + (self.v - 1) * stages + 1
+        return np.where(q > 0, np.minimum(need, self.micro_batches * self.v), 0)
 
     def _build(self, deadline) -> None:
         """The entries, type by type (dominance is within a type), in (span, option) order;
@@ -123,21 +144,22 @@ class StageTable:
         span = np.repeat(np.arange(n_spans), n_opt)
         opt = np.tile(options, n_spans)
         ok = problem.span_allowed(self.span_first[span], self.span_last[span], self.options[opt, 0])
+        ok &= problem.splits(self.span_first[span], self.span_last[span])
         span, opt = span[ok], opt[ok]
         y, t, d = (self.options[opt, i] for i in range(3))
-        memory = np.array([r.memory for r in problem.catalog.resources])
-        static, activation, _ = stage_memory(problem, b, self.span_first[span], self.span_last[span], t, d, y)
-        ok = static + activation <= memory[y]  # one micro-batch in flight fits
+        v = self.v
+        static, activation, _ = stage_memory(problem, b, self.span_first[span], self.span_last[span], t, d)
+        ok = static + activation / v <= problem.memory_limit[y]  # one chunk in flight fits
         span, opt, y, t, d = span[ok], opt[ok], y[ok], t[ok], d[ok]
         arrays = stage_arrays(problem, b, self.span_first[span], self.span_last[span], y, t, d)
-        memory = memory[y]
+        memory = problem.memory_limit[y]
         room = memory - arrays.static_memory
         with np.errstate(divide="ignore", invalid="ignore"):
-            fits = np.where(arrays.activation_memory > 0, np.floor(room / arrays.activation_memory), np.inf)
+            fits = np.where(arrays.activation_memory > 0, np.floor(room * v / arrays.activation_memory), np.inf)
         fits = np.where(room >= 0, fits, -1)
-        # floor() may be one off where static + f·act lands on the limit: check as score_plan does
+        # floor() may be one off where static + f·act/v lands on the limit: check as score_plan does
         f = np.clip(fits, 0, self.depth)
-        over = arrays.memory(f) > memory
+        over = arrays.memory(f / v) > memory
         f = np.where(over & (f >= 1), f - 1, f)
         keep = np.flatnonzero(f >= 1)
         keep = keep[_undominated(span[keep] * problem.num_types + y[keep], f[keep],
@@ -146,9 +168,10 @@ class StageTable:
         return tuple(column[keep] for column in columns)
 
     def compact(self, most: int) -> None:
-        """Drop the entries no plan of at most `most` stages needs (in-flight counts above `most`
-        no longer tell entries apart). Entry indices change: solutions cached before are void."""
-        f = np.minimum(self.fits, most)
+        """Drop the entries no plan of at most `most` stages needs (in-flight counts above what
+        such plans hold no longer tell entries apart). Entry indices change: solutions cached
+        before are void."""
+        f = np.minimum(self.fits, self.most_chunks(most))
         y = self.options[self.entry_opt, 0]
         keep = _undominated(self.entry_span * self.problem.num_types + y, f, self.rate, self.time, self.tail)
         for name in ("entry_span", "entry_opt", "time", "tail", "rate", "fits", "site", "units"):
@@ -191,7 +214,7 @@ class StageTable:
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(weight, τ, entry), each (f_max + 1, spans, sites) with f_max = min(depth, most): the
         least weight ($/hour unless given) of an entry with τ ≤ theta and φ ≤ phi of each span
-        and site that holds at least f micro-batches in flight, its τ (s) and index (−1, weight
+        and site that holds at least f chunks in flight, its τ (s) and index (−1, weight
         and τ inf: none); ties: the least τ (with a weight, the least rate, then τ), then the
         fewest in flight."""
         n_spans, n_sites = len(self.span_first), len(self.problem.sites)
@@ -226,16 +249,23 @@ class StageTable:
             hop = self.b * self.problem.act_bytes[:, None, None] / bandwidth[None] + latency[None]
         return (bandwidth[None] > 0) & (hop <= theta)
 
-    def least_rate(self, theta: float, phi: float, weight: np.ndarray | None = None, most: int | None = None):
+    def least_rate(
+        self, theta: float, phi: float, weight: np.ndarray | None = None, most: int | None = None,
+        stages: int | None = None,
+    ):  # fmt: skip
         """The dynamic program over stage boundaries: for every stage count S up to `most` (all
         when None), the least Σ r of plans whose every τ ≤ theta and φ ≤ phi (links within
-        theta), each stage holding its in-flight micro-batches (with `weight`, the least Σ of that
-        per-entry weight); among plans of equal Σ r, one of least largest τ.
+        theta), each stage holding its in-flight chunks (with `weight`, the least Σ of that
+        per-entry weight); among plans of equal Σ r, one of least largest τ. Interleaved (v > 1)
+        what a stage holds depends on the stage count: `stages` names the one count whose
+        answer is exact (None: a lower bound for every count, one chunk a stage).
         Returns (least (Q + 1,) with least[S], back) for `plan_of`."""
+        if self.v > 1 and stages is not None:
+            most = stages
         q_max, n_sites = min(self.max_stages, most or self.max_stages), len(self.problem.sites)
-        rate, time, entry = self.cheapest(theta, phi, weight, q_max)
+        in_flight = self.needs(q_max, stages)
+        rate, time, entry = self.cheapest(theta, phi, weight, max(int(in_flight.max()), 1))
         n = self.problem.num_layers
-        in_flight = np.minimum(np.arange(q_max + 1), self.depth)
         by_q = rate[in_flight].transpose(1, 0, 2)  # (spans, Q + 1, sites)
         time_q = time[in_flight].transpose(1, 0, 2)
         ok = self.link_ok(theta)
