@@ -84,6 +84,8 @@ def search_region(
             if priced_rest is not None and after < n:
                 free = lam_caps - priced[0] - lam_list[y] * t * d  # λ · (caps − units placed)
                 suffix = max(suffix, priced_rest[after][q - 1] - free)
+            if not math.isfinite(suffix):  # no plan of the stages left completes it
+                continue
             new_slow = max(slow, hop, table.time[entry])
             new_tail = max(tail, table.tail[entry])
             w = work + table.rate[entry] * table.time[entry]
