@@ -141,17 +141,24 @@ def run(args) -> int:
     if not args.parallel and args.framework is None and not pipelined:
         if args.out is not None:
             print(f"hps search: note: {OUT_NOTE}", file=sys.stderr)
-        elif args.warm_start is not None or args.clock not in (None, "roofline"):
-            flag = "--warm-start" if args.warm_start is not None else "--clock"
+        elif args.warm_start is not None or args.clock is not None or args.robust:
+            flag = "--warm-start" if args.warm_start is not None else "--clock" if args.clock else "--robust"
             print(f"hps search: note: {SWITCH_NOTE.format(flag=flag)}", file=sys.stderr)
     if parallel or pipelined:
         from hps.cli.search_parallel import check_whole_samples, search_parallel
 
         job = parallel_job(args, workload, job)
         check_whole_samples(args, job)
+        if job.fp8 and all(r.fp8_peak_flops is None for r in catalog.resources):
+            raise ConfigError("--fp8", "fp8", f"no type of {catalog.name!r} has an FP8 peak (fp8_peak_TFLOPs)")
         problem = Problem(workload, catalog, job, parallel=True, clock=args.clock)
         if args.robust:
-            problem = problem.robust()
+            try:
+                problem = problem.robust()
+            except ConfigError as error:
+                raise ConfigError(
+                    "--robust", "throughput", f"raises the floor {job.throughput:g}: {error.problem}"
+                ) from None
             print(
                 f"hps search: note: --robust plans for {problem.job.throughput:,.6g} samples/s, the floor "
                 f"{job.throughput:,.6g} at the low end of the {problem.clock.name} clock's errors",

@@ -197,8 +197,15 @@ def _warm_start(checkpoint: str, problem, budget) -> tuple:
     """(a plan or None, the warm_start report): the policy's sequences (none where `checkpoint`
     is empty) completed exactly and refined by run moves, then the one- and two-run sequences
     (`hps.methods.sequence.sweep.policy_plan`), within a tenth of the budget's seconds."""
+    from hps.config.plan_space import open_fields
     from hps.methods.sequence.sweep import policy_plan
 
+    left = open_fields(problem.job)
+    if left:
+        flags = ", ".join("--" + name.replace("_", "-") for name in left)
+        raise ConfigError(
+            "--warm-start", "warm_start", f"starts the exact solver from one schedule: give {flags} a value, not auto"
+        )
     started = time.perf_counter()
     base = problem.parallel_problem
     proposals, step = [], None

@@ -342,7 +342,8 @@ def write_plan_file(plan: PlanFile, path: str | os.PathLike[str]) -> None:
 
 def check_plan_against(plan: PlanFile, workload: Workload, catalog: Catalog, source: str) -> None:
     """ConfigError naming `source` and the stage field when the plan does not fit `workload` and
-    `catalog`: a type the catalogue lacks, a tp past the type's tensor-parallel limit, a stage past
+    `catalog`: a type the catalogue lacks, FP8 on a type without an FP8 peak, a tp past the
+    type's tensor-parallel limit, a stage past
     the last layer, a last stage that ends before it, or a stage that ends after a layer whose
     cut_after is false (inside a block)."""
     last_layer = len(workload.layers) - 1
@@ -353,7 +354,13 @@ def check_plan_against(plan: PlanFile, workload: Workload, catalog: Catalog, sou
                 f"stages[{j}].type",
                 f"unknown type {stage.type!r}; catalogue {catalog.name!r} has {', '.join(catalog.names)}",
             )
-        limit = catalog.resources[catalog.index(stage.type)].tensor_parallel_limit
+        resource = catalog.resources[catalog.index(stage.type)]
+        if plan.job.fp8 and resource.fp8_peak_flops is None:
+            raise ConfigError(
+                source, f"stages[{j}].type", f"{stage.type!r} has no FP8 peak (fp8_peak_TFLOPs): an FP8 plan "
+                "(job.fp8) runs only on types with one",
+            )  # fmt: skip
+        limit = resource.tensor_parallel_limit
         if stage.tp > limit:
             raise ConfigError(
                 source,

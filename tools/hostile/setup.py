@@ -62,15 +62,16 @@ def hps_command(argv: list[str]) -> list[str]:
     return [sys.executable, "-m", "hps.cli.main", *argv]
 
 
-def start_hps(argv: list[str], cwd: Path, log: str | None = None) -> subprocess.Popen:
-    """`hps argv` started in `cwd`, standard input from /dev/null, under `limit_child`; its
-    output in pipes, or in files `log`.out and `log`.err of `cwd` (a pipe nobody reads would
-    stop it once full)."""
+def start_hps(argv: list[str], cwd: Path, log: str | None = None, command: list[str] | None = None) -> subprocess.Popen:
+    """`hps argv` (or `command`, a whole command line) started in `cwd`, standard input from
+    /dev/null, under `limit_child`; its output in pipes, or in files `log`.out and `log`.err of
+    `cwd` (a pipe nobody reads would stop it once full)."""
     streams = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
     if log is not None:
         streams = {"stdout": (cwd / f"{log}.out").open("wb"), "stderr": (cwd / f"{log}.err").open("wb")}
+    command = command or hps_command(argv)
     return subprocess.Popen(
-        hps_command(argv), cwd=cwd, stdin=subprocess.DEVNULL, preexec_fn=limit_child, env=child_env(), **streams
+        command, cwd=cwd, stdin=subprocess.DEVNULL, preexec_fn=limit_child, env=child_env(), **streams
     )  # fmt: skip
 
 
@@ -82,11 +83,13 @@ def child_env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths))}
 
 
-def run_hps(argv: list[str], cwd: Path, timeout: float, pipe: int | None = None) -> dict:
-    """Run `hps argv` in `cwd`: {"rc", "out", "err", "seconds", "hung"}. pipe: read that many
-    bytes of standard output, then close it (as `| head -c N` does)."""
+def run_hps(
+    argv: list[str], cwd: Path, timeout: float, pipe: int | None = None, command: list[str] | None = None
+) -> dict:
+    """Run `hps argv` (or `command`) in `cwd`: {"rc", "out", "err", "seconds", "hung"}. pipe:
+    read that many bytes of standard output, then close it (as `| head -c N` does)."""
     started = time.perf_counter()
-    process = start_hps(argv, cwd)
+    process = start_hps(argv, cwd, command=command)
     head = b""
     if pipe is not None:
         head = process.stdout.read(pipe) if pipe else b""

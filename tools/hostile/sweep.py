@@ -18,7 +18,14 @@ left` (a stop signal ended a command silently, or left its lock held). A closed 
 must end the command with status 0 or 141 and nothing on standard error but hps's own lines.
 
 The earlier cases are `tools.hostile.cases` (keys caseNNN); the newer ones are
-`hostile_files` and `hostile_flags` (keys newNNN), run with `cases="new"` or `cases="all"`.
+`hostile_files` and `hostile_flags` (keys newNNN), run with `cases="new"` or `cases="all"`; those
+of plan format hps-plan/3, the clocks and the Python API are `tools.hostile.plans` (keys
+plan3NNN), run with `cases="plan3"` or `cases="all"`. Their classes add `none found` (a good end:
+exit 1 where a case allows that no plan is found, with a message), `stale output` (exit 0 that
+left the output file as it was before the command), `lost output` (an output file there before
+a command that wrote no plan, changed or gone); `silently accepted` also where a plan the model
+scores infeasible is not said to be (check "infeasible"), or a schedule-model workload was
+planned in the parallel-plan model without a note saying so (check "model-note").
 """
 
 from __future__ import annotations
@@ -41,17 +48,18 @@ from hps.errors import ConfigError
 from hps.studies.base import ExperimentConfig, Summary, register_experiment_kind
 from tools.hostile import files as hostile_files
 from tools.hostile import flags as hostile_flags
+from tools.hostile import plans as hostile_plans
 from tools.hostile import setup as hostile_setup
 from tools.hostile.cases import all_cases
 from tools.hostile.setup import CHUNKS, TINY_TRAINING, run_hps
 from tools.hostile.steps import run_procedure
 
-GOOD = ("ok", "refused")
+GOOD = ("ok", "refused", "none found")
 NON_FINITE = re.compile(r"(?<![\w.-])(nan|[-+]?inf(inity)?)(?![\w-])", re.IGNORECASE)
 ALLOWED_INF = re.compile(r"micro[-_ ]batches\W+inf|M\s*=\s*inf|\binf\b\)", re.IGNORECASE)
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 BIDI = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-SETS = ("earlier", "new", "all")
+SETS = ("earlier", "new", "plan3", "all")
 PIPE_STATUSES = (0, 141, -13)
 """How a command whose standard output closed may end: done, or 128 + SIGPIPE as shells show it."""
 COLLECTIVE_TRAINING = """
@@ -68,7 +76,8 @@ FIXTURES: dict[str, Path] = {}
 @dataclass(frozen=True, kw_only=True)
 class HostileSweepConfig(ExperimentConfig):
     """The sweep over `hostile_cases.all_cases()` (cases="earlier"), the newer cases of
-    `hostile_files` and `hostile_flags` (cases="new"), or both; `groups`: only these groups."""
+    `hostile_files` and `hostile_flags` (cases="new"), those of `hostile_plans` (cases="plan3"),
+    or all of them; `groups`: only these groups."""
 
     AT_LEAST = {"groups": 0}
     name: str = "hostile_sweep"
@@ -89,10 +98,12 @@ def items(config: HostileSweepConfig) -> list[tuple[str, dict]]:
     if config.cases not in SETS:
         raise ConfigError(config.name, "cases", f"must be one of {', '.join(SETS)}, got {config.cases!r}")
     keyed = []
-    if config.cases != "new":
+    if config.cases in ("earlier", "all"):
         keyed += [(f"case{i:03d}", case) for i, case in enumerate(all_cases())]
-    if config.cases != "earlier":
+    if config.cases in ("new", "all"):
         keyed += [(f"new{i:03d}", case) for i, case in enumerate(new_cases())]
+    if config.cases in ("plan3", "all"):
+        keyed += [(f"plan3{i:03d}", case) for i, case in enumerate(hostile_plans.cases())]
     known = {case["group"] for _, case in keyed}
     unknown = [group for group in config.groups if group not in known]
     if unknown:
@@ -118,6 +129,11 @@ def classify(run: dict, case: dict, cwd: Path) -> str:
         return "raw control characters"
     if case.get("pipe") is not None:
         return "ok" if run["rc"] in PIPE_STATUSES else f"exit {run['rc']}"
+    output = _output_left(run, case, cwd)
+    if output:
+        return output
+    if run["rc"] == 1 and case.get("none_found") and re.search(NONE_FOUND, run["out"] + run["err"]):
+        return "none found"
     if run["rc"] == 0:
         return _finished(run, case, cwd)
     if run["rc"] == 2 and run["err"].strip():
@@ -125,6 +141,28 @@ def classify(run: dict, case: dict, cwd: Path) -> str:
         wrong = case.get("not_said") and re.search(case["not_said"], said)
         return "misleading message" if wrong or not re.search(case.get("said", ""), said) else "refused"
     return f"exit {run['rc']}"
+
+
+NONE_FOUND = r"(?i)no (feasible )?plan|infeasible|not? .*found"
+"""What a command that found no plan says (exit 1)."""
+
+
+def _output_left(run: dict, case: dict, cwd: Path) -> str | None:
+    """`stale output` or `lost output` where a case's `out` file is not what the command's end
+    leaves: a new plan file after exit 0, the file as it was (or none) otherwise; else None."""
+    if not case.get("out"):
+        return None
+    path = cwd / case["out"]
+    text = path.read_text(errors="replace") if path.is_file() else None
+    if run["rc"] == 0:
+        if text is None or text == case.get("stale"):
+            return "stale output"
+        try:
+            json.loads(text)["format"]
+        except (ValueError, KeyError, TypeError):
+            return "stale output"
+        return None
+    return "lost output" if text != case.get("stale") else None
 
 
 def _finished(run: dict, case: dict, cwd: Path) -> str:
@@ -140,6 +178,10 @@ def _finished(run: dict, case: dict, cwd: Path) -> str:
         return "two verdicts"
     if "checkpoint" in checks and not any(p.name.isdigit() for p in (cwd / "r" / "checkpoints").glob("*")):
         return "impossible figure"
+    if "infeasible" in checks and not re.search(r"infeasible|\"feasible\": false|^False\b", run["out"], re.M):
+        return "silently accepted"
+    if "model-note" in checks and " v 1, FP8 " in run["out"] and "parallel-plan model" not in run["err"]:
+        return "silently accepted"
     shown = ALLOWED_INF.sub("", run["out"])
     return "non-finite output" if NON_FINITE.search(shown) else "ok"
 
@@ -300,7 +342,9 @@ def run_item(config: HostileSweepConfig, case: dict) -> dict:
             run = None
             kind, message = run_steps(case["steps"], cwd, config)
         else:
-            run = run_hps(case["argv"], cwd, case.get("timeout", config.timeout_s), case.get("pipe"))
+            command = [sys.executable, "-c", hostile_plans.RUNNER, case["python"]] if case.get("python") else None
+            limit = case.get("timeout", config.timeout_s)
+            run = run_hps(case["argv"], cwd, limit, case.get("pipe"), command=command)
             kind, message = classify(run, case, cwd), _said(run)
         seconds = time.perf_counter() - started
         for reader in readers:
@@ -315,6 +359,7 @@ def run_item(config: HostileSweepConfig, case: dict) -> dict:
     if run is not None and not message:
         message = (run["err"].strip().splitlines() or [""])[-1].encode("unicode_escape").decode()[:200]
     command = case["steps"] if case.get("steps") else "hps " + " ".join(case["argv"])
+    command = f"python -c {case['python'].strip()!r}" if case.get("python") else command
     special = ", ".join(f"{name} as {k}" for name, k in case.get("special", {}).items())
     command += f"  [{special}]" if special else ""
     command += f" | head -c {case['pipe']}" if case.get("pipe") is not None else ""
