@@ -289,3 +289,13 @@ def test_memory_counts_the_activations_in_flight_before_any_stage_is_placed(tmp_
     options = ExecuteOptions(steps=1, devices="gpu=0-7")
     with pytest.raises(StageDoesNotFit, match=r"stage 0 .* MiB of activations in flight\) but a gpu has"):
         executor_plan.execute_plan(model, problem, Plan(stages, 4), options)
+
+
+def test_an_hps_plan_2_file_runs_under_the_flags_collective_policy(tmp_path, capsys):
+    """An hps-plan/2 file records no collective policy or chunks: `--collective` and `--chunks`
+    give them (an hps-plan/3 file's own are refused beside it)."""
+    path = plan_file(tmp_path, [(0, 1, "gpu", 1, 2), (2, 3, "gpu", 1, 2)])
+    argv = ["execute", "--plan", str(path), "--devices", "gpu=0-7", "--steps", "1"]
+    out = executed(capsys, [*argv, "--collective", "baseline", "--chunks", "8"])
+    assert out["collective_policy"] == "baseline"
+    assert executed(capsys, argv)["collective_policy"] == "themis"

@@ -197,9 +197,10 @@ def run(args) -> int:
                     args.parallel_plan, "job.virtual_stages", f"{parallel.job.virtual_stages} model chunks a device: "
                     "the executor runs plain 1F1B only (virtual_stages 1)",
                 )  # fmt: skip
-            job = parallel.job  # its collective policy and chunks (an hps-plan/2 file records none: the flags')
-            if parallel.version == "hps-plan/2":
-                job = dataclasses.replace(job, collective=job.collective, chunks=job.chunks)
+            if parallel.version == "hps-plan/2":  # it records no collective policy or chunks: the flags'
+                job = dataclasses.replace(parallel.job, collective=job.collective, chunks=job.chunks)
+            else:
+                job = parallel.job
         whole_batch(job.batch)
         model = build_model(workload.name, seed=args.seed, **parse_set(args.overrides))
         check_model_matches(model, workload)
