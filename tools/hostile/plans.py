@@ -21,27 +21,13 @@ import hashlib
 import json
 
 from tools.hostile.cases import small_catalog, workload_text
-from tools.hostile.files import edited
+from tools.hostile.files import PLAN, edited
 
 SMALL_PLAN = {
+    **PLAN,
     "format": "hps-plan/3",
-    "workload": "mlp",
-    "catalog": "small",
     "clock": "kernel",
-    "job": {
-        "batch": 256,
-        "micro_batch": 1,
-        "throughput": 10000,
-        "samples": 10000000,
-        "precision": "fp32-adam",
-        "zero": 0,
-        "recompute": "none",
-        "virtual_stages": 1,
-        "fp8": False,
-        "collective": "themis",
-        "chunks": 64,
-    },  # fmt: skip
-    "stages": [{"first": 0, "last": 3, "type": "cpu", "tp": 1, "dp": 1}],
+    "job": {**PLAN["job"], "virtual_stages": 1, "fp8": False, "collective": "themis", "chunks": 64},
 }
 """A plan `hps search --parallel --workload mlp --catalog small --out` writes (hps-plan/3)."""
 LLM_PLAN = {
