@@ -225,7 +225,7 @@ def test_a_plan_s_mfu_is_set_beside_the_best_published_run_on_its_main_type_and_
     score = score_run(run)
     assert mfu == pytest.approx(score["mfu"] / score["ratio"]) and (run.type, run.compute) == ("h100", "bf16")
     h100 = [r for r in RUNS if (r.type, r.compute) == ("h100", "bf16")]
-    assert all(score_run(r)["mfu"] / score_run(r)["ratio"] <= mfu + 1e-12 for r in h100)
+    assert all(s["mfu"] / s["ratio"] <= mfu + 1e-12 for s in map(score_run, h100))
     assert published[("h100", "fp8")][0] > mfu  # FP8 runs are set apart: their MFU counts the BF16 peak
     stages = [{"type": "h100", "units": 64}, {"type": "b200", "units": 8}]
     below = {"feasible": True, "stages": stages, "mfu": mfu - 0.01, "throughput": 100.0, "throughput_range": [90, 110]}

@@ -42,7 +42,7 @@ def add_parallel_args(parser) -> None:
     )  # fmt: skip
     parser.add_argument(
         "--memory-headroom", type=float, dest="job_memory_headroom", metavar="H",
-        help="fraction of each device's memory left free, in [0, 1) (default: each type's, else 0.1)",
+        help="fraction of each device's memory left free, in [0, 1) (default: each type's, else 0.05)",
     )  # fmt: skip
 
 

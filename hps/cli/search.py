@@ -133,16 +133,15 @@ def run(args) -> int:
     from hps.api.planning import Problem
 
     workload, catalog, job = resolve_instance(args)
-    parallel = (
-        args.parallel or args.out is not None or args.warm_start is not None or args.clock not in (None, "roofline")
-    ) or args.robust
-    parallel = parallel or args.framework is not None
+    kernel = args.clock not in (None, "roofline")  # the schedule model has the roofline only
+    switches = args.warm_start is not None or kernel or args.robust
+    parallel = args.parallel or args.out is not None or switches or args.framework is not None
     pipelined = _pipelined(args, workload)
     if not args.parallel and args.framework is None and not pipelined:
         if args.out is not None:
             print(f"hps search: note: {OUT_NOTE}", file=sys.stderr)
-        elif args.warm_start is not None or args.clock is not None or args.robust:
-            flag = "--warm-start" if args.warm_start is not None else "--clock" if args.clock else "--robust"
+        elif switches:
+            flag = "--warm-start" if args.warm_start is not None else "--clock" if kernel else "--robust"
             print(f"hps search: note: {SWITCH_NOTE.format(flag=flag)}", file=sys.stderr)
     if parallel or pipelined:
         from hps.cli.search_parallel import check_whole_samples, search_parallel

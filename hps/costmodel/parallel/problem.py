@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from hps.config.plan_space import open_fields
 from hps.config.types import DEFAULT_MEMORY_HEADROOM, PRECISIONS, Catalog, Job, Workload, steps_per_phase
 from hps.costmodel.clocks.base import Clock
 from hps.costmodel.clocks.kernel import KernelClock
@@ -110,9 +111,9 @@ class ParallelProblem:
     """Derived tables by method and arguments (`_memo`)."""
 
     def __post_init__(self):
-        open_fields = [name for name in ("virtual_stages", "fp8", "recompute") if getattr(self.job, name) is None]
-        if open_fields:
-            raise ValueError(f"the job leaves {', '.join(open_fields)} open: score one of plan_space.variants(job)")
+        left = open_fields(self.job)
+        if left:
+            raise ValueError(f"the job leaves {', '.join(left)} open: score one of plan_space.variants(job)")
         self.virtual_stages, self.fp8 = int(self.job.virtual_stages), bool(self.job.fp8)
         layers = self.workload.layers
         arr = lambda f: np.array([f(l) for l in layers], np.float64)  # noqa: E731

@@ -17,6 +17,7 @@ import copy
 import numpy as np
 
 from hps.contract.memory import refuse_past_memory
+from hps.costmodel.parallel.pipeline import in_flight_chunks
 from hps.costmodel.parallel.problem import ParallelProblem, divisors
 from hps.costmodel.parallel.stages import stage_arrays, stage_memory
 
@@ -102,21 +103,19 @@ class StageTable:
         self._build(deadline)
 
     def most_chunks(self, stages: int) -> int:
-        """The most activation chunks a stage of a plan of at most `stages` stages holds."""
-        m, v = self.micro_batches, self.v
-        return min(stages, m) if v == 1 else min((v + 1) * stages - 1, m * v)
+        """The most activation chunks a stage of a plan of at most `stages` stages holds (the
+        first stage of a plan of `stages`)."""
+        return int(in_flight_chunks(0, stages, self.micro_batches, self.v))
 
     def needs(self, q_max: int, stages: int | None = None) -> np.ndarray:
         """(q_max + 1,) the chunks a stage q stages from the end holds (q = 0: none). Interleaved
         (v > 1) the count depends on the plan's stage count `stages`; None gives one chunk for
         every q, which no plan needs less of (a relaxation, for bounds)."""
         q = np.arange(q_max + 1)
-        if self.v == 1:
-            return np.minimum(q, self.micro_batches)
-        if stages is None:
+        if self.v > 1 and stages is None:
             return np.minimum(q, 1)
-        need = 2 * (q - 1) + (self.v - 1) * stages + 1
-        return np.where(q > 0, np.minimum(need, self.micro_batches * self.v), 0)
+        count = q_max if stages is None else stages  # plain 1F1B: the same for every stage count
+        return np.where(q > 0, in_flight_chunks(count - q, count, self.micro_batches, self.v), 0)
 
     def _build(self, deadline) -> None:
         """The entries, type by type (dominance is within a type), in (span, option) order;
