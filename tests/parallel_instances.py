@@ -175,21 +175,37 @@ def every_plan(workload: Workload, catalog: Catalog, b: int):
                 yield tuple(ParallelStage(f, l, name, t, d) for (f, l), (name, t, d) in zip(spans, choice))
 
 
-def brute_force(workload: Workload, catalog: Catalog, job: Job):
-    """(cost, plan, b) of the cheapest feasible plan by the reference evaluator (inf, None, None
-    when none is feasible)."""
-    best = (math.inf, None, None)
-    choices = (
-        [int(job.micro_batch)]
-        if job.micro_batch
-        else [d for d in range(1, int(job.batch) + 1) if int(job.batch) % d == 0]
-    )
+def scored_plans(workload: Workload, catalog: Catalog, job: Job) -> list[tuple[dict, tuple, int]]:
+    """(reference score, plan, b) of every plan of every micro-batch the job allows."""
+    out = []
+    batch = int(job.batch)
+    choices = [int(job.micro_batch)] if job.micro_batch else [d for d in range(1, batch + 1) if batch % d == 0]
     for b in choices:
         at_b = Job(**{**job.__dict__, "micro_batch": float(b)})
-        for plan in every_plan(workload, catalog, b):
-            score = reference.evaluate(workload, catalog, at_b, plan)
-            if score["feasible"] and score["cost"] < best[0]:
-                best = (score["cost"], plan, b)
+        out += [(reference.evaluate(workload, catalog, at_b, p), p, b) for p in every_plan(workload, catalog, b)]
+    return out
+
+
+def brute_force(workload: Workload, catalog: Catalog, job: Job, scored: list | None = None):
+    """(cost, plan, b) of the cheapest feasible plan by the reference evaluator (inf, None, None
+    when none is feasible); scored: `scored_plans` of the instance where already computed."""
+    best = (math.inf, None, None)
+    for score, plan, b in scored if scored is not None else scored_plans(workload, catalog, job):
+        if score["feasible"] and score["cost"] < best[0]:
+            best = (score["cost"], plan, b)
+    return best
+
+
+def fastest_within(scored: list, budget: float):
+    """(throughput, plan, b) of the fastest feasible plan of `scored_plans` (scored without a
+    budget) whose units rent for at most `budget` $/hour, as the reference evaluator's budget
+    check has it (0, None, None when there is none)."""
+    best = (0.0, None, None)
+    for score, plan, b in scored:
+        if not score["feasible"] or score["dollars_per_hour"] > budget * (1 + 1e-9):
+            continue
+        if score["throughput"] > best[0]:
+            best = (score["throughput"], plan, b)
     return best
 
 

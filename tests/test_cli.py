@@ -58,7 +58,7 @@ def test_workload_export_round_trips_through_evaluate(tmp_path, capsys):
         (["evaluate", "--catalog", "nope", "--workload", "ctr-dnn", "--schedule", "cpu"], "--catalog"),
         (["evaluate", "--workload", "no-such-model", "--schedule", "cpu"], "unknown workload"),
         (["evaluate", *SMALL[:4], "--throughput", "-5", "--schedule", ",".join(["cpu"] * 7)], "--throughput"),
-        (["search", *SMALL, "--method", "exhaustive", "--budget", "10"], "genetic"),
+        (["search", *SMALL, "--method", "exhaustive", "--evaluations", "10"], "genetic"),
     ],
 )
 def test_bad_input_gives_one_clear_error_and_exit_2(argv, needle, capsys):

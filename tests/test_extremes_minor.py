@@ -308,7 +308,7 @@ LONG = "x" * 100_000
         (["search", *TRANSFORMER, "--set", LONG], "--set"),
         (["search", *TRANSFORMER, "--set", f"layers={LONG}"], "--set"),
         (["search", *TRANSFORMER, "--micro-batches", LONG], "--micro-batches"),
-        (["search", *TRANSFORMER, "--budget", LONG], "--budget"),
+        (["search", *TRANSFORMER, "--evaluations", LONG], "--evaluations"),
     ],
 )
 def test_a_long_value_is_shortened_in_the_error_that_names_it(argv, flag, capsys, no_profiling):

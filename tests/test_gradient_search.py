@@ -159,9 +159,9 @@ def test_all_infeasible_instance_returns_an_infeasible_result():
 
 
 def test_cli_search_gradient_reports_its_evaluations_and_a_plan_evaluate_agrees_with(capsys):
-    """`hps search --method gradient --budget N --json`: N evaluations; its schedule costs the
+    """`hps search --method gradient --evaluations N --json`: N evaluations; its schedule costs the
     same under `hps evaluate`."""
-    found = run_json(capsys, ["search", *SMALL, "--method", "gradient", "--budget", "512", "--json"])
+    found = run_json(capsys, ["search", *SMALL, "--method", "gradient", "--evaluations", "512", "--json"])
     (summary,) = found["results"]
     assert summary["method"] == "gradient" and summary["evaluations"] == 512 and summary["feasible"]
     again = run_json(capsys, ["evaluate", *SMALL, "--schedule", ",".join(found["schedule"]), "--json"])

@@ -123,8 +123,8 @@ MATRIX = [
     (["search", *instance(batch="lots")], ["--batch", "invalid float value"]),
     (["search", *instance(), "--chunks", "0"], ["--chunks", "1..1024"]),
     (["search", *instance(), "--method", "annealing"], ["--method", "invalid choice"]),
-    (["search", *instance(), "--method", "greedy", "--budget", "0"], ["--budget", "at least 3"]),
-    (["search", *instance(), "--method", "random", "--budget", "-5"], ["--budget", "at least 1"]),
+    (["search", *instance(), "--method", "greedy", "--evaluations", "0"], ["--evaluations", "at least 3"]),
+    (["search", *instance(), "--method", "random", "--evaluations", "-5"], ["--evaluations", "at least 1"]),
     (["search", *instance(), "--set", "slots=0"], ["--set", "slots", "positive"]),
     (["search", *instance(), "--set", "bogus"], ["--set", "NAME=VALUE"]),
     # evaluate
@@ -667,7 +667,7 @@ def test_search_with_the_same_seed_gives_the_same_json(method, capsys):
     def without_timings(report):
         return {**report, "results": [{k: v for k, v in r.items() if k != "wall_seconds"} for r in report["results"]]}
 
-    argv = ["search", *instance(), "--method", method, "--seed", "3", "--budget", "4096"]
+    argv = ["search", *instance(), "--method", method, "--seed", "3", "--evaluations", "4096"]
     first, second = run_json(argv, capsys), run_json(argv, capsys)
     assert 0 < first["results"][0]["evaluations"] <= 4096
     assert without_timings(first) == without_timings(second)

@@ -40,7 +40,7 @@ def batched_instance(seed: int) -> ParallelProblem:
     some) on 1 + seed % 3 sites (linked for seed % 4 = 0, some links for 1, none otherwise),
     under either clock, with a layer restriction and measured call costs on some; the job's
     ZeRO level, precision, floor, virtual stages, FP8, recomputation and headroom from
-    `random_instance`, its batch up to 48 and its micro-batch open."""
+    `random_instance`, its batch up to 48 and its micro-batch open; a budget on every third."""
     rng = random.Random(seed)
     _, _, job = random_instance(seed)
     layers = tuple(random_layer(rng, i) for i in range(rng.randint(2, 12)))
@@ -56,6 +56,9 @@ def batched_instance(seed: int) -> ParallelProblem:
     calls = {r.name: rng.uniform(0, 1e-3) for r in resources if rng.random() < 0.3}
     workload = Workload(f"w{seed}", layers, measured_call_s=calls)
     job = dataclasses.replace(job, batch=float(rng.choice([2, 4, 6, 8, 12, 16, 24, 48])), micro_batch=None)
+    if seed % 3 == 2:  # a budget a few units' rent wide, drawn apart so the other draws stay as they were
+        rent = sum(r.price_per_hour for r in resources) * random.Random(f"budget {seed}").uniform(0.5, 4.0)
+        job = dataclasses.replace(job, budget_per_hour=rent)
     clock = clock_named(rng.choice(["kernel", "roofline"]))
     allowed = None
     if rng.random() < 0.3:

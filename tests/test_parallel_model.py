@@ -14,9 +14,17 @@ from hps.config.types import CLOCKS, Job, ParallelStage
 from hps.costmodel.clocks.base import clock_named
 from hps.costmodel.parallel.problem import ParallelProblem
 from hps.costmodel.parallel.score import score_plan
+from hps.methods.exact_parallel.dual import solve_max_throughput
 from hps.methods.exact_parallel.solver import solve_parallel
 from hps.reference import parallel as reference
-from tests.parallel_instances import brute_force, every_plan, plan_count, random_instance
+from tests.parallel_instances import (
+    brute_force,
+    every_plan,
+    fastest_within,
+    plan_count,
+    random_instance,
+    scored_plans,
+)
 
 
 def at_micro_batch(job: Job, b: int) -> Job:
@@ -59,16 +67,40 @@ def bounded_instance(seed: int):
 
 
 def check_exact_equals_brute_force(seeds):
+    """The cost solver's optimum, and its dual's at a budget drawn from the plans' $/hour, equal
+    brute force's, each proven (or both proven infeasible)."""
     for seed in seeds:
         workload, catalog, job = bounded_instance(seed)
-        cost, plan, _ = brute_force(workload, catalog, job)
+        scored = scored_plans(workload, catalog, job)
+        cost, plan, _ = brute_force(workload, catalog, job, scored)
         result = solve_parallel(ParallelProblem(workload, catalog, job))
+        check_the_dual(seed, workload, catalog, job, scored)
         if plan is None:
             assert result.plan is None and result.gap == 0.0, seed
             continue
         assert result.plan is not None, seed
         assert result.score.cost == pytest.approx(cost, rel=1e-9), seed
         assert result.gap == 0.0 and result.bound <= result.score.cost
+
+
+def check_the_dual(seed, workload, catalog, job, scored) -> None:
+    """The most throughput within a budget: a feasible plan's $/hour times 0.6, 1 or 1.7 (or $1
+    where none is feasible), at the job's floor or a floor that does not bind."""
+    rng = random.Random(seed)
+    rates = sorted(s["dollars_per_hour"] for s, _, _ in scored if s["feasible"])
+    budget = rng.choice(rates) * rng.choice([0.6, 1.0, 1.7]) if rates else 1.0
+    floor = rng.choice([job.throughput, job.throughput, 1e-6])
+    if floor != job.throughput:  # every plan that fits, whatever its throughput
+        job = dataclasses.replace(job, throughput=floor)
+        scored = scored_plans(workload, catalog, job)
+    want, plan, _ = fastest_within(scored, budget)
+    got = solve_max_throughput(ParallelProblem(workload, catalog, dataclasses.replace(job, budget_per_hour=budget)))
+    assert got.objective == "throughput" and got.gap == 0.0, seed
+    if plan is None:
+        assert got.plan is None and got.status == "infeasible" and got.bound == 0.0, seed
+        return
+    assert got.status == "optimal" and got.score.throughput == pytest.approx(want, rel=1e-9), seed
+    assert got.score.dollars_per_hour <= budget * (1 + 1e-9) and got.bound == pytest.approx(want, rel=1e-9), seed
 
 
 @pytest.mark.parametrize("start", range(0, 40, 10))

@@ -161,7 +161,7 @@ def test_cli_greedy_round_trip(tmp_path, capsys):
 
 
 def test_cli_all_reports_every_planner_over_the_optimum(capsys):
-    code, text, _ = run_cli_output([*TINY, "--method", "all", "--json", "--budget", "30"], capsys)
+    code, text, _ = run_cli_output([*TINY, "--method", "all", "--json", "--evaluations", "30"], capsys)
     assert code == 0
     searched = json.loads(text)
     rows = {row["method"]: row for row in searched["results"]}

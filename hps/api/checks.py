@@ -77,7 +77,7 @@ def as_tuple(values: object, name: str) -> tuple:
     return tuple(values)
 
 
-NUMBER_FIELDS = ("batch", "throughput", "samples", "micro_batches", "micro_batch")
+NUMBER_FIELDS = ("batch", "throughput", "samples", "budget_per_hour", "micro_batches", "micro_batch")
 INTEGER_FIELDS = ("chunks", "zero")
 
 

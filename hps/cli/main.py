@@ -160,7 +160,7 @@ def closed_stdout() -> int:
 
 FIELD_FLAGS = {
     "method": "--method",
-    "evaluations": "--budget",
+    "evaluations": "--evaluations",
     "seconds": "--seconds",
     "seed": "--seed",
     "clock": "--clock",

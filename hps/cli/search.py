@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 
@@ -33,11 +34,21 @@ def register(subparsers) -> None:
         "exact); policy needs --warm-start's checkpoint",
     )
     parser.add_argument(
-        "--budget",
+        "--evaluations",
         type=int_range(None, MAX_SEARCH_BUDGET, "minutes of evaluations on a large workload"),
         help="evaluations for random/genetic/gradient (so they compare at equal evaluations); "
         "evaluation cap for greedy; space limit for exhaustive; with --parallel: the type sequences "
         "each planner may complete",
+    )
+    parser.add_argument(
+        "--maximize",
+        choices=("cost", "throughput"),
+        help="throughput: plan the most samples/s whose units rent for at most --budget dollars per hour (the "
+        "parallel-plan model's exact solver; the workload's floor no longer applies unless --throughput gives "
+        "one); default: the least cost that meets the floor",
+    )
+    parser.add_argument(
+        "--budget", type=float, metavar="DOLLARS_PER_HOUR", help="with --maximize throughput: dollars per hour"
     )
     parser.add_argument(
         "--seconds",
@@ -102,7 +113,7 @@ def _seconds(args) -> float:
 def _budget(args):
     from hps.contract.types import Budget
 
-    return Budget(_seconds(args), getattr(args, "budget", None), getattr(args, "seed", 0) or 0)
+    return Budget(_seconds(args), getattr(args, "evaluations", None), getattr(args, "seed", 0) or 0)
 
 
 def _compare(problem, names, budget, args, options=None):
@@ -134,7 +145,10 @@ def run(args) -> int:
 
     workload, catalog, job = resolve_instance(args)
     kernel = args.clock not in (None, "roofline")  # the schedule model has the roofline only
-    switches = args.warm_start is not None or kernel or args.robust
+    from hps.cli.search_parallel import MAXIMIZE_FLOOR, objective_budget
+
+    maximize = objective_budget(args)
+    switches = args.warm_start is not None or kernel or args.robust or maximize is not None
     parallel = args.parallel or args.out is not None or switches or args.framework is not None
     pipelined = _pipelined(args, workload)
     if not args.parallel and args.framework is None and not pipelined:
@@ -147,6 +161,9 @@ def run(args) -> int:
         from hps.cli.search_parallel import check_whole_samples, search_parallel
 
         job = parallel_job(args, workload, job)
+        if maximize is not None:
+            floor = job.throughput if args.throughput is not None else MAXIMIZE_FLOOR
+            job = dataclasses.replace(job, budget_per_hour=maximize, throughput=floor)
         check_whole_samples(args, job)
         if job.fp8 and all(r.fp8_peak_flops is None for r in catalog.resources):
             raise ConfigError("--fp8", "fp8", f"no type of {catalog.name!r} has an FP8 peak (fp8_peak_TFLOPs)")

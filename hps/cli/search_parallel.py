@@ -4,6 +4,7 @@ PLAN.json` (docs/parallel-plans.md)."""
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import sys
 import time
@@ -12,6 +13,31 @@ from hps.cli.common import output_path, print_json
 from hps.config.types import PlanFile
 from hps.errors import ConfigError
 from hps.report.tables import dollars, finite
+
+MAXIMIZE_FLOOR = 1e-6
+"""The floor (samples/s, the least the job ranges allow) under --maximize throughput without
+--throughput: the workload's own floor does not bind."""
+
+
+def objective_budget(args) -> float | None:
+    """The dollars per hour of --maximize throughput --budget (None under --maximize cost or
+    none); ConfigError naming the flag given without the other, or a budget that is not a
+    positive number within its range."""
+    from hps.config.ranges import check_in_range
+
+    maximize, budget = getattr(args, "maximize", None), getattr(args, "budget", None)
+    if maximize == "throughput" and budget is None:
+        raise ConfigError("--maximize", "maximize", "throughput needs --budget DOLLARS_PER_HOUR")
+    if budget is None:
+        return None
+    if maximize != "throughput":
+        raise ConfigError(
+            "--budget", "budget", "dollars per hour bound --maximize throughput; the evaluations count is --evaluations"
+        )
+    if not (math.isfinite(budget) and budget > 0):
+        raise ConfigError("--budget", "budget", f"must be a positive number of dollars per hour, got {budget:g}")
+    return check_in_range(budget, "budget_per_hour", "command line", "--budget")
+
 
 WARM_SHARE = 0.1
 """The share of --seconds the warm start's incumbent may take."""
@@ -58,7 +84,7 @@ def recorded(spec: str) -> str:
 
 def search_parallel(args, problem, budget, compare) -> int:
     """Plan with --method's planner (exact by default; 'all': every planner beside the exact
-    solver) within --seconds each and --budget evaluations; the best plan written with --out
+    solver) within --seconds each and --evaluations; the best plan written with --out
     (where none is found: nothing written, "written": null, exit status 1). compare: the
     command's comparison (with its progress bar)."""
     from hps.contract.types import gap_of
@@ -87,9 +113,10 @@ def search_parallel(args, problem, budget, compare) -> int:
     best = compared.best if framework is None else results[-1]
     head = reference if reference is not None else best
     document = problem.report(best)
+    gap = best.gap if problem.objective == "throughput" else gap_of(best.cost, head.bound, best.plan is not None)
     document.update(
         bound=finite(head.bound),
-        gap=gap_of(best.cost, head.bound, best.plan is not None),
+        gap=gap,
         results=rows,
         skipped=compared.skipped,
     )
@@ -119,8 +146,8 @@ def search_parallel(args, problem, budget, compare) -> int:
     if args.json:
         print_json(document)
         return _not_written(out) if missing else 0
-    print(f"{problem.workload.name} on {problem.catalog.name}: batch {job.batch:g}, floor {job.throughput:g} "
-          f"samples/s, {job.precision}, ZeRO {job.zero}, {schedule_text(job)}")  # fmt: skip
+    print(f"{problem.workload.name} on {problem.catalog.name}: batch {job.batch:g}, {goal_text(job)}, "
+          f"{job.precision}, ZeRO {job.zero}, {schedule_text(job)}")  # fmt: skip
     if len(results) > 1 or compared.skipped:
         _print_rows(rows, compared.skipped, reference)
         print(f"\nbest ({best.planner}):")
@@ -139,7 +166,8 @@ def search_parallel(args, problem, budget, compare) -> int:
     if head.planner == "exact" or document["gap"] is not None:
         gap = document["gap"]
         proven = "gap unknown" if gap is None else "proven optimal" if gap == 0 else f"gap {gap:.2%}"
-        print(f"bound       {dollars(head.bound)} ({proven}) by {head.planner} in {head.seconds:.2f} s")
+        most = f"{head.bound:,.6g} samples/s at most" if problem.objective == "throughput" else dollars(head.bound)
+        print(f"bound       {most} ({proven}) by {head.planner} in {head.seconds:.2f} s")
         if best is not head:
             print(f"{best.planner}: {best.evaluations} type sequences completed in {best.seconds:.2f} s")
     else:
@@ -156,11 +184,26 @@ def search_parallel(args, problem, budget, compare) -> int:
     return 0
 
 
+def goal_text(job) -> str:
+    """The job's objective as text: the floor, or the budget (and the floor where one binds)."""
+    if job.budget_per_hour is None:
+        return f"floor {job.throughput:g} samples/s"
+    floor = "" if job.throughput <= MAXIMIZE_FLOOR else f" and a floor of {job.throughput:g} samples/s"
+    return f"the most samples/s within ${job.budget_per_hour:,.6g} per hour{floor}"
+
+
 def verdict_text(document: dict, floor: float, result) -> str:
     """What a search without a feasible plan proved: infeasible (no plan within the caps meets the
-    floor), or unknown (none found in the time, none excluded), with the reach beside the floor."""
+    floor, or none is within the budget), or unknown (none found in the time, none excluded),
+    with the reach beside the floor."""
     reach = document.get("max_throughput")
     most = "unbounded" if reach is None else f"{reach:,.2f} samples/s"
+    if document["status"] == "infeasible" and result.objective == "throughput":
+        above = "" if floor <= MAXIMIZE_FLOOR else f" and meets the floor of {floor:,g} samples/s"
+        return (
+            f"status      infeasible: no plan rents for at most the budget{above} (proven by {result.planner} "
+            f"in {result.seconds:.2f} s); the most any plan within the catalogue's caps can reach is {most}"
+        )
     if document["status"] == "infeasible":
         return (
             f"status      infeasible: no plan meets the floor of {floor:,g} samples/s (proven by {result.planner} in "

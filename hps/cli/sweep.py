@@ -5,6 +5,7 @@ proven optimum."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import signal
 import sys
@@ -43,8 +44,19 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--floors",
         type=_numbers("--floors"),
-        required=True,
-        help=f"throughput floors, each {RANGES['throughput'].text()}: 400,500,...",
+        help=f"throughput floors, each {RANGES['throughput'].text()}: 400,500,... (unless --maximize throughput)",
+    )
+    parser.add_argument(
+        "--maximize",
+        choices=("cost", "throughput"),
+        default="cost",
+        help="cost (default): the cheapest plan at each floor; throughput: the most samples/s at each of --budgets "
+        "(the exact solver's dual, within --point-seconds a point)",
+    )
+    parser.add_argument(
+        "--budgets",
+        type=_numbers("--budgets"),
+        help=f"with --maximize throughput: dollars per hour, each {RANGES['budget_per_hour'].text()}: 1000,2000,...",
     )
     parser.add_argument(
         "--price-scale",
@@ -182,12 +194,29 @@ def run(args) -> int:
     from hps.api.planning import Problem
     from hps.cli.common import resolve_instance
     from hps.cli.parallel import parallel_job
-    from hps.cli.search_parallel import check_whole_samples
+    from hps.cli.search_parallel import MAXIMIZE_FLOOR, check_whole_samples
     from hps.io.runfolder import stop
     from hps.methods.sequence.sweep import Sweep
 
-    args.floors = check_floors(args.floors)
-    total = check_points(len(args.floors), len(dict.fromkeys(args.price_scale)))
+    budgets = args.maximize == "throughput"
+    if budgets != (args.budgets is not None):
+        flag, field = ("--maximize", "maximize") if budgets else ("--budgets", "budgets")
+        raise ConfigError(flag, field, "--maximize throughput and --budgets go together")
+    if budgets and args.floors is not None:
+        raise ConfigError("--floors", "floors", "sweeps costs; --maximize throughput sweeps --budgets")
+    for flag, given in (("--certify", args.certify), ("--checkpoint", args.checkpoint)):
+        if budgets and given:
+            field = flag.removeprefix("--")
+            raise ConfigError(flag, field, "applies to cost sweeps; each --budgets point is solved exactly")
+    if not budgets and args.floors is None:
+        raise ConfigError("--floors", "floors", "required (or --maximize throughput with --budgets)")
+    if budgets:
+        from hps.cli.sweep_budgets import check_budgets
+
+        args.budgets = check_budgets(args.budgets)
+    else:
+        args.floors = check_floors(args.floors)
+    total = check_points(len(args.budgets if budgets else args.floors), len(dict.fromkeys(args.price_scale)))
     plot = figure_path(args.plot)
     started = time.perf_counter()
     workload, catalog, job = resolve_instance(args)
@@ -204,6 +233,13 @@ def run(args) -> int:
     args.price_scale = check_price_scales(args.price_scale, catalog, scaled)
     from hps.methods.exact_parallel.reach import max_throughput
 
+    if budgets:
+        from hps.cli.sweep_budgets import run_budgets
+
+        floor = job.throughput if args.throughput is not None else MAXIMIZE_FLOOR
+        job = dataclasses.replace(job, throughput=floor)
+        base = Problem(workload, catalog, job, parallel=True, clock=args.clock).parallel_problem
+        return run_budgets(args, base, scaled, total, plot)
     base = Problem(workload, catalog, job, parallel=True, clock=args.clock).parallel_problem
     reach = max_throughput(base)  # the floors a price scale cannot move: the caps bound them all
     sweep = Sweep(base, scaled, point_seconds=args.point_seconds, first_seconds=6 * args.point_seconds)

@@ -128,7 +128,7 @@ MAX_SWEEP_POINTS = 10_000
 (5 s by default), so this many take up to about 14 hours; more is refused before any work."""
 
 MAX_SEARCH_BUDGET = 10**7
-"""Evaluations `hps search --budget` asks at most: a random search scores about 1e7 plans of a
+"""Evaluations `hps search --evaluations` asks at most: a random search scores about 1e7 plans of a
 small workload in seconds, the genetic search and large workloads take minutes at this count."""
 
 MIN_TRAIN_MINUTES = 0.1

@@ -51,7 +51,7 @@ PLAN_KEYS = ("format", "workload", "catalog", "job", "stages")
 PLAN_JOB_KEYS = ("batch", "micro_batch", "throughput", "samples", "precision", "zero", "recompute")
 PLAN3_KEYS = ("clock", "workload_sha256", "catalog_sha256")
 """Optional top-level keys of hps-plan/3."""
-PLAN3_JOB_KEYS = ("virtual_stages", "fp8", "memory_headroom", "collective", "chunks")
+PLAN3_JOB_KEYS = ("virtual_stages", "fp8", "memory_headroom", "collective", "chunks", "budget_per_hour")
 """Optional job keys of hps-plan/3."""
 PLAN_STAGE_KEYS = ("first", "last", "type", "tp", "dp")
 SCHEDULE_PLAN = (
@@ -109,7 +109,8 @@ def _positive(table: dict[str, Any], key: str, source: str, path: str) -> float:
 def parse_plan_job(data: Any, source: str, version: str = PLAN_FORMAT) -> Job:
     """The ``job`` object: batch (samples/iteration), micro_batch (samples, a divisor of batch),
     throughput (samples/s), samples (to train), precision, zero and recompute; in hps-plan/3 also
-    virtual_stages (model chunks a device), fp8 and memory_headroom (a fraction in [0, 1))."""
+    virtual_stages (model chunks a device), fp8, memory_headroom (a fraction in [0, 1)) and
+    budget_per_hour (dollars per hour, where the plan was the most throughput within it)."""
     job = _object(data, source, "job")
     third = version == "hps-plan/3"
     check_keys(job, PLAN_JOB_KEYS + (PLAN3_JOB_KEYS if third else ()), PLAN_JOB_KEYS, source, "job")
@@ -120,7 +121,7 @@ def parse_plan_job(data: Any, source: str, version: str = PLAN_FORMAT) -> Job:
     micro = job["micro_batch"]
     if isinstance(micro, bool) or not isinstance(micro, int):
         raise ConfigError(source, "job.micro_batch", f"must be a positive integer (samples), got {_shown(micro)}")
-    zero = job["zero"]
+    zero, budgeted = job["zero"], "budget_per_hour" in job
     if isinstance(zero, bool) or not isinstance(zero, int):
         raise ConfigError(source, "job.zero", f"must be an integer 0 to 3, got {_shown(zero)}")
     return Job(
@@ -132,6 +133,7 @@ def parse_plan_job(data: Any, source: str, version: str = PLAN_FORMAT) -> Job:
         virtual_stages=check_virtual_stages(job.get("virtual_stages", 1), source, "job.virtual_stages"),
         fp8=check_fp8(job.get("fp8", False), source, "job.fp8"),
         memory_headroom=check_headroom(job.get("memory_headroom"), source, "job.memory_headroom"),
+        budget_per_hour=_positive(job, "budget_per_hour", source, "job.budget_per_hour") if budgeted else None,
         **_collective(job, source),
     )
 
@@ -307,6 +309,8 @@ def plan_file_json(plan: PlanFile, source: str = "plan") -> dict[str, Any]:
         if getattr(job, name) is None:
             raise ConfigError(source, f"job.{name}", "a plan file records the plan's choice; got None (open)")
     extra = {"memory_headroom": job.memory_headroom} if job.memory_headroom is not None else {}
+    if job.budget_per_hour is not None:
+        extra["budget_per_hour"] = _number(job.budget_per_hour)
     hashes = {key: getattr(plan, key) for key in ("workload_sha256", "catalog_sha256") if getattr(plan, key)}
     return {
         "format": PLAN_FORMAT,

@@ -114,6 +114,7 @@ RANGES: dict[str, Range] = {
     "batch": BATCH,
     "throughput": Range(1e-6, 1e15, "samples/s", "a sample per 11 days to a quadrillion per second"),
     "samples": Range(1.0, 1e16, "samples", "ten quadrillion samples to train"),
+    "budget_per_hour": Range(1e-6, 1e12, "$ per hour", "a ten-thousandth of a cent to a trillion dollars an hour"),
     "micro_batches": Range(1, 1e12, "micro-batches", "a trillion per iteration; inf: no bubble", infinite=True),
     "chunks": Range(1, MAX_CHUNKS, "chunks", "orders pad to 256 rows up to 256 chunks, to 1,024 rows past"),
     # collectives (hps collective)

@@ -1,8 +1,5 @@
-"""Typed, validated configuration objects. Internal units: bytes, seconds, FLOP, bytes/s.
-
-Loaders (``hps.config.loaders``) turn TOML files into these; ``hps.costmodel.schedule.params`` turns them
-into padded jnp pytrees.
-"""
+"""Typed, validated configuration objects (units: bytes, seconds, FLOP, bytes/s), which the
+loaders (``hps.config.loaders``) build from TOML files."""
 
 from __future__ import annotations
 
@@ -344,6 +341,9 @@ class Job:
     """Parallel plans: FP8 matmuls (only on types with an FP8 peak); None: the planner's choice."""
     memory_headroom: float | None = None
     """Parallel plans: fraction of each device's memory left free, in [0, 1); None: each type's."""
+    budget_per_hour: float | None = None
+    """Parallel plans: the most dollars per hour the units may rent for; set, planners maximise
+    throughput within it (and above the floor) instead of minimising cost."""
 
     @property
     def max_stage_replicas(self) -> int:
@@ -361,8 +361,7 @@ class Job:
 PLAN_FORMAT = "hps-plan/3"
 """The format tag of the parallel plan files hps writes."""
 PLAN_FORMATS = ("hps-plan/2", "hps-plan/3")
-"""The parallel plan file formats hps reads (hps-plan/3: hps-plan/2 and the job's virtual_stages,
-fp8 and memory_headroom, recompute "selective", and the clock)."""
+"""The parallel plan file formats hps reads (hps-plan/3 adds the clock and schedule fields)."""
 
 
 @dataclass(frozen=True)

@@ -314,6 +314,12 @@ def validate_job(job: Job, source: str = "job") -> None:
     check_in_range(micro_batches, "micro_batches", source, "micro_batches")
     check_micro_batches_split(micro_batches, float(job.batch), source, "micro_batches")
     check_state_sharding(job.state_sharding, source, "state_sharding")
+    if job.budget_per_hour is not None:
+        value = as_real(job.budget_per_hour)
+        if value is None or not (math.isfinite(value) and value > 0):
+            given = describe(job.budget_per_hour)
+            raise ConfigError(source, "budget_per_hour", f"must be a positive number, got {given}")
+        check_in_range(value, "budget_per_hour", source, "budget_per_hour")
     check_parallel_job(job, source)
 
 

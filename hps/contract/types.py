@@ -20,8 +20,11 @@ from hps.errors import ConfigError
 GAP_ROUNDING = 1e-12
 """Relative slack when a bound meets a cost computed in another order (as the exact solver's)."""
 STATUSES = ("optimal", "feasible", "infeasible", "unknown")
-"""A planner's verdict: a plan proven cheapest, a plan with no proof, a proof that no plan
-meets the floor, or no plan and no proof."""
+"""A planner's verdict: a plan proven best, a plan with no proof, a proof that no plan meets
+the job's constraints, or no plan and no proof."""
+OBJECTIVES = ("cost", "throughput")
+"""What a planner optimises: the least dollars to train under the throughput floor, or the most
+samples/s within the job's budget in dollars per hour (and above its floor)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,11 +116,12 @@ class Budget:
 @dataclasses.dataclass(frozen=True)
 class PlanResult:
     """A planner's answer. plan and score are None when it found no plan (score is the best
-    plan's even when infeasible, for planners that keep the least-bad one). bound is a proven
-    lower bound on the cost of every plan ($): the exact solvers' certificate, exhaustive's
-    least completion bound, nan for planners that prove none, inf where it is proven that no plan
-    is feasible. seconds: the planner's wall time; evaluations: its own count (None where it
-    keeps none)."""
+    plan's even when infeasible, for planners that keep the least-bad one). bound is the
+    planner's certificate, nan for planners that prove none. Under the objective "cost": a proven
+    lower bound on the cost of every feasible plan ($; inf: proven that none is feasible). Under
+    "throughput": a proven upper bound on the throughput of every feasible plan (samples/s; 0:
+    proven that none is feasible). seconds: the planner's wall time; evaluations: its own count
+    (None where it keeps none)."""
 
     planner: str
     plan: Plan | None
@@ -125,6 +129,8 @@ class PlanResult:
     bound: float
     seconds: float
     evaluations: int | None
+    objective: str = "cost"
+    """One of OBJECTIVES."""
 
     @property
     def feasible(self) -> bool:
@@ -136,9 +142,24 @@ class PlanResult:
         return self.score.cost if self.feasible else math.inf
 
     @property
+    def throughput(self) -> float:
+        """The plan's throughput (samples/s), 0 without a feasible plan."""
+        return self.score.throughput if self.feasible else 0.0
+
+    def better_than(self, other: PlanResult) -> bool:
+        """Whether this answer's plan beats `other`'s under their objective (a feasible plan
+        beats none; ties do not beat)."""
+        if self.objective == "throughput":
+            return self.throughput > other.throughput
+        return self.cost < other.cost
+
+    @property
     def gap(self) -> float | None:
-        """(cost − bound)/bound: 0 where the plan is proven optimal (or, with no feasible plan,
-        where it is proven that none exists), None where nothing is proven."""
+        """Under "cost", (cost − bound)/bound; under "throughput", (bound − throughput)/throughput:
+        0 where the plan is proven optimal (or, with no feasible plan, where it is proven that
+        none exists), None where nothing is proven."""
+        if self.objective == "throughput":
+            return throughput_gap(self.throughput, self.bound, self.feasible)
         return gap_of(self.cost, self.bound, self.feasible)
 
     @property
@@ -159,6 +180,20 @@ def gap_of(cost: float, bound: float, found: bool) -> float | None:
     if bound >= cost * (1 - GAP_ROUNDING):
         return 0.0
     gap = (cost - bound) / bound if bound > 0 else math.inf
+    return gap if math.isfinite(gap) else None
+
+
+def throughput_gap(throughput: float, bound: float, found: bool) -> float | None:
+    """(bound − throughput)/throughput under a proven upper bound on throughput: 0 when it
+    proves the plan optimal (or, with no plan found, bound 0: that none is feasible), None where
+    nothing is proven."""
+    if math.isnan(bound):
+        return None
+    if not found:
+        return 0.0 if bound <= 0 else None
+    if bound <= throughput * (1 + GAP_ROUNDING):
+        return 0.0
+    gap = (bound - throughput) / throughput
     return gap if math.isfinite(gap) else None
 
 

@@ -60,6 +60,8 @@ class Problem:
             from hps.config.validation import check_parallel_model_job
 
             check_parallel_model_job(job, "job")
+        if model == "schedule" and job.budget_per_hour is not None:
+            raise ConfigError("job", "budget_per_hour", "the schedule model minimises cost under the floor only")
         self.workload, self.catalog, self.job, self.model = workload, catalog, job, model
         self.clock = clock_of(clock, model)
 
@@ -78,6 +80,12 @@ class Problem:
     def parallel(self) -> bool:
         return self.model == "parallel"
 
+    @property
+    def objective(self) -> str:
+        """What planners optimise (`hps.contract.types.OBJECTIVES`): "throughput" where the job
+        names a budget_per_hour, else "cost"."""
+        return "cost" if self.job.budget_per_hour is None else "throughput"
+
     def __repr__(self) -> str:
         where = f"{self.workload.name!r} on {self.catalog.name!r}"
         return f"Problem({where}, {self.model} model, {self.clock.name} clock, {self.job})"
@@ -92,6 +100,8 @@ class Problem:
             raise ConfigError("with_job", unknown[0], "not a job field")
         job = dataclasses.replace(self.job, **changes)
         validate_job(job, source="with_job")
+        if not self.parallel and job.budget_per_hour is not None:
+            raise ConfigError("with_job", "budget_per_hour", "the schedule model minimises cost under the floor only")
         if self.parallel:
             from hps.config.validation import check_parallel_model_job
 

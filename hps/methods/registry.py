@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 
-from hps.contract.types import Budget, Planner, PlanResult
+from hps.contract.types import Budget, NotApplicable, Planner, PlanResult
 from hps.errors import ConfigError
 from hps.methods.problem import MODELS, Problem
 
@@ -41,6 +41,8 @@ PLANNERS: dict[str, dict[str, str]] = {
 """name -> {model: "module:function"}. `exact` is every comparison's yardstick; `policy` needs
 the option checkpoint (a trained placement policy's folder); `uniform` takes the option
 framework (megatron, maxtext or torchtitan: only the types it runs)."""
+OBJECTIVES = {"exact": ("cost", "throughput")}
+"""Planners that optimise more than cost (`hps.contract.types.OBJECTIVES`); the rest: cost only."""
 NEEDS_OPTIONS = {"policy": ("checkpoint",)}
 """Planners that plan only with these options given."""
 NOT_PLANNERS = {
@@ -83,6 +85,10 @@ def run(name: str, problem: Problem, budget: Budget, **options) -> PlanResult:
     missing = [option for option in NEEDS_OPTIONS.get(name, ()) if options.get(option) is None]
     if missing:
         raise ConfigError("method", missing[0], f"{name} plans only with a {missing[0]} given")
+    if problem.objective not in OBJECTIVES.get(name, ("cost",)):
+        raise NotApplicable(
+            name, f"{name} minimises cost under the floor; the most throughput within a budget is planned by exact"
+        )
     variants = problem.variants()
     if len(variants) == 1:
         return planner(name, problem.model)(problem, budget, **options)
@@ -108,9 +114,12 @@ def best_of_variants(name: str, variants: list[Problem], budget: Budget, options
             chosen = tuple((field, getattr(variant.job, field)) for field in OPEN_FIELDS)
             result = dataclasses.replace(result, plan=dataclasses.replace(result.plan, choices=chosen))
         results.append(result)
-    best = min(results, key=lambda r: (not r.feasible, r.cost))
+    best = results[0]
+    for result in results[1:]:
+        best = result if result.better_than(best) else best
     bounds = [r.bound for r in results]
-    bound = math.nan if any(math.isnan(b) for b in bounds) else min(bounds)
+    least_or_most = max if best.objective == "throughput" else min  # every plan is a plan of one variant
+    bound = math.nan if any(math.isnan(b) for b in bounds) else least_or_most(bounds)
     counts = [r.evaluations for r in results]
     evaluations = None if None in counts else sum(counts)
     return dataclasses.replace(best, bound=bound, seconds=time.perf_counter() - started, evaluations=evaluations)

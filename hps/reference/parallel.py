@@ -216,6 +216,8 @@ def evaluate(workload, catalog, job, plan, clock="kernel"):
     if reason == "feasible" and throughput < job.throughput * (1 - 1e-9):
         reason = "throughput"
     dollars = sum(s.tp * s.dp * catalog.resources[catalog.index(s.type)].price_per_hour for s in plan)
+    if reason == "feasible" and job.budget_per_hour is not None and dollars > job.budget_per_hour * (1 + 1e-9):
+        reason = "budget"
     feasible = reason == "feasible"
     iterations = job.samples / job.batch
     cost = (dollars * iteration / 3600 + egress) * iterations if feasible else math.inf

@@ -36,7 +36,8 @@ def result_report(problem: Problem, result: PlanResult) -> dict:
     """The `hps search --json` document of one planner's result: the plan's `score_report` (in
     the parallel-plan model "none_found" where no plan was found; in the schedule model the
     closest single-type plan and why it fails), method and status (`status_of`); with a proven
-    bound, bound, gap and search_seconds (the parallel-plan model also evaluations); without one
+    bound, bound, gap and search_seconds (the parallel-plan model also evaluations and the
+    objective: cost, or throughput within the job's budget_per_hour); without one
     (the schedule model's searches), evaluations and wall_seconds. In the parallel-plan model a
     result without a feasible plan also gives max_throughput: the most any plan within the caps
     can reach (samples/s, a certified upper bound; `hps.methods.exact_parallel.reach`)."""
@@ -46,6 +47,7 @@ def result_report(problem: Problem, result: PlanResult) -> dict:
             report = score_report(problem, result.score)
         report.update(
             method=result.planner,
+            objective=result.objective,
             status=result.status,
             bound=finite(result.bound),
             gap=result.gap,

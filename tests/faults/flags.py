@@ -2,7 +2,7 @@
 exits 2 naming the flag and the range, before any run folder, lock or array exists.
 
 Ranges (hps.config.limits, hps.cli.common): seeds 0 to 2^32 - 1; `hps plan --plans` 1 to 2^20
-(and its beam's memory estimated before it is allocated); `hps search --budget` at most 10^7;
+(and its beam's memory estimated before it is allocated); `hps search --evaluations` at most 10^7;
 `hps train --minutes` 0.1 to 10^6; `hps collective --batch-per-npu` 1 to 10^6.
 """
 
@@ -52,9 +52,13 @@ def test_train_refuses_a_huge_seed_before_creating_its_run_folder(tmp_path, caps
     [
         (["plan", *MLP, "--checkpoint", "none", "--plans", "1000000000"], "--plans", "at most 1,048,576"),
         (["plan", *MLP, "--checkpoint", "none", "--plans", "100000000"], "--plans", "at most 1,048,576"),
-        (["search", *MLP, "--method", "random", "--budget", "1000000000000"], "--budget", "at most 10,000,000"),
-        (["search", *MLP, "--method", "genetic", "--budget", "100000000"], "--budget", "at most 10,000,000"),
-        (["search", *MLP, "--method", "random", "--budget", "1.5"], "--budget", "whole number"),
+        (
+            ["search", *MLP, "--method", "random", "--evaluations", "1000000000000"],
+            "--evaluations",
+            "at most 10,000,000",
+        ),
+        (["search", *MLP, "--method", "genetic", "--evaluations", "100000000"], "--evaluations", "at most 10,000,000"),
+        (["search", *MLP, "--method", "random", "--evaluations", "1.5"], "--evaluations", "whole number"),
         (["train", "--out", "never", "--minutes", "1e-9"], "--minutes", "between 0.1 and"),
         (["collective", "--iteration", "resnet50", "--batch-per-npu", "1e12"], "--batch-per-npu", "between 1 and"),
     ],

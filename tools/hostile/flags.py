@@ -20,8 +20,12 @@ ITERATION = ["collective", "--network", "2d-nvlink-ethernet-8x4", "--iteration",
 EVALUATE = ["evaluate", "--workload", "mlp", "--catalog", "small", "--schedule", "cpu,cpu,cpu,cpu"]
 QUICKSTART = ["quickstart", "--workloads", "mlp", "--out", "qs"]
 FLAG_VALUES = {  # (argv before the value, values, whether exit 0 is a wrong answer)
-    "search --budget": ([*SEARCH, "--method", "random", "--budget"], ("1000000000000", "0", "-1", "2.5"), True),
-    "search --budget genetic": ([*SEARCH, "--method", "genetic", "--budget"], ("100000000",), False),
+    "search --evaluations": (
+        [*SEARCH, "--method", "random", "--evaluations"],
+        ("1000000000000", "0", "-1", "2.5"),
+        True,
+    ),
+    "search --evaluations genetic": ([*SEARCH, "--method", "genetic", "--evaluations"], ("100000000",), False),
     "search --seed": ([*SEARCH, "--method", "random", "--seed"], (HUGE_SEED, "-1", "18446744073709551616"), True),
     "search --seconds": ([*SEARCH, "--method", "exact", "--seconds"], ("1e308", "nan", "inf", "-1", "0"), True),
     "plan --plans": ([*PLAN, "--plans"], ("1000000000", "100000000", "-1"), True),

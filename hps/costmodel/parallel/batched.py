@@ -10,7 +10,7 @@ Precision: float64 under `jax.enable_x64` (the repository's JAX runs in float32 
 context is entered only around this call).
 
 Reasons (`REASONS`, code = index; 0: feasible), first failing reported, as score_plan:
-not_allowed, virtual_stages, network, memory, no_link, pooled_cap, throughput. A plan must be
+not_allowed, virtual_stages, network, memory, no_link, pooled_cap, throughput, budget. A plan must be
 well formed (its stages contiguous from layer 0 to the last, b dividing the batch, each d
 dividing b, each t a power of two within the bucket's levels, the real stages first);
 `well_formed` says which are, and the other figures of a plan that is not are meaningless.
@@ -32,7 +32,7 @@ from hps.costmodel.parallel.problem import (
     ZERO3_REDUCE,
 )
 
-REASONS = (None, "not_allowed", "virtual_stages", "network", "memory", "no_link", "pooled_cap", "throughput")
+REASONS = (None, "not_allowed", "virtual_stages", "network", "memory", "no_link", "pooled_cap", "throughput", "budget")
 """Reason codes of `score_plans`: the index of score_plan's reason (0: feasible)."""
 
 
@@ -226,10 +226,11 @@ def score_plan_one(params: PlanParams, packed: Packed, plan: Plans) -> dict:
     iteration = bubble_slots(params, count, micro_batches) * slowest + max_of(tail, real)
     throughput = batch / iteration
     below = throughput < params.throughput_floor * (1 - FLOOR_TOLERANCE)
-    failing = jnp.stack([not_allowed, unsplit, network, over_memory, no_link, pooled_cap, below])
+    dollars = jnp.sum(jnp.where(real, units * price, 0.0))
+    over_budget = dollars > params.budget_per_hour * (1 + FLOOR_TOLERANCE)
+    failing = jnp.stack([not_allowed, unsplit, network, over_memory, no_link, pooled_cap, below, over_budget])
     reason = jnp.where(jnp.any(failing), jnp.argmax(failing) + 1, 0)
     feasible = reason == 0
-    dollars = jnp.sum(jnp.where(real, units * price, 0.0))
     cost = jnp.where(feasible, (dollars * iteration / 3600) * iterations + egress, jnp.inf)
     peak = jnp.sum(jnp.where(real, units * peak_flops, 0.0))
     zeroed = lambda x: jnp.where(real, x, 0.0)  # noqa: E731

@@ -98,6 +98,7 @@ class PlanParams:
     num_layers: np.ndarray  # () int64
     batch: np.ndarray  # () int64 samples per iteration
     throughput_floor: np.ndarray  # () samples/s
+    budget_per_hour: np.ndarray  # () $/hour the units may rent for (inf: no budget)
     samples: np.ndarray  # () samples to train
     zero: np.ndarray  # () int64 ZeRO level 0-3
     recompute_full: np.ndarray  # () bool
@@ -226,6 +227,7 @@ def plan_params(problem: ParallelProblem, bucket: Bucket) -> PlanParams:
         num_layers=np.int64(n),
         batch=np.int64(batch),
         throughput_floor=np.float64(job.throughput),
+        budget_per_hour=np.float64(math.inf if job.budget_per_hour is None else job.budget_per_hour),
         samples=np.float64(job.samples),
         zero=np.int64(job.zero),
         recompute_full=np.bool_(job.recompute == "full"),

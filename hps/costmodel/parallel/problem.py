@@ -226,20 +226,21 @@ class ParallelProblem:
         return ParallelProblem(self.workload, self.catalog, self.job, allowed, self.clock, self.memo)
 
     def shape(self) -> tuple:
-        """What every derived table depends on besides the throughput floor, the samples to train
-        and the types' prices: two problems of equal shape have the same layer times, All-Reduce
+        """What every derived table depends on besides the throughput floor, the budget, the samples
+        to train and the types' prices: two problems of equal shape have the same layer times, All-Reduce
         coefficients and stage tables (only the rates differ)."""
         resources = tuple(dataclasses.replace(r, price_per_hour=1.0) for r in self.catalog.resources)
-        job = dataclasses.replace(self.job, throughput=1.0, samples=1.0)
+        job = dataclasses.replace(self.job, throughput=1.0, samples=1.0, budget_per_hour=None)
         allowed = None if self.allowed is None else self.allowed.tobytes()
         return id(self.workload), resources, self.catalog.links, job, self.clock, allowed
 
     def repriced(self, catalog: Catalog, job: Job) -> ParallelProblem:
         """This problem under `catalog` and `job`, which may differ from its own only in the types'
-        prices, the floor and the samples (ValueError otherwise), sharing its derived tables."""
+        prices, the floor, the budget and the samples (ValueError otherwise), sharing its derived
+        tables."""
         out = ParallelProblem(self.workload, catalog, job, self.allowed, self.clock, self.memo)
         if out.shape() != self.shape():
-            raise ValueError("a repriced problem differs only in the types' prices, the floor and the samples")
+            raise ValueError("a repriced problem differs only in prices, floor, budget and samples")
         return out
 
     def span_allowed(self, first: np.ndarray, last: np.ndarray, types: np.ndarray) -> np.ndarray:

@@ -87,6 +87,8 @@ def score_plan(problem: ParallelProblem, stages: tuple[ParallelStage, ...], b: i
     if reason is None and throughput < job.throughput * (1 - FLOOR_TOLERANCE):
         reason, detail = "throughput", f"{throughput:.6g} samples/s below the floor {job.throughput:.6g}"
     dollars = float(arrays.rate.sum())
+    if reason is None and job.budget_per_hour is not None and dollars > job.budget_per_hour * (1 + FLOOR_TOLERANCE):
+        reason, detail = "budget", f"${dollars:,.6g} per hour over the budget ${job.budget_per_hour:,.6g}"
     iterations = job.samples / job.batch
     egress_total = egress * iterations
     cost = (dollars * iteration / 3600) * iterations + egress_total if reason is None else math.inf

@@ -9,6 +9,7 @@ import math
 from collections.abc import Callable
 
 from hps.contract.types import Budget, Plan, PlanResult, SpaceTooLarge
+from hps.methods.exact_parallel.dual import solve_max_throughput
 from hps.methods.exact_parallel.solver import solve_parallel
 from hps.methods.problem import Problem
 from hps.methods.sequence.completion import Completions, Sequence, range_moves, single_type
@@ -22,7 +23,10 @@ EXHAUSTIVE_LIMIT = 1024
 
 def exact(problem: Problem, budget: Budget, incumbent: Plan | None = None) -> PlanResult:
     """The exact solver within budget.seconds; bound is its certificate. incumbent: a plan it
-    prunes against from the start (a warm start: the same answer, sooner)."""
+    prunes against from the start (a warm start: the same answer, sooner). Under the objective
+    "throughput" (a job with budget_per_hour), the most throughput within that budget."""
+    if problem.objective == "throughput":
+        return solve_max_throughput(problem.parallel_problem, seconds=budget.seconds, incumbent=incumbent)
     return solve_parallel(problem.parallel_problem, seconds=budget.seconds, incumbent=incumbent)
 
 
@@ -78,7 +82,7 @@ def exhaustive(problem: Problem, budget: Budget) -> PlanResult:
     if space > limit:
         raise SpaceTooLarge(
             f"exhaustive would complete {space:,} type sequences ({types} types over {count} segments), "
-            f"more than the budget of {limit:,}; raise --budget or choose another method"
+            f"more than the budget of {limit:,}; raise --evaluations or choose another method"
         )
     bound = math.inf
     for sequence in itertools.product(range(types), repeat=count):
