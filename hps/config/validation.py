@@ -301,7 +301,7 @@ def validate_job(job: Job, source: str = "job") -> None:
     count, micro_batches that are not a positive integer or inf, an unknown state_sharding, a
     number outside its range (hps.config.ranges), or a parallel-plan field out of its domain
     (`check_parallel_job`: micro_batch, precision, zero, recompute; their defaults all pass)."""
-    for name in ("batch", "throughput", "samples"):
+    for name in ("batch", "throughput", "samples") + (() if job.budget_per_hour is None else ("budget_per_hour",)):
         value = as_real(getattr(job, name))
         if value is None or not (math.isfinite(value) and value > 0):
             raise ConfigError(source, name, f"must be a positive number, got {describe(getattr(job, name))}")
@@ -314,12 +314,6 @@ def validate_job(job: Job, source: str = "job") -> None:
     check_in_range(micro_batches, "micro_batches", source, "micro_batches")
     check_micro_batches_split(micro_batches, float(job.batch), source, "micro_batches")
     check_state_sharding(job.state_sharding, source, "state_sharding")
-    if job.budget_per_hour is not None:
-        value = as_real(job.budget_per_hour)
-        if value is None or not (math.isfinite(value) and value > 0):
-            given = describe(job.budget_per_hour)
-            raise ConfigError(source, "budget_per_hour", f"must be a positive number, got {given}")
-        check_in_range(value, "budget_per_hour", source, "budget_per_hour")
     check_parallel_job(job, source)
 
 
