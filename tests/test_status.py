@@ -44,3 +44,24 @@ def test_each_sweep_point_has_a_status_and_the_sweep_its_reach(capsys):
     statuses = [point["status"] for point in document["points"]]
     assert statuses[0] in ("optimal", "feasible") and statuses[1] == "infeasible"
     assert document["points"][0]["cost"] is not None and 1000 < document["max_throughput"] < 1e12
+
+
+def test_a_search_stopped_short_says_what_holds_its_bound_and_what_would_close_it(capsys):
+    """Out of time before any micro-batch is searched, the exact solver's bound is the least work
+    of those left; the answer names that micro-batch and the flag that searches it alone, and
+    fixing it proves the micro-batch's own optimum, no dearer than the early answer."""
+    import hps
+
+    problem = hps.Problem("transformer-small", "small", parallel=True)
+    early = hps.plan(problem, method="exact", seconds=1e-9)
+    assert early.status == "feasible" and early.gap > 0
+    assert early.open.startswith("micro-batch ") and "fix --micro-batch" in early.open
+    b = int(early.open.split()[1])
+    alone = hps.plan(problem.with_job(micro_batch=float(b)), method="exact", seconds=60)
+    assert alone.status == "optimal" and alone.open is None
+    assert alone.bound >= early.bound * (1 - 1e-12)  # the early bound is the least work left: b's
+    whole = hps.plan(problem, method="exact", seconds=60)
+    assert whole.open is None and whole.cost <= min(alone.cost, early.cost) * (1 + 1e-12)
+    assert early.open in problem.report(early)["open"] and "open" not in problem.report(whole)
+    code = main(["search", *TRANSFORMER, "--parallel", "--seconds", "1e-9"])
+    assert code == 0 and f"open        {early.open}" in capsys.readouterr().out

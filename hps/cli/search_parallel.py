@@ -168,6 +168,8 @@ def search_parallel(args, problem, budget, compare) -> int:
         proven = "gap unknown" if gap is None else "proven optimal" if gap == 0 else f"gap {gap:.2%}"
         most = f"{head.bound:,.6g} samples/s at most" if problem.objective == "throughput" else dollars(head.bound)
         print(f"bound       {most} ({proven}) by {head.planner} in {head.seconds:.2f} s")
+        if head.open is not None and gap != 0:
+            print(f"open        {head.open}")
         if best is not head:
             print(f"{best.planner}: {best.evaluations} type sequences completed in {best.seconds:.2f} s")
     else:
@@ -209,9 +211,10 @@ def verdict_text(document: dict, floor: float, result) -> str:
             f"status      infeasible: no plan meets the floor of {floor:,g} samples/s (proven by {result.planner} in "
             f"{result.seconds:.2f} s); the most any plan within the catalogue's caps can reach is {most}"
         )
+    held = "raise --seconds" if result.open is None else f"left open: {result.open}"
     return (
         f"status      unknown: no feasible plan found in {result.seconds:.2f} s ({result.planner}) and none excluded; "
-        f"floor {floor:,g} samples/s, the most any plan within the catalogue's caps can reach {most}; raise --seconds"
+        f"floor {floor:,g} samples/s, the most any plan within the catalogue's caps can reach {most}; {held}"
     )
 
 

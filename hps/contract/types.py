@@ -131,6 +131,9 @@ class PlanResult:
     evaluations: int | None
     objective: str = "cost"
     """One of OBJECTIVES."""
+    open: str | None = None
+    """Where the bound is short of the plan (a gap > 0, or no plan and no proof): what is left
+    unsearched that holds the bound, and what would close it; None where nothing is known."""
 
     @property
     def feasible(self) -> bool:

@@ -37,7 +37,8 @@ def result_report(problem: Problem, result: PlanResult) -> dict:
     the parallel-plan model "none_found" where no plan was found; in the schedule model the
     closest single-type plan and why it fails), method and status (`status_of`); with a proven
     bound, bound, gap and search_seconds (the parallel-plan model also evaluations and the
-    objective: cost, or throughput within the job's budget_per_hour); without one
+    objective: cost, or throughput within the job's budget_per_hour; and where the search stopped
+    short, open: what holds the bound and what would close it); without one
     (the schedule model's searches), evaluations and wall_seconds. In the parallel-plan model a
     result without a feasible plan also gives max_throughput: the most any plan within the caps
     can reach (samples/s, a certified upper bound; `hps.methods.exact_parallel.reach`)."""
@@ -54,6 +55,8 @@ def result_report(problem: Problem, result: PlanResult) -> dict:
             search_seconds=result.seconds,
             evaluations=result.evaluations,
         )
+        if result.open is not None:
+            report["open"] = result.open
         if not result.feasible:
             from hps.methods.exact_parallel.reach import max_throughput
 

@@ -37,7 +37,7 @@ from hps.costmodel.parallel.problem import FLOOR_TOLERANCE, ParallelProblem
 from hps.costmodel.parallel.score import score_plan
 from hps.methods.exact_parallel.micro_batches import work_floor
 from hps.methods.exact_parallel.reach import max_throughput
-from hps.methods.exact_parallel.solver import SPLIT, Deadline, _below, _Micro
+from hps.methods.exact_parallel.solver import SPLIT, Deadline, Left, _below, _Micro, regions_open, unsearched
 from hps.methods.exact_parallel.table import SharedTables, TableUnfinished
 
 
@@ -121,22 +121,21 @@ class _Search:
                 heapq.heappush(heap, (bound, *child))
         return open_bound
 
-    def search_deferred(self, deadline: Deadline) -> float:
-        """Search the deferred regions plan by plan, least bound first; the bound left open."""
+    def search_deferred(self, deadline: Deadline, left: Left) -> None:
+        """Search the deferred regions plan by plan, least bound first; the throughput bounds
+        left open go to `left`."""
         from hps.methods.exact_parallel.dual_dfs import search_region
 
-        open_bound = math.inf
         for bound, stages, lo, theta, phi in sorted(self.deferred):
             if not self.beats(bound):
                 break
             if deadline.passed():
-                open_bound = min(open_bound, bound)
+                left.add(self.batch / bound, regions_open(stages, self.micro.b, by_plan=True))
                 break
-            found, left = search_region(self, stages, lo, theta, phi, deadline)
+            found, rest = search_region(self, stages, lo, theta, phi, deadline)
             for entries in found:
                 self.best.offer(self.micro.problem, self.micro.to_plan(entries), self.micro.b)
-            open_bound = min(open_bound, left)
-        return open_bound
+            left.add(self.batch / rest, regions_open(stages, self.micro.b, by_plan=True))
 
 
 def solve_max_throughput(
@@ -155,17 +154,18 @@ def solve_max_throughput(
     budget, batch = float(problem.job.budget_per_hour), float(problem.job.batch)
     reach = max_throughput(problem)
 
-    def done(bound: float, best: _Fastest) -> PlanResult:
+    def done(left: Left, best: _Fastest) -> PlanResult:
         score = score_plan(problem, best.plan, best.b) if best.plan is not None else None
         plan = None if best.plan is None else Plan(tuple(best.plan), best.b)
         found = score.throughput if score is not None and score.feasible else 0.0
-        bound = min(max(found, bound), max(reach, found))
+        bound = min(max(found, left.bound), max(reach, found))
+        held = left.what if bound > found * (1 + ROUNDING) else None
         seconds_taken = time.perf_counter() - started
-        return PlanResult("exact", plan, score, bound, seconds_taken, best.evaluations, objective="throughput")
+        return PlanResult("exact", plan, score, bound, seconds_taken, best.evaluations, "throughput", held)
 
-    best = _Fastest()
+    best, left = _Fastest(), Left(least=False)
     if problem.job.throughput > reach * (1 + FLOOR_TOLERANCE):  # proven: no plan meets the floor
-        return done(0.0, best)
+        return done(left, best)
     if incumbent is not None:
         best.offer(problem, incumbent.stages, incumbent.micro_batch)
     samples = problem.job.samples
@@ -177,17 +177,17 @@ def solve_max_throughput(
 
     floor = problem.job.throughput * (1 - FLOOR_TOLERANCE)
     choices = sorted(((reach_of(b), b) for b in problem.micro_batch_choices()), key=lambda c: -c[0])
-    open_rate = 0.0  # the most samples/s left open
-    for most, b in choices:
+    for index, (most, b) in enumerate(choices):
         if most < floor or most <= batch / best.iteration * (1 + ROUNDING):
             continue
+        rest = [c for m, c in choices[index:] if m >= floor and m > batch / best.iteration * (1 + ROUNDING)]
         if deadline.passed():
-            open_rate = max(open_rate, most)
+            left.add(most, unsearched(rest))
             break
         try:
             micro = _Micro(problem, b, best, tables, deadline)
         except TableUnfinished:
-            open_rate = max(open_rate, most)
+            left.add(most, unsearched(rest))
             break
         search = _Search(micro, best, budget)
         counts = np.arange(1, micro.table.max_stages + 1)
@@ -197,8 +197,8 @@ def solve_max_throughput(
             if not search.beats(bound):
                 continue
             if deadline.passed():
-                open_rate = max(open_rate, batch / bound)
+                left.add(batch / bound, regions_open(int(stages), b))
                 break
-            open_rate = max(open_rate, batch / search.stage_count(int(stages), deadline))
-        open_rate = max(open_rate, batch / search.search_deferred(deadline))
-    return done(open_rate, best)
+            left.add(batch / search.stage_count(int(stages), deadline), regions_open(int(stages), b))
+        search.search_deferred(deadline, left)
+    return done(left, best)

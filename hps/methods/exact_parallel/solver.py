@@ -42,6 +42,35 @@ SPLIT = 0.01
 that each half is bounded by its own least τ."""
 
 
+class Left:
+    """The bound left open when a search stops early, and what holds it: the least (`least`,
+    the cost solver's lower bounds) or the largest (the dual's upper bounds on throughput) of
+    the bounds offered, with the text saying what is left unsearched and what would close it."""
+
+    def __init__(self, least: bool = True):
+        self.least = least
+        self.bound, self.what = (math.inf if least else 0.0), None
+
+    def add(self, bound: float, what: str) -> None:
+        if (bound < self.bound) if self.least else (bound > self.bound):
+            self.bound, self.what = bound, what
+
+
+def unsearched(choices: list[int]) -> str:
+    """What holds the bound where micro-batches were left unsearched, and what would close it."""
+    others = f" and {len(choices) - 1} more" if len(choices) > 1 else ""
+    return (
+        f"micro-batch {choices[0]}{others} not searched (bounded by the work it needs); raise --seconds, "
+        f"or fix --micro-batch {choices[0]} to search it alone"
+    )
+
+
+def regions_open(stages: int, b: int, by_plan: bool = False) -> str:
+    """What holds the bound where regions of plans of one stage count were left open."""
+    kind = "plan-by-plan regions (the pooled caps bind)" if by_plan else "regions"
+    return f"{kind} of {stages}-stage plans under micro-batch {b} left open; raise --seconds"
+
+
 class Deadline:
     """A wall-clock limit (time.perf_counter seconds)."""
 
@@ -208,21 +237,19 @@ class _Micro:
                 heapq.heappush(heap, (bound, *child))
         return open_bound
 
-    def search_deferred(self, deadline: Deadline) -> float:
-        """Search the deferred regions plan by plan, least bound first; the bound left open."""
-        open_bound = math.inf
+    def search_deferred(self, deadline: Deadline, left: Left) -> None:
+        """Search the deferred regions plan by plan, least bound first; the bounds left open go to `left`."""
         for bound, stages, lo, theta, phi in sorted(self.deferred):
             if bound >= self.best.cost * (1 - ROUNDING):
                 break
             if deadline.passed():
-                open_bound = min(open_bound, bound)
+                left.add(bound, regions_open(stages, self.b, by_plan=True))
                 break
             lam = self.region_prices.get((stages, lo, theta, phi))
-            found, left = search_region(self, stages, lo, theta, phi, deadline, lam)
+            found, rest = search_region(self, stages, lo, theta, phi, deadline, lam)
             for entries in found:
                 self.best.offer(self.problem, self.to_plan(entries), self.b)
-            open_bound = min(open_bound, left)
-        return open_bound
+            left.add(rest, regions_open(stages, self.b, by_plan=True))
 
 
 def solve_parallel(
@@ -250,18 +277,18 @@ def solve_parallel(
             for _, stages, b in plans:
                 if best.offer(problem, stages, b).feasible:
                     break
-    open_bound, searched = math.inf, []
+    left, searched = Left(), []
     for index, (work, b) in enumerate(choices):
         if work >= best.cost * (1 - ROUNDING):  # no plan under b can beat the best
             continue
-        left = min(w for w, _ in choices[index:])
+        rest = [c for w, c in sorted(choices[index:]) if w < best.cost * (1 - ROUNDING)]
         if deadline.passed():  # the micro-batches left unsearched: bound them by their work
-            open_bound = min(open_bound, left)
+            left.add(min(w for w, _ in choices[index:]), unsearched(rest))
             break
         try:
             micro = _Micro(problem, b, best, tables, deadline)
         except TableUnfinished:  # this micro-batch and those left: bounded by their work
-            open_bound = min(open_bound, left)
+            left.add(min(w for w, _ in choices[index:]), unsearched(rest))
             break
         searched.append(micro)
         # stage counts by their work bound, least first: good plans come early and prune the rest
@@ -269,21 +296,22 @@ def solve_parallel(
             if stages not in micro.open_counts():
                 continue
             if deadline.passed():  # this and the stage counts left (bounded no lower): their work bound
-                open_bound = min(open_bound, float(micro.work_bound(stages)))
+                left.add(float(micro.work_bound(stages)), regions_open(int(stages), b))
                 break
             if not math.isfinite(best.cost):  # no incumbent yet: solve for this stage count alone
                 micro.most = int(stages)
-                open_bound = min(open_bound, micro.stage_count(int(stages), deadline))
+                left.add(micro.stage_count(int(stages), deadline), regions_open(int(stages), b))
                 continue
             micro.most = int(micro.open_counts().max())
             if micro.most <= micro.table.compacted_to // 2:  # fewer entries serve the stage counts left
                 micro.table.compact(micro.most)
                 micro.cache.clear()
                 micro.refresh()
-            open_bound = min(open_bound, micro.stage_count(int(stages), deadline))
+            left.add(micro.stage_count(int(stages), deadline), regions_open(int(stages), b))
     for micro in searched:
-        open_bound = min(open_bound, micro.search_deferred(deadline))
-    bound = min(best.cost, open_bound)
+        micro.search_deferred(deadline, left)
+    bound = min(best.cost, left.bound)
     score = score_plan(problem, best.plan, best.b) if best.plan is not None else None
     plan = None if best.plan is None else Plan(tuple(best.plan), best.b)
-    return PlanResult("exact", plan, score, bound, time.perf_counter() - started, best.evaluations)
+    held = left.what if left.bound < best.cost * (1 - ROUNDING) else None
+    return PlanResult("exact", plan, score, bound, time.perf_counter() - started, best.evaluations, open=held)
