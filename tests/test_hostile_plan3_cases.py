@@ -1,7 +1,8 @@
-"""The plan3 hostile sweep's case list (hps-plan/3 files, the clocks, the new search flags and the
-Python API) and the runner's checks it adds: at least 150 cases, none repeated in any sweep, each
-in a group; an output file left stale or lost is a failure, exit 1 with no plan found is not where
-the case allows it; a `python -c` case ends refused on an HpsError and as a traceback otherwise."""
+"""The plan3 and budget hostile sweeps' case lists (hps-plan/3 files, the clocks, the new search
+flags, the most throughput within a budget, the Python API) and the runner's checks they add: at
+least 150 plan3 and 100 budget cases, none repeated in any sweep, each in a group; an output file
+left stale or lost is a failure, exit 1 with no plan found is not where the case allows it; a
+`python -c` case ends refused on an HpsError and as a traceback otherwise."""
 
 from __future__ import annotations
 
@@ -65,3 +66,18 @@ def test_a_python_case_is_refused_on_an_hps_error_and_a_traceback_otherwise():
     assert refused["class"] == "refused" and "clock" in refused["message"]
     assert run_item(config, {**base, "python": "print(1 / 0)"})["class"] == "traceback"
     assert run_item(config, {**base, "python": "print(job.batch)"})["class"] == "ok"
+
+
+def test_the_budget_sweep_holds_its_own_cases_none_repeated_in_any_sweep():
+    from tools.hostile.budgets import cases as budget_cases
+
+    budgets = budget_cases()
+    assert len(budgets) >= 100
+    seen = [identity(case) for case in [*all_cases(), *new_cases(), *PLAN3, *budgets]]
+    assert len(seen) == len(set(seen))
+    keyed = items(HostileSweepConfig(name="x", cases="budgets"))
+    assert len(keyed) == len(budgets) and all(key.startswith("budget") for key, _ in keyed)
+    for case in budgets:
+        assert case["group"].startswith("budget ") and set(case) <= KEYS, set(case) - KEYS
+        assert bool(case["argv"]) != bool(case.get("python"))
+        assert case.get("stale") is None or case.get("out")

@@ -18,7 +18,7 @@ EXACT_SECONDS = 60.0
 OUT_NOTE = "--out writes a parallel plan file: planning in the parallel-plan model (give --parallel to silence this)"
 """Said on standard error where --out, not --parallel, puts a schedule-model job in the parallel-plan model."""
 SWITCH_NOTE = "{flag} plans in the parallel-plan model: planning there (give --parallel to silence this)"
-"""The same where --warm-start or --clock does."""
+"""The same where --warm-start, --clock, --robust or --maximize throughput does."""
 
 
 def register(subparsers) -> None:
@@ -155,7 +155,8 @@ def run(args) -> int:
         if args.out is not None:
             print(f"hps search: note: {OUT_NOTE}", file=sys.stderr)
         elif switches:
-            flag = "--warm-start" if args.warm_start is not None else "--clock" if kernel else "--robust"
+            given = (("--warm-start", args.warm_start is not None), ("--clock", kernel), ("--robust", args.robust))
+            flag = next((name for name, on in given if on), "--maximize throughput")
             print(f"hps search: note: {SWITCH_NOTE.format(flag=flag)}", file=sys.stderr)
     if parallel or pipelined:
         from hps.cli.search_parallel import check_whole_samples, search_parallel

@@ -44,12 +44,13 @@ WARM_SHARE = 0.1
 
 
 def _row(result, comparison) -> dict:
-    """One planner's summary: cost, cost over the exact solver's (x_optimum), seconds,
-    evaluations, feasible, bound and gap."""
+    """One planner's summary: cost, throughput, cost over the exact solver's (x_optimum),
+    seconds, evaluations, feasible, bound and gap."""
     return {
         "method": result.planner,
         "feasible": result.feasible,
         "cost": finite(result.cost),
+        "throughput": result.throughput if result.feasible else None,
         "x_optimum": comparison.over_optimum(result),
         "seconds": result.seconds,
         "evaluations": result.evaluations,
@@ -103,6 +104,8 @@ def search_parallel(args, problem, budget, compare) -> int:
     names = planner_names("parallel") if method == "all" else [method]
     options = {"exact": {"incumbent": incumbent}} if incumbent is not None else {}
     framework = getattr(args, "framework", None)
+    if framework is not None and problem.objective == "throughput":
+        raise ConfigError("--framework", "framework", "plans the cheapest uniform plan; not with --maximize throughput")
     if framework is not None:  # the framework's uniform plans beside the optimum
         if getattr(args, "method", None) not in (None, "exact", "uniform"):
             raise ConfigError("--framework", "framework", f"plans with the uniform planner, not --method {method}")
@@ -149,7 +152,7 @@ def search_parallel(args, problem, budget, compare) -> int:
     print(f"{problem.workload.name} on {problem.catalog.name}: batch {job.batch:g}, {goal_text(job)}, "
           f"{job.precision}, ZeRO {job.zero}, {schedule_text(job)}")  # fmt: skip
     if len(results) > 1 or compared.skipped:
-        _print_rows(rows, compared.skipped, reference)
+        _print_rows(rows, compared.skipped, reference, problem.objective)
         print(f"\nbest ({best.planner}):")
     if best.plan is None:
         print(verdict_text(document, job.throughput, best))
@@ -274,12 +277,14 @@ def _warm_start(checkpoint: str, problem, budget) -> tuple:
     return (point.plan if point.feasible else None), report
 
 
-def _print_rows(rows: list[dict], skipped: dict[str, str], reference) -> None:
+def _print_rows(rows: list[dict], skipped: dict[str, str], reference, objective: str = "cost") -> None:
     from hps.report.tables import format_table
 
-    headers = ["method", "cost_$", "x_optimum", "feasible", "evaluations", "search_s", "stages", "micro_batch"]
+    value = "throughput" if objective == "throughput" else "cost"
+    headers = ["method", "samples/s" if value == "throughput" else "cost_$", "x_optimum", "feasible", "evaluations",
+               "search_s", "stages", "micro_batch"]  # fmt: skip
     table = [
-        [r["method"], r["cost"], r["x_optimum"], r["feasible"], r["evaluations"], r["seconds"], r["stages"],
+        [r["method"], r[value], r["x_optimum"], r["feasible"], r["evaluations"], r["seconds"], r["stages"],
          r["micro_batch"]]
         for r in rows
     ]  # fmt: skip

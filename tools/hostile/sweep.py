@@ -46,6 +46,7 @@ from pathlib import Path
 from hps.config.files import atomic_write_text
 from hps.errors import ConfigError
 from hps.studies.base import ExperimentConfig, Summary, register_experiment_kind
+from tools.hostile import budgets as hostile_budgets
 from tools.hostile import files as hostile_files
 from tools.hostile import flags as hostile_flags
 from tools.hostile import plans as hostile_plans
@@ -59,7 +60,7 @@ NON_FINITE = re.compile(r"(?<![\w.-])(nan|[-+]?inf(inity)?)(?![\w-])", re.IGNORE
 ALLOWED_INF = re.compile(r"micro[-_ ]batches\W+inf|M\s*=\s*inf|\binf\b\)", re.IGNORECASE)
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 BIDI = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-SETS = ("earlier", "new", "plan3", "all")
+SETS = ("earlier", "new", "plan3", "budgets", "all")
 PIPE_STATUSES = (0, 141, -13)
 """How a command whose standard output closed may end: done, or 128 + SIGPIPE as shells show it."""
 COLLECTIVE_TRAINING = """
@@ -77,7 +78,7 @@ FIXTURES: dict[str, Path] = {}
 class HostileSweepConfig(ExperimentConfig):
     """The sweep over `hostile_cases.all_cases()` (cases="earlier"), the newer cases of
     `hostile_files` and `hostile_flags` (cases="new"), those of `hostile_plans` (cases="plan3"),
-    or all of them; `groups`: only these groups."""
+    those of `hostile_budgets` (cases="budgets"), or all of them; `groups`: only these groups."""
 
     AT_LEAST = {"groups": 0}
     name: str = "hostile_sweep"
@@ -104,6 +105,8 @@ def items(config: HostileSweepConfig) -> list[tuple[str, dict]]:
         keyed += [(f"new{i:03d}", case) for i, case in enumerate(new_cases())]
     if config.cases in ("plan3", "all"):
         keyed += [(f"plan3{i:03d}", case) for i, case in enumerate(hostile_plans.cases())]
+    if config.cases in ("budgets", "all"):
+        keyed += [(f"budget{i:03d}", case) for i, case in enumerate(hostile_budgets.cases())]
     known = {case["group"] for _, case in keyed}
     unknown = [group for group in config.groups if group not in known]
     if unknown:
