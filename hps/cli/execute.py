@@ -10,6 +10,10 @@ compares.
 With `--out FILE` the folder of FILE is checked for a write and free space before anything
 runs, FILE.lock is held while the plan runs (a second run writing FILE is refused, naming the
 first), and the report, printed first, is written with "produced_by": the run id and command.
+`--shrink` runs a parallel plan wider than this machine as its stages with tp and dp capped by the
+devices here, on a narrower model of its family. `--coordinator`, `--num-processes` and
+`--process-id` (or the cluster's variables, `hps.io.cluster`) run it as one process of several,
+each stage on its own processes' devices; process 0 prints and writes the report.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from hps.cli.common import (
     write_json,
 )
 from hps.cli.parallel import add_clock_arg
+from hps.cli.processes import add_process_args, join, peer_lost
 from hps.config.limits import MAX_EXECUTE_STEPS
 from hps.config.loaders import parse_schedule
 from hps.errors import ConfigError
@@ -73,7 +78,14 @@ def register(subparsers) -> None:
     )
     add_seed_arg(parser, help="seed of the model's initial parameters and data, 0 to 2^32 - 1")
     parser.add_argument("--check", action="store_true", help="also train on one device and compare parameters")
-    parser.add_argument("--out", help="also write the JSON report to this file")
+    parser.add_argument(
+        "--shrink",
+        action="store_true",
+        help="run the plan's stages with tp and dp capped by the devices here, on a narrower model of its family "
+        "(the report says what was shrunk)",
+    )
+    parser.add_argument("--out", help="also write the JSON report to this file (process 0 writes it)")
+    add_process_args(parser)
     parser.set_defaults(run=run)
 
 
@@ -164,7 +176,9 @@ def run(args) -> int:
     from hps.models.registry import build_model
     from hps.report.execution import format_execution
 
-    out = output_path(args.out)
+    group = join(args, "execute")  # before anything touches JAX devices
+    primary = group is None or group.process_id == 0
+    out = output_path(args.out) if primary else None
     if args.plan and plan_format(args.plan) is not None:  # a plan file (hps-plan/N) runs as --plan does
         if args.parallel_plan:
             raise ConfigError("--plan", "plan", "give the plan file once (PLAN.json or --plan), not both")
@@ -202,7 +216,11 @@ def run(args) -> int:
             else:
                 job = parallel.job
         whole_batch(job.batch)
-        model = build_model(workload.name, seed=args.seed, **parse_set(args.overrides))
+        shrunk = None
+        if args.shrink:
+            shrunk, model, workload, job, parallel = shrunk_run(args, workload, catalog, job, parallel)
+        else:
+            model = build_model(workload.name, seed=args.seed, **parse_set(args.overrides))
         check_model_matches(model, workload)
         if parallel is None:
             schedule = parse_schedule(args.schedule, catalog, len(workload.layers), source="--schedule")
@@ -244,7 +262,16 @@ def run(args) -> int:
         tensor=parse_replicas(args.tensor, "--tensor"),
     )
     with output_file(out, args.argv) if out else contextlib.nullcontext() as produced:
-        report = execute_plan(model, problem, plan, options)
+        try:
+            report = execute_plan(model, problem, plan, options)
+        except RuntimeError as error:  # across processes: a collective whose peer went away
+            if group is None:
+                raise
+            raise peer_lost(group, error) from None
+        if not primary:
+            return 0
+        if shrunk is not None:
+            report = {**report, "shrunk": list(shrunk.changes)}
         if args.json:  # printed before the file is written: a failed write loses no measurement
             print_json(report)
         else:
@@ -252,6 +279,8 @@ def run(args) -> int:
                 f"{workload.name} on {catalog.name}: {','.join(report['schedule'])}; batch {report['batch']}, "
                 f"{args.steps} steps, {report['collective_policy']} All-Reduce"
             )
+            if shrunk is not None:
+                print("\n".join(["shrunk to run here (--shrink):", *(f"  {line}" for line in shrunk.changes)]))
             print(format_execution(report))
         if out:
             write_json(out, {**report, "produced_by": produced})
@@ -317,3 +346,25 @@ def check_model_matches(model, workload) -> None:
                 f"bytes but the model has {dense:g} + {sparse:g}; "
                 "was the table made with other hyperparameters (--set)?",
             )
+
+
+def shrunk_run(args: Namespace, workload, catalog, job, parallel):
+    """(Shrunk, model, its layer table, job, plan file with the shrunk stages) of `--shrink`: the
+    parallel plan's stages on this machine's device pools, a narrower model of its family."""
+    from hps.executor.devices import device_pools
+    from hps.executor.shrink import shrink_plan
+    from hps.models.registry import build_model_and_workload
+
+    if parallel is None:
+        raise ConfigError("--shrink", "shrink", "needs a parallel plan file (PLAN.json of hps search --out)")
+    for flag in ("overrides", "tensor", "replicas"):
+        if getattr(args, flag):
+            name = "--set" if flag == "overrides" else f"--{flag}"
+            raise ConfigError(name, flag, "--shrink chooses the model and the degrees; give one or the other")
+    names = [stage.type for stage in parallel.stages]
+    pools = device_pools(catalog, names, args.devices)
+    networks = [catalog.resources[catalog.index(name)].network for name in names]
+    shrunk = shrink_plan(workload.name, workload, parallel.stages, job.batch, job.micro_batch, pools, networks)
+    model, table = build_model_and_workload(shrunk.workload, shrunk.hyperparameters, seed=args.seed)
+    job = dataclasses.replace(job, batch=float(shrunk.batch), micro_batch=float(shrunk.micro_batch))
+    return shrunk, model, table, job, dataclasses.replace(parallel, stages=shrunk.stages, job=job)

@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
         evaluate,
         execute,
         export,
+        launch,
         plan,
         profile,
         quickstart,
@@ -39,7 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"hps {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True)
     commands = (
-        quickstart, run, search, sweep, evaluate, collective, train, plan, execute, export, profile, workload, bench,
+        quickstart, run, search, sweep, evaluate, collective, train, plan, execute, launch, export, profile, workload,
+        bench,
     )  # fmt: skip
     for module in commands:
         module.register(subparsers)

@@ -163,7 +163,7 @@ def check_flags(args) -> None:
 def run(args) -> int:
     check_flags(args)
     if args.coordinator is not None:
-        from hps.rl.distributed import initialize, waiting_notice
+        from hps.io.processes import initialize, waiting_notice
 
         print(f"hps train: {waiting_notice(args.coordinator, args.num_processes, args.process_id)}", file=sys.stderr)
         initialize(args.coordinator, args.num_processes, args.process_id)
@@ -171,7 +171,7 @@ def run(args) -> int:
         raise ConfigError("--num-processes", "num_processes", "needs --coordinator HOST:PORT")
     from tqdm import tqdm
 
-    from hps.rl.distributed import is_primary
+    from hps.io.processes import is_primary
     from hps.rl.session import SessionPaths, train_session
 
     config = resolve_config(args)

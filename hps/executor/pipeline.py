@@ -5,7 +5,8 @@ One training step on a global batch of B samples split into M micro-batches, eac
 forwards F(s, m) and backwards B(s, m) dispatched in the 1F1B order (`one_f_one_b`): stage s runs
 min(S − 1 − s, M) forwards, then alternates one forward and one backward, then the remaining
 backwards (PipeDream-Flush / Megatron's non-interleaved schedule, the placement model's).
-- F(s, m): micro-batch m's activation moves to stage s's mesh (`jax.device_put`), and stage s
+- F(s, m): micro-batch m's activation moves to stage s's mesh (`hps.executor.transfer.hand_off`:
+  `jax.device_put` within a process, a collective over both meshes across processes), and stage s
   runs its forward. Dispatch is asynchronous, so stages on different devices overlap.
 - B(s, m): the last stage starts from dloss = 1/B per example (the loss is the mean over the B
   samples); each stage applies its stored vjp and its input gradient moves back. Each stage sums
@@ -22,6 +23,7 @@ import jax.numpy as jnp
 import optax
 
 from hps.executor.stages import Stage, compile_stage, split_float
+from hps.executor.transfer import hand_off
 
 
 @dataclass
@@ -63,7 +65,7 @@ def forward_pass(pipeline: list[CompiledStage], micro: list[dict], run=call):
         kept = []
         for piece in pipeline:
             term = "input" if piece is pipeline[0] else "transfer"
-            x = run(term, piece, jax.device_put, x, piece.stage.batch_sharding)
+            x = run(term, piece, hand_off, x, piece.stage.batch_sharding)
             x_float, x_other = split_float(x)
             y, y_other, res = run("compute", piece, piece.forward, piece.stage.params, x_float, x_other)
             kept.append(res)
@@ -81,7 +83,7 @@ def backward_pass(pipeline: list[CompiledStage], residuals, losses, global_batch
         dy = jax.tree.map(lambda v: jnp.full_like(v, 1.0 / global_batch), losses[m])
         for s in reversed(range(len(pipeline))):
             piece = pipeline[s]
-            dy = run("transfer", piece, jax.device_put, dy, piece.stage.batch_sharding)
+            dy = run("transfer", piece, hand_off, dy, piece.stage.batch_sharding)
             grads, dy = run("compute", piece, piece.backward, residuals[m][s], dy)
             totals[s] = grads if totals[s] is None else run("compute", piece, piece.accumulate, totals[s], grads)
     return totals
@@ -132,7 +134,7 @@ def train_step(pipeline: list[CompiledStage], batch: dict, micro_batches: int) -
     for kind, s, m in one_f_one_b(len(pipeline), micro_batches):
         piece = pipeline[s]
         if kind == "F":
-            x = jax.device_put(inputs.pop((s, m), micro[m]), piece.stage.batch_sharding)
+            x = hand_off(inputs.pop((s, m), micro[m]), piece.stage.batch_sharding)
             y, y_other, residuals[s, m] = piece.forward(piece.stage.params, *split_float(x))
             if s + 1 < len(pipeline):
                 inputs[s + 1, m] = {**y, **y_other} if isinstance(y, dict) else y
@@ -143,7 +145,7 @@ def train_step(pipeline: list[CompiledStage], batch: dict, micro_batches: int) -
             dy = jax.tree.map(lambda v: jnp.full_like(v, 1.0 / global_batch), losses[m])
         else:
             dy = grads_in.pop((s, m))
-        dy = jax.device_put(dy, piece.stage.batch_sharding)
+        dy = hand_off(dy, piece.stage.batch_sharding)
         grads, dx = piece.backward(residuals.pop((s, m)), dy)
         totals[s] = grads if totals[s] is None else piece.accumulate(totals[s], grads)
         if s > 0:

@@ -25,7 +25,7 @@ from hps.errors import ConfigError, TrainingDiverged
 from hps.executor.allreduce import planned_orders
 from hps.executor.devices import assign_stage_devices, device_pools
 from hps.executor.fit import check_fits, stage_need
-from hps.executor.measure import median_stage_terms
+from hps.executor.measure import StageTimes, median_stage_terms
 from hps.executor.mesh import stage_mesh as make_stage_mesh
 from hps.executor.mesh import used_dimensions
 from hps.executor.pipeline import compile_pipeline, train_step
@@ -33,6 +33,7 @@ from hps.executor.predict import activation_bytes, executed_score, stage_predict
 from hps.executor.reference import CHECK_PRECISION, parameter_differences, single_device_training
 from hps.executor.stages import layout_stage, place_stage
 from hps.executor.tensor import is_table
+from hps.executor.transfer import per_process, to_host
 from hps.methods.problem import Problem
 from hps.models.base import LayeredModel, check_sample_batch
 from hps.report.tables import finite
@@ -127,7 +128,10 @@ def micro_batch_count(batch: int, replicas: list[int], wanted: int) -> int:
 
 def check_plan_fits(plan: Plan, pools: dict) -> None:
     """ConfigError naming the plan's stage field when a stage needs more devices (tp·dp) than
-    its type's pool on this machine holds."""
+    its type's pool on this machine holds, or the stages on one pool (each on its own devices)
+    more than it holds together."""
+    hint = "give --devices, run it where it fits, or --shrink to run its structure on a narrower model"
+    on_pool: dict[tuple, list[int]] = {}
     for j, stage in enumerate(plan.stages):
         have = len(pools[stage.type])
         if stage.tp * stage.dp > have:
@@ -135,7 +139,18 @@ def check_plan_fits(plan: Plan, pools: dict) -> None:
                 "plan",
                 f"stages[{j}].dp",
                 f"the stage runs tp {stage.tp} x dp {stage.dp} = {stage.tp * stage.dp} devices of {stage.type}, "
-                f"but this machine's pool of {stage.type} has {have} (give --devices, or run it where it fits)",
+                f"but this machine's pool of {stage.type} has {have} ({hint})",
+            )
+        on_pool.setdefault(tuple(id(device) for device in pools[stage.type]), []).append(j)
+    for pool, js in on_pool.items():
+        need = sum(plan.stages[j].tp * plan.stages[j].dp for j in js)
+        if need > len(pool):
+            types = "/".join(dict.fromkeys(plan.stages[j].type for j in js))
+            raise ConfigError(
+                "plan",
+                "stages",
+                f"its {len(js)} stages on {types} run {need} devices in all, each stage on its own, but this "
+                f"machine has {len(pool)} for them ({hint})",
             )
 
 
@@ -201,10 +216,13 @@ def execute_plan(model: LayeredModel, problem: Problem, plan: Plan, options: Exe
     stages = [place_stage(stage, optimizer) for stage in stages]
     pipeline = compile_pipeline(stages, optimizer)
 
-    batches = [model.sample_batch(jax.random.key(options.seed + step), batch) for step in range(options.steps)]
+    batches = [  # on the host: each process places its own devices' slices of the same samples
+        jax.tree.map(np.asarray, model.sample_batch(jax.random.key(options.seed + step), batch))
+        for step in range(options.steps)
+    ]
     precision = CHECK_PRECISION if options.check else None
     with jax.default_matmul_precision(precision):
-        terms = median_stage_terms(pipeline, batches[0], micro, repeats=7)
+        terms = owners_terms(median_stage_terms(pipeline, batches[0], micro, repeats=7), stages)
         losses, step_seconds = train_steps(pipeline, batches, micro)
     step_time = float(np.median(step_seconds[1:] if len(step_seconds) > 1 else step_seconds))
 
@@ -279,21 +297,36 @@ def train_steps(pipeline, batches, micro: int) -> tuple[list[float], list[float]
     losses, seconds = [], []
     for step, b in enumerate(batches):
         start = time.perf_counter()
-        losses.append(float(jax.block_until_ready(train_step(pipeline, b, micro))))
+        losses.append(float(to_host(train_step(pipeline, b, micro))))
         seconds.append(time.perf_counter() - start)
         if not math.isfinite(losses[-1]):
             raise TrainingDiverged(f"diverged at step {step}: the loss is {losses[-1]}; lower --lr")
     return losses, seconds
 
 
+def owners_terms(terms: list[StageTimes], stages) -> list[StageTimes]:
+    """Each stage's measured terms as the process holding its first device measured them (the
+    same list in every process; `terms` itself where there is one process)."""
+    if jax.process_count() == 1:
+        return terms
+    table = per_process(np.array([[t.compute, t.transfer, t.sync] for t in terms]))
+    owners = [stage.mesh.devices.flat[0].process_index for stage in stages]
+    return [StageTimes(*map(float, table[owner, s])) for s, owner in enumerate(owners)]
+
+
 def check_against_reference(model: LayeredModel, stages, batches, optimizer, losses: list[float]) -> dict:
     """The check's report entries: the same model trained on the first stage's first device
-    (same backend as the plan) with the same optimizer and batches, compared parameter by
-    parameter. Non-finite parameters or losses on either side raise TrainingDiverged (never
-    "equal")."""
-    device = stages[0].mesh.devices.flat[0]
-    want, reference_losses = single_device_training(model, batches, optimizer, device=device)
+    (same backend as the plan; in a process that does not hold it, this process's first device)
+    with the same optimizer and batches, compared parameter by parameter. Non-finite parameters
+    or losses on either side raise TrainingDiverged (never "equal"). Every process gathers the
+    parameters; only process 0 trains the reference and compares (the others return {})."""
     got = [state for stage in stages for state in stage.host_params()]
+    if jax.process_index() != 0:
+        return {}
+    device = stages[0].mesh.devices.flat[0]
+    if device.process_index != jax.process_index():
+        device = jax.local_devices()[0]
+    want, reference_losses = single_device_training(model, batches, optimizer, device=device)
     for what, params in (("the executed plan's", got), ("the single-device reference's", want)):
         if not all(np.all(np.isfinite(np.asarray(leaf))) for leaf in jax.tree.leaves(params)):
             raise TrainingDiverged(f"diverged: {what} parameters hold NaN or inf after step {len(batches) - 1}")
@@ -320,6 +353,7 @@ def _stage_row(stage, span, planned_replicas, measured, prediction, synced_bytes
         "tensor": stage.tensor,
         "planned_replicas": planned_replicas,
         "mesh": {name: int(size) for name, size in stage.mesh.shape.items()},
+        "processes": sorted({int(device.process_index) for device in stage.mesh.devices.flat}),
         "synced_bytes": synced_bytes,
         "measured_time": measured.time,
         "predicted_time": finite(prediction.time),

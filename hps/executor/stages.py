@@ -34,6 +34,7 @@ from jax.sharding import PartitionSpec as P
 
 from hps.executor.allreduce import allreduce_tree
 from hps.executor.tensor import EMBEDDING, TENSOR_AXIS, apply_layer, is_table, layer_roles, param_specs
+from hps.executor.transfer import placed, to_host
 
 
 @dataclass
@@ -89,9 +90,9 @@ class Stage:
         return jax.tree.map(lambda spec: NamedSharding(self.mesh, spec), self.specs())
 
     def host_params(self) -> list:
-        """The stage's param states as the model holds them (one per layer; padding rows of a
-        sharded table dropped)."""
-        return [_unpadded(state, rows) for state, rows in zip(self.params, self.rows)]
+        """The stage's param states as the model holds them, as numpy in every process (one per
+        layer; padding rows of a sharded table dropped)."""
+        return [_unpadded(state, rows) for state, rows in zip(to_host(self.params), self.rows)]
 
     def apply(self, params, x):
         """The stage's layers in order, on this device's activation dict and param shards."""
@@ -153,10 +154,9 @@ def layout_stage(index, type_name, first, last, model, mesh, axes, orders) -> St
 
 def place_stage(stage: Stage, optimizer) -> Stage:
     """The stage with its params copied onto its mesh by their shardings and its optimizer state."""
-    params = stage.params
-    # fresh buffers (update donates them; the model's own arrays must survive)
-    shardings = stage.shardings()
-    stage.params = jax.jit(lambda tree: jax.tree.map(jnp.copy, tree), out_shardings=shardings)(params)
+    # fresh buffers (update donates them; the model's own arrays must survive), each process
+    # filling its own devices
+    stage.params = placed(stage.params, stage.shardings())
     stage.opt_state = jax.jit(optimizer.init)(stage.params)
     return stage
 

@@ -31,7 +31,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from hps.errors import CannotWrite, CheckpointDamaged, ConfigError
-from hps.rl.distributed import is_primary
+from hps.io.processes import is_primary
 from hps.rl.driver import state_sharding
 from hps.rl.policy_kind import PolicyKind, policy_kind_named, policy_kind_of
 

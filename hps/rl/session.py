@@ -43,10 +43,10 @@ import numpy as np
 
 from hps.config.files import atomic_write_text
 from hps.errors import ConfigError, TrainingDiverged
+from hps.io.processes import is_primary
 from hps.io.runfolder import owned, preflight, stop
 from hps.io.runfolder.folder import run_folder
 from hps.rl import checkpoint, metrics
-from hps.rl.distributed import is_primary
 from hps.rl.driver import TrainState, run_chunks
 from hps.rl.metrics import read_metrics
 from hps.rl.policy_kind import policy_kind_of
