@@ -91,7 +91,7 @@ def uniform_plans(
         for y in types
         for t in base.tp_choices(y)
         for d in divisors(b)
-        if count * t * d <= catalog.resources[y].max_units
+        if t * d <= catalog.resources[y].max_units and count * t * d <= base.pooled_caps[y]
     ]
     if not rows:
         return [], 0

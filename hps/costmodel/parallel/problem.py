@@ -107,8 +107,10 @@ class ParallelProblem:
     allowed: np.ndarray | None = None
     clock: Clock = KernelClock()
     """How long a layer takes on a device (`hps.costmodel.clocks.base.clock_named`)."""
-    memo: dict = dataclasses.field(default_factory=dict, repr=False)
-    """Derived tables by method and arguments (`_memo`)."""
+    memo: dict = dataclasses.field(default_factory=dict, repr=False)  # derived tables (`_memo`)
+    pooled_units: tuple[int, ...] | None = None
+    """(T,) units of each type a plan's stages may hold together (the pooled caps, `pooled_caps`;
+    None: its max_units, which bounds each stage's t·d either way): merged copies of a type."""
 
     def __post_init__(self):
         left = open_fields(self.job)
@@ -151,6 +153,10 @@ class ParallelProblem:
         self.sites = tuple(sites)
         self.type_site = np.array([sites.index(r.site) for r in self.catalog.resources], np.int64)
         self.price = np.array([r.price_per_hour for r in self.catalog.resources], np.float64)
+        pooled = self.pooled_units or tuple(r.max_units for r in self.catalog.resources)
+        if len(pooled) != self.num_types or any(p < r.max_units for p, r in zip(pooled, self.catalog.resources)):
+            raise ValueError("pooled_units must be (types,), each at least its type's max_units")
+        self.pooled_caps = np.array(pooled, np.int64)
         call = self.workload.measured_call_s
         self.call_seconds = np.array([call.get(r.name, 0.0) for r in self.catalog.resources], np.float64)
         """(T,) seconds a stage of each type spends on its calls per micro-batch (measured_call_s)."""
@@ -223,7 +229,7 @@ class ParallelProblem:
 
     def restricted(self, allowed: np.ndarray) -> ParallelProblem:
         """The same problem with only `allowed` (L, T) types per layer."""
-        return ParallelProblem(self.workload, self.catalog, self.job, allowed, self.clock, self.memo)
+        return ParallelProblem(self.workload, self.catalog, self.job, allowed, self.clock, self.memo, self.pooled_units)
 
     def shape(self) -> tuple:
         """What every derived table depends on besides the throughput floor, the budget, the samples
@@ -232,13 +238,14 @@ class ParallelProblem:
         resources = tuple(dataclasses.replace(r, price_per_hour=1.0) for r in self.catalog.resources)
         job = dataclasses.replace(self.job, throughput=1.0, samples=1.0, budget_per_hour=None)
         allowed = None if self.allowed is None else self.allowed.tobytes()
-        return id(self.workload), resources, self.catalog.links, job, self.clock, allowed
+        pooled = tuple(self.pooled_caps.tolist())  # merged copies of a type pool their caps
+        return id(self.workload), resources, self.catalog.links, job, self.clock, pooled, allowed
 
     def repriced(self, catalog: Catalog, job: Job) -> ParallelProblem:
         """This problem under `catalog` and `job`, which may differ from its own only in the types'
         prices, the floor, the budget and the samples (ValueError otherwise), sharing its derived
         tables."""
-        out = ParallelProblem(self.workload, catalog, job, self.allowed, self.clock, self.memo)
+        out = ParallelProblem(self.workload, catalog, job, self.allowed, self.clock, self.memo, self.pooled_units)
         if out.shape() != self.shape():
             raise ValueError("a repriced problem differs only in prices, floor, budget and samples")
         return out

@@ -77,7 +77,7 @@ def score_plan(problem: ParallelProblem, stages: tuple[ParallelStage, ...], b: i
     if reason is None:
         for t in sorted(set(types)):
             used = sum(s.tp * s.dp for s, u in zip(stages, types) if u == t)
-            cap = catalog.resources[t].max_units
+            cap = int(problem.pooled_caps[t])
             if used > cap:
                 reason, detail = "pooled_cap", f"{catalog.resources[t].name}: {used} units of {cap}"
                 break

@@ -24,7 +24,7 @@ class CapPrices:
     """The prices λ (T,) and their steps, kept across regions of one micro-batch as a warm start."""
 
     def __init__(self, problem):
-        self.caps = np.array([r.max_units for r in problem.catalog.resources], np.float64)
+        self.caps = problem.pooled_caps.astype(np.float64)
         self.lam = np.zeros(problem.num_types)
         self.step = 0.5 * problem.price
         self.sign = np.zeros(problem.num_types)

@@ -38,7 +38,7 @@ def search_region(
     for entry in np.flatnonzero(allowed)[np.argsort(table.rate[allowed], kind="stable")]:
         by_start.setdefault(int(table.span_first[table.entry_span[entry]]), []).append(int(entry))
     bandwidth, latency, price = problem.link_matrix()
-    caps = [r.max_units for r in problem.catalog.resources]
+    caps = problem.pooled_caps.tolist()
     has_prices = lam is not None and bool(lam.any())
     priced_rest = micro.prices.suffix(micro, theta, phi, stages, lam) if has_prices else None
     lam_list = lam.tolist() if has_prices else [0.0] * problem.num_types

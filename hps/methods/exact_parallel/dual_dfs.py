@@ -34,7 +34,7 @@ def search_region(search, stages: int, lo: float, theta: float, phi: float, dead
     for entry in np.flatnonzero(allowed)[np.argsort(table.time[allowed], kind="stable")]:
         by_start.setdefault(int(table.span_first[table.entry_span[entry]]), []).append(int(entry))
     bandwidth, latency, _ = problem.link_matrix()
-    caps = [r.max_units for r in problem.catalog.resources]
+    caps = problem.pooled_caps.tolist()
     budget = search.budget * (1 + FLOOR_TOLERANCE)
     found, left, best = [], math.inf, [min(search.best.iteration, micro.limit * (1 + 1e-12))]
     used = [0] * problem.num_types

@@ -45,7 +45,7 @@ def max_throughput(problem: ParallelProblem) -> float:
 def _program(work: np.ndarray, allowed: np.ndarray, problem: ParallelProblem) -> float:
     """The largest R of the linear program with layers on the `allowed` (L, T) types only."""
     layers, types = work.shape
-    caps = np.array([r.max_units for r in problem.catalog.resources], np.float64)
+    caps = problem.pooled_caps.astype(np.float64)
     # variables: z[l, y] = R·x[l, y] (allowed pairs only), then R; maximise R
     pairs = np.argwhere(allowed)
     n = len(pairs)

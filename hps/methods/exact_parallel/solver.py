@@ -30,6 +30,7 @@ from hps.contract.types import Plan, PlanResult, PlanScore
 from hps.costmodel.parallel.problem import FLOOR_TOLERANCE, ParallelProblem
 from hps.costmodel.parallel.score import score_plan
 from hps.methods.exact_parallel.caps import CapPrices
+from hps.methods.exact_parallel.copies import copy_classes, solve_merged
 from hps.methods.exact_parallel.dfs import search_region
 from hps.methods.exact_parallel.micro_batches import ordered, work_floor
 from hps.methods.exact_parallel.reach import max_throughput
@@ -262,7 +263,23 @@ def solve_parallel(
     """The cheapest parallel plan of `problem` and its certificate (the result's bound), within
     `seconds` of search (then gap > 0 where regions were left open). incumbent: a plan to prune against
     from the start; the result does not depend on it, only the time to reach it. tables: stage
-    tables shared with other solves of problems that differ only in floor, samples and prices."""
+    tables shared with other solves of problems that differ only in floor, samples and prices.
+    Types that are copies of one another are searched as one (`copies.solve_merged`), except
+    with shared tables (which serve one catalogue)."""
+    classes = copy_classes(problem) if tables is None else None
+    if classes is not None:
+        return solve_merged(problem, classes, _search, seconds=seconds, incumbent=incumbent)
+    return _search(problem, seconds=seconds, incumbent=incumbent, tables=tables)
+
+
+def _search(
+    problem: ParallelProblem,
+    *,
+    seconds: float = math.inf,
+    incumbent: Plan | None = None,
+    tables: SharedTables | None = None,
+) -> PlanResult:
+    """`solve_parallel` over the problem's types as they are."""
     started = time.perf_counter()
     deadline = Deadline(started + seconds)
     if problem.job.throughput > max_throughput(problem) * (1 + FLOOR_TOLERANCE):  # proven: no plan
