@@ -10,7 +10,9 @@ by every process in the same order.
   one collective over the union U of the two meshes' devices (`exchange`): each device of the
   source puts its shard in place in a zero array of the whole value, a sum over U (gloo across
   processes on CPU) gives every device of U the whole value, and each device of the target keeps
-  its slice. Sums with zeros are exact, so the value arrives bit for bit.
+  its slice. Sums with zeros are exact, so the value arrives bit for bit. Each such move is
+  waited for before the next is dispatched: two collectives in flight at once over gloo may be
+  paired in different orders by two processes, and then both wait forever.
 - `to_host(tree)`: the whole value as numpy in every process (gathered over all devices).
 - `placed(tree, shardings)`: host values as global arrays, each process filling its own devices.
 - `per_process(values)`: a small numpy array from every process, stacked by process.
@@ -40,8 +42,8 @@ def _moved(x, target: NamedSharding):
         return jax.device_put(x, target)  # host data: each process places its own devices' slices
     if x.is_fully_addressable and target.is_fully_addressable:
         return jax.device_put(x, target)
-    if x.sharding.device_set == target.device_set:
-        return jax.device_put(x, target)  # a reshard over the same devices JAX runs across processes
+    if x.sharding.device_set == target.device_set:  # a reshard over the same devices JAX runs across processes
+        return jax.block_until_ready(jax.device_put(x, target))
     return exchange(x.sharding, target, tuple(x.shape), np.dtype(x.dtype))(x)
 
 
@@ -102,6 +104,7 @@ def exchange(source: NamedSharding, target: NamedSharding, shape: tuple[int, ...
             for d in local
         ]
         moved = run(jax.make_array_from_single_device_arrays((len(devices), *piece), stacked, pieces, dtype=dtype))
+        jax.block_until_ready(moved)  # one cross-process collective in flight at a time: gloo pairs them in order
         out = {shard.device: shard.data for shard in moved.addressable_shards}
         mine = [out[d].reshape(part) for d in target_order]
         return jax.make_array_from_single_device_arrays(shape, target, mine, dtype=dtype)
