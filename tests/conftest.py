@@ -3,8 +3,8 @@ compilation cache.
 
 The suite's programs are small and mostly compiled once (on a clean checkout, compiling is most
 of its time), so LLVM runs without its optimisation passes (`xla_backend_optimization_level=0`:
-compiles about a third faster; XLA's own passes, and so the HLO, are unchanged). XLA_FLAGS must be set before JAX is
-imported, so this runs first; subprocesses of the tests inherit it.
+compiles about a third faster; XLA's own passes, and so the HLO, are unchanged). XLA_FLAGS must
+be set before JAX is imported, so this runs first; subprocesses of the tests inherit it.
 """
 
 import os
