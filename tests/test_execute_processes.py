@@ -96,6 +96,21 @@ def test_a_killed_process_ends_the_other_within_60_s_with_a_message_and_its_lock
     lock.release(held)  # the kernel dropped the dead run's flock: the next run takes the file
 
 
+@pytest.mark.parametrize("index", [0, 1])
+def test_a_process_whose_peer_never_starts_ends_at_its_timeout_with_a_message(tmp_path, index):
+    """Process 0 (the coordinator) or 1 alone: each ends with exit status 2 and hps's own line soon
+    after --timeout, before JAX's join deadline (which aborts with a C++ stack trace), writing
+    nothing."""
+    plan, out = two_stage_plan(tmp_path), tmp_path / "report.json"
+    environ = launcher.child_environ(child_environ(), f"127.0.0.1:{launcher.free_port()}", 2, index, 4)
+    argv = [sys.executable, "-m", "hps.cli.main", "execute", str(plan), "--timeout", "3", "--out", str(out)]
+    start = time.monotonic()
+    done = subprocess.run(argv, cwd=REPO, env=environ, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and time.monotonic() - start < 3 + 30, done.stderr[-2000:]
+    assert "hps execute: error: 127.0.0.1:" in done.stderr and "did not all join within 3 s" in done.stderr
+    assert "stack trace" not in done.stderr and not out.exists()
+
+
 CHILD = """
 import os, sys, time
 index = int(os.environ["JAX_PROCESS_ID"])

@@ -7,6 +7,7 @@ others to join and how long a silent peer lives before every process is ended.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 
@@ -23,6 +24,14 @@ SHUTDOWN_S = 600.0
 """Seconds a finished process waits at exit for the others to finish (process 0 runs the
 single-device reference of `--check` after the others are done); a dead peer still ends it
 within the heartbeat timeout."""
+
+
+def give_up(command: str, message: str) -> None:
+    """End this process at once, exit status 2, saying why (the others did not join in time):
+    called from a timer thread while JAX's join still waits, so no exception can reach the
+    command; nothing is written yet (outputs and their locks come after the join)."""
+    print(f"hps {command}: error: {message}", file=sys.stderr, flush=True)
+    os._exit(2)
 
 
 def add_process_args(parser) -> None:
@@ -66,6 +75,7 @@ def join(args, command: str) -> ProcessGroup | None:
         group.process_id,
         timeout_s=args.timeout,
         shutdown_s=max(SHUTDOWN_S, args.timeout),
+        on_timeout=functools.partial(give_up, command),
     )
     import jax
 

@@ -16,6 +16,7 @@ checkpoint's settings (seed, learning rate, …) exits 2 unless `--allow-changes
 from __future__ import annotations
 
 import dataclasses
+import functools
 import runpy
 import sys
 from pathlib import Path
@@ -166,7 +167,10 @@ def run(args) -> int:
         from hps.io.processes import initialize, waiting_notice
 
         print(f"hps train: {waiting_notice(args.coordinator, args.num_processes, args.process_id)}", file=sys.stderr)
-        initialize(args.coordinator, args.num_processes, args.process_id)
+        from hps.cli.processes import give_up
+
+        ended = functools.partial(give_up, "train")
+        initialize(args.coordinator, args.num_processes, args.process_id, on_timeout=ended)
     elif args.num_processes != 1:
         raise ConfigError("--num-processes", "num_processes", "needs --coordinator HOST:PORT")
     from tqdm import tqdm
