@@ -68,16 +68,19 @@ def test_a_python_case_is_refused_on_an_hps_error_and_a_traceback_otherwise():
     assert run_item(config, {**base, "python": "print(job.batch)"})["class"] == "ok"
 
 
-def test_the_budget_sweep_holds_its_own_cases_none_repeated_in_any_sweep():
+def test_the_budget_and_process_sweeps_hold_their_own_cases_none_repeated_in_any_sweep():
     from tools.hostile.budgets import cases as budget_cases
+    from tools.hostile.processes import cases as process_cases
 
-    budgets = budget_cases()
-    assert len(budgets) >= 100
-    seen = [identity(case) for case in [*all_cases(), *new_cases(), *PLAN3, *budgets]]
+    budgets, processes = budget_cases(), process_cases()
+    assert len(budgets) >= 100 and len(processes) >= 40
+    seen = [identity(case) for case in [*all_cases(), *new_cases(), *PLAN3, *budgets, *processes]]
     assert len(seen) == len(set(seen))
-    keyed = items(HostileSweepConfig(name="x", cases="budgets"))
-    assert len(keyed) == len(budgets) and all(key.startswith("budget") for key, _ in keyed)
-    for case in budgets:
-        assert case["group"].startswith("budget ") and set(case) <= KEYS, set(case) - KEYS
-        assert bool(case["argv"]) != bool(case.get("python"))
-        assert case.get("stale") is None or case.get("out")
+    for name, prefix, group, listed in (("budgets", "budget", "budget ", budgets),
+                                        ("processes", "process", "processes ", processes)):  # fmt: skip
+        keyed = items(HostileSweepConfig(name="x", cases=name))
+        assert len(keyed) == len(listed) and all(key.startswith(prefix) for key, _ in keyed)
+        for case in listed:
+            assert case["group"].startswith(group) and set(case) <= KEYS, set(case) - KEYS
+            assert bool(case["argv"]) != bool(case.get("python"))
+            assert case.get("stale") is None or case.get("out")

@@ -50,6 +50,7 @@ from tools.hostile import budgets as hostile_budgets
 from tools.hostile import files as hostile_files
 from tools.hostile import flags as hostile_flags
 from tools.hostile import plans as hostile_plans
+from tools.hostile import processes as hostile_processes
 from tools.hostile import setup as hostile_setup
 from tools.hostile.cases import all_cases
 from tools.hostile.setup import CHUNKS, TINY_TRAINING, run_hps
@@ -60,7 +61,7 @@ NON_FINITE = re.compile(r"(?<![\w.-])(nan|[-+]?inf(inity)?)(?![\w-])", re.IGNORE
 ALLOWED_INF = re.compile(r"micro[-_ ]batches\W+inf|M\s*=\s*inf|\binf\b\)", re.IGNORECASE)
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 BIDI = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-SETS = ("earlier", "new", "plan3", "budgets", "all")
+SETS = ("earlier", "new", "plan3", "budgets", "processes", "all")
 PIPE_STATUSES = (0, 141, -13)
 """How a command whose standard output closed may end: done, or 128 + SIGPIPE as shells show it."""
 COLLECTIVE_TRAINING = """
@@ -78,7 +79,8 @@ FIXTURES: dict[str, Path] = {}
 class HostileSweepConfig(ExperimentConfig):
     """The sweep over `hostile_cases.all_cases()` (cases="earlier"), the newer cases of
     `hostile_files` and `hostile_flags` (cases="new"), those of `hostile_plans` (cases="plan3"),
-    those of `hostile_budgets` (cases="budgets"), or all of them; `groups`: only these groups."""
+    those of `hostile_budgets` (cases="budgets"), of `hostile_processes` (cases="processes"), or
+    all of them; `groups`: only these groups."""
 
     AT_LEAST = {"groups": 0}
     name: str = "hostile_sweep"
@@ -107,6 +109,8 @@ def items(config: HostileSweepConfig) -> list[tuple[str, dict]]:
         keyed += [(f"plan3{i:03d}", case) for i, case in enumerate(hostile_plans.cases())]
     if config.cases in ("budgets", "all"):
         keyed += [(f"budget{i:03d}", case) for i, case in enumerate(hostile_budgets.cases())]
+    if config.cases in ("processes", "all"):
+        keyed += [(f"process{i:03d}", case) for i, case in enumerate(hostile_processes.cases())]
     known = {case["group"] for _, case in keyed}
     unknown = [group for group in config.groups if group not in known]
     if unknown:
