@@ -540,6 +540,8 @@ def test_train_resumes_past_a_damaged_checkpoint_from_the_step_before(how, tmp_p
     assert code == 0 and "Traceback" not in err
     assert f"damaged checkpoint steps {latest.name}" in err and "resuming from step" in err
     assert (run / "damaged-checkpoints" / latest.name).is_dir()  # moved aside; the step is saved anew
+    document = json.loads((run / "manifest.json").read_text())
+    assert document["outputs"]["damaged-checkpoints"] == document["runs"][-1]["run_id"]  # the resume set them aside
     assert [r["chunk"] for r in read_metrics(run / "metrics.jsonl")] == list(range(chunks))
     _, params, spec = checkpoint.load_policy(run / "checkpoints")
     assert spec["step"] == int(latest.name)

@@ -161,6 +161,8 @@ def _resume(config, paths, manager, folder, *, devices, on_notice, allow_changes
     state, damaged = checkpoint.restore_intact(manager, config, paths.damaged, devices=devices)
     changes = _check_changes(config, manager, state, folder, allow_changes=allow_changes, on_notice=on_notice)
     _notify(on_notice, damaged_notice(paths, damaged, state))
+    if damaged and folder.manifest is not None:  # the steps set aside are this run's doing
+        folder.manifest.wrote(paths.damaged)
     parsed = metrics.parse(paths.metrics)
     done = updates_of(state) // config.updates_per_chunk
     reconciled = metrics.reconcile(parsed.records, done)
