@@ -14,6 +14,34 @@ import math
 import numpy as np
 
 
+def next_stages(table, problem, entries, q: int, need, placed: bool, site: int, theta: float, used, caps):
+    """The entries of `entries` (those starting at one boundary) that may come next with q stages
+    left, as (entry, first, last, type, t, d, site, hop s, bytes handed over): holding the
+    chunks a stage q from the end holds, the last layer only in the last stage, a link to the
+    previous stage's `site` (where one was `placed`) whose hop is within theta, and within the
+    caps given the units `used` per type."""
+    n = problem.num_layers
+    bandwidth, latency, _ = problem.link_matrix()
+    for entry in entries:
+        if table.fits[entry] < need[q]:
+            continue
+        first, last, y, t, d = table.stage(entry)
+        if last == n - 1 and q != 1:
+            continue
+        s_new = int(table.site[entry])
+        hop, nbytes = 0.0, 0.0
+        if placed and s_new != site:
+            if bandwidth[site, s_new] == 0:
+                continue
+            nbytes = problem.act_bytes[first - 1]
+            hop = table.b * nbytes / bandwidth[site, s_new] + latency[site, s_new]
+            if hop > theta:
+                continue
+        if used[y] + t * d > caps[y]:
+            continue
+        yield entry, first, last, y, t, d, s_new, hop, nbytes
+
+
 def search_region(
     micro, stages: int, lo: float, theta: float, phi: float, deadline, lam: np.ndarray | None = None
 ) -> tuple[list[list[int]], float]:
@@ -37,7 +65,7 @@ def search_region(
     by_start = {}
     for entry in np.flatnonzero(allowed)[np.argsort(table.rate[allowed], kind="stable")]:
         by_start.setdefault(int(table.span_first[table.entry_span[entry]]), []).append(int(entry))
-    bandwidth, latency, price = problem.link_matrix()
+    price = problem.link_matrix()[2]
     caps = problem.pooled_caps.tolist()
     has_prices = lam is not None and bool(lam.any())
     priced_rest = micro.prices.suffix(micro, theta, phi, stages, lam) if has_prices else None
@@ -60,24 +88,9 @@ def search_region(
             return
         if q == 0:
             return
-        for entry in by_start.get(start, ()):
-            if table.fits[entry] < need[q]:
-                continue
-            first, last, y, t, d = table.stage(entry)
-            if last == n - 1 and q != 1:
-                continue
-            s_new = int(table.site[entry])
-            hop, paid = 0.0, 0.0
-            if path and s_new != site:
-                if bandwidth[site, s_new] == 0:
-                    continue
-                nbytes = problem.act_bytes[first - 1]
-                hop = table.b * nbytes / bandwidth[site, s_new] + latency[site, s_new]
-                paid = egress_scale * nbytes * price[site, s_new]
-                if hop > theta:
-                    continue
-            if used[y] + t * d > caps[y]:
-                continue
+        options = next_stages(table, problem, by_start.get(start, ()), q, need, bool(path), site, theta, used, caps)
+        for entry, _, last, y, t, d, s_new, hop, nbytes in options:
+            paid = egress_scale * nbytes * price[site, s_new] if nbytes else 0.0
             r = rate + table.rate[entry]
             after = last + 1
             suffix = rest[after][q - 1] if after < n else (0.0 if q == 1 else math.inf)

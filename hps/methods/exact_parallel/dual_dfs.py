@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from hps.costmodel.parallel.problem import FLOOR_TOLERANCE
+from hps.methods.exact_parallel.dfs import next_stages
 
 
 def search_region(search, stages: int, lo: float, theta: float, phi: float, deadline) -> tuple[list[list[int]], float]:
@@ -33,7 +34,6 @@ def search_region(search, stages: int, lo: float, theta: float, phi: float, dead
     by_start = {}
     for entry in np.flatnonzero(allowed)[np.argsort(table.time[allowed], kind="stable")]:
         by_start.setdefault(int(table.span_first[table.entry_span[entry]]), []).append(int(entry))
-    bandwidth, latency, _ = problem.link_matrix()
     caps = problem.pooled_caps.tolist()
     budget = search.budget * (1 + FLOOR_TOLERANCE)
     found, left, best = [], math.inf, [min(search.best.iteration, micro.limit * (1 + 1e-12))]
@@ -50,22 +50,8 @@ def search_region(search, stages: int, lo: float, theta: float, phi: float, dead
             return
         if q == 0:
             return
-        for entry in by_start.get(start, ()):
-            if table.fits[entry] < need[q]:
-                continue
-            first, last, y, t, d = table.stage(entry)
-            if last == n - 1 and q != 1:
-                continue
-            s_new = int(table.site[entry])
-            hop = 0.0
-            if path and s_new != site:
-                if bandwidth[site, s_new] == 0:
-                    continue
-                hop = table.b * problem.act_bytes[first - 1] / bandwidth[site, s_new] + latency[site, s_new]
-                if hop > theta:
-                    continue
-            if used[y] + t * d > caps[y]:
-                continue
+        options = next_stages(table, problem, by_start.get(start, ()), q, need, bool(path), site, theta, used, caps)
+        for entry, _, last, y, t, d, s_new, hop, _ in options:
             r = rate + table.rate[entry]
             after = last + 1
             suffix = rest[after][q - 1] if after < n else (0.0 if q == 1 else math.inf)
