@@ -233,7 +233,7 @@ PLAN_EDITS = (
     ("stages.0.dp", 1_000_000_000), ("stages.0.dp", 0), ("stages.0.dp", 1.5), ("stages.0.dp", True),
     ("stages.0.tp", 0), ("stages.0.tp", 3), ("stages.0.first", 3), ("stages.0.last", 99), ("stages", []),
     ("stages.0.type", "cpu,gpu-a"), ("stages.0.type", "tpu9"), ("stages.0.type", ""), ("format", "hps-plan/1"),
-    ("format", "hps-plan/3"), ("workload", "nope"), ("catalog", "/dev/zero"),
+    ("format", "hps-plan/9"), ("workload", "nope"), ("catalog", "/dev/zero"),
 )  # fmt: skip
 EXECUTION_EDITS = (
     ("extra", 1), ("instance.extra", 1), ("instance.micro_batches", 0), ("instance.micro_batches", 1000),
