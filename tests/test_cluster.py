@@ -71,6 +71,11 @@ def test_skypilot_nodes_with_the_first_address_as_coordinator():
          "must be in [0, 4)"),
         ((None, None, None), {"JAX_COORDINATOR_ADDRESS": "h:99999", "JAX_NUM_PROCESSES": "2"},
          "JAX_COORDINATOR_ADDRESS", "HOST:PORT"),
+        ((None, None, None), {"SKYPILOT_NUM_NODES": "2", "SKYPILOT_NODE_RANK": "0", "SKYPILOT_NODE_IPS": " \n"},
+         "SKYPILOT_NODE_IPS", "is empty or unset"),
+        ((None, None, None), {"SLURM_NTASKS": "2", "SLURM_PROCID": "1"}, "SLURM_JOB_NODELIST", "is empty or unset"),
+        ((None, None, None), {"SKYPILOT_NUM_NODES": "2", "SKYPILOT_NODE_RANK": "0", "SKYPILOT_NODE_IPS": "10.0.0.1",
+                              "HPS_COORDINATOR_PORT": "99999999"}, "HPS_COORDINATOR_PORT", "from 1 to 65535"),
     ],
 )  # fmt: skip
 def test_values_no_run_can_use_name_their_flag_or_variable(flags, environ, source, needle):

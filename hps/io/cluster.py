@@ -63,9 +63,17 @@ def first_node(nodelist: str) -> str:
     return head.group(1) + head.group(3).split(",")[0].split("-")[0]
 
 
+def _port(environ: Mapping[str, str]) -> str | None:
+    """HPS_COORDINATOR_PORT where set; ConfigError naming it where it is not a port (1-65535)."""
+    port = environ.get(PORT_VARIABLE)
+    if port is not None and not (port.strip().isdigit() and 0 < int(port) < 65536):
+        raise ConfigError(PORT_VARIABLE, "", f"must be a port number from 1 to 65535, got {port!r}")
+    return None if port is None else port.strip()
+
+
 def _conventions(environ: Mapping[str, str]) -> list[tuple[str, str | None, str | None, str | None]]:
     """(name, coordinator, count, id) each convention gives in `environ` (None where it gives none)."""
-    port = environ.get(PORT_VARIABLE)
+    port = _port(environ)
     slurm_nodes = environ.get("SLURM_STEP_NODELIST") or environ.get("SLURM_JOB_NODELIST")
     slurm_coordinator = None
     if slurm_nodes:
@@ -133,8 +141,12 @@ def process_group(
     if count == 1 and "coordinator" not in values:
         return None
     if "coordinator" not in values:
+        source = sources.get("num_processes", "--num-processes")
+        lists = {"SKYPILOT_NUM_NODES": "SKYPILOT_NODE_IPS", "SLURM_NTASKS": "SLURM_JOB_NODELIST"}
+        if source in lists:  # the cluster's own list of hosts is missing or empty
+            raise ConfigError(lists[source], "coordinator", f"is empty or unset, and {source} gives {count} processes")
         raise ConfigError(
-            sources.get("num_processes", "--num-processes"),
+            source,
             "coordinator",
             f"{count} processes need a coordinator: give --coordinator HOST:PORT or set JAX_COORDINATOR_ADDRESS",
         )

@@ -73,9 +73,13 @@ def describe_status(returncode: int) -> str:
     return f"status {returncode}"
 
 
-def _stream(index: int, pipe, is_error: bool, on_line: Callable[[int, str, bool], None]) -> None:
+def _stream(index: int, pipe, is_error: bool, on_line: Callable[[int, str, bool], None], said: dict) -> None:
+    """Hand every line of `pipe` to on_line; keep the child's last error line in said[index]."""
     for line in iter(pipe.readline, ""):
-        on_line(index, line.rstrip("\n"), is_error)
+        line = line.rstrip("\n")
+        on_line(index, line, is_error)
+        if is_error and "error" in line:
+            said[index] = line
     pipe.close()
 
 
@@ -114,6 +118,7 @@ def launch(
     base = os.environ if environ is None else environ
     children: list[subprocess.Popen] = []
     readers: list[threading.Thread] = []
+    said: dict[int, str] = {}  # each child's last error line
     try:
         for index in range(processes):
             try:
@@ -130,12 +135,12 @@ def launch(
                 raise ConfigError("command", argv[0], f"cannot start it: {error.strerror or error}") from None
             children.append(child)
             for pipe, is_error in ((child.stdout, False), (child.stderr, True)):
-                reader = threading.Thread(target=_stream, args=(index, pipe, is_error, on_line), daemon=True)
+                reader = threading.Thread(target=_stream, args=(index, pipe, is_error, on_line, said), daemon=True)
                 reader.start()
                 readers.append(reader)
         pids = ", ".join(str(child.pid) for child in children)
         on_notice(f"started {processes} processes, coordinator {coordinator}, pids {pids}")
-        status = _watch(children, on_notice, grace_s)
+        status = _watch(children, on_notice, grace_s, readers, said)
     finally:
         stop(children, grace_s)  # on any exit of the launcher, a stop by a signal included
         for reader in readers:
@@ -143,9 +148,12 @@ def launch(
     return status
 
 
-def _watch(children: Sequence[subprocess.Popen], on_notice: Callable[[str], None], grace_s: float) -> int:
-    """Wait for every child to end; at the first that fails, end the others. Returns the
-    launcher's exit status."""
+def _watch(
+    children: Sequence[subprocess.Popen], on_notice: Callable[[str], None], grace_s: float, readers, said: dict
+) -> int:
+    """Wait for every child to end; at the first that fails, end the others, saying the failed
+    child's last error line (`said`, once its two `readers`, two a child, have read it all).
+    Returns the launcher's exit status."""
     while True:
         codes = [child.poll() for child in children]
         failed = next(((i, code) for i, code in enumerate(codes) if code not in (None, 0)), None)
@@ -153,7 +161,10 @@ def _watch(children: Sequence[subprocess.Popen], on_notice: Callable[[str], None
             index, code = failed
             others = sum(code is None for code in codes)
             ending = f"; stopping the other {others} (SIGTERM, SIGKILL after {grace_s:g} s)" if others else ""
-            on_notice(f"process {index} exited with {describe_status(code)}{ending}")
+            for reader in readers[2 * index : 2 * index + 2]:
+                reader.join(timeout=grace_s)
+            last = f" ({said[index]})" if index in said else ""
+            on_notice(f"process {index} exited with {describe_status(code)}{last}{ending}")
             stop(children, grace_s)
             return exit_status(code)
         if all(code == 0 for code in codes):
