@@ -307,3 +307,25 @@ def test_the_reach_bounds_every_plan_and_a_floor_above_it_is_proven_infeasible()
         assert brute_force(workload, catalog, above)[1] is None, seed
         checked += 1
     assert checked == 24
+
+
+def test_the_reach_within_a_budget_bounds_every_affordable_plan_of_its_micro_batch():
+    """max_throughput_within(b, D) is at least the throughput of every plan under b that brute
+    force finds within the caps and D $/hour (the dual's bound before a micro-batch's table)."""
+    from hps.methods.exact_parallel.reach import max_throughput_within
+
+    checked = 0
+    for seed in range(10):
+        workload, catalog, job = bounded_instance(seed, BRUTE_FORCE_PLANS // 4)
+        scored = scored_plans(workload, catalog, dataclasses.replace(job, throughput=1e-6))
+        problem = ParallelProblem(workload, catalog, job)
+        rates = sorted(s["dollars_per_hour"] for s, _, _ in scored if s["feasible"])
+        if not rates:
+            continue
+        budget = rates[len(rates) // 2]
+        for b in {b for _, _, b in scored}:
+            fastest = max((s["throughput"] for s, _, at in scored if at == b and s["feasible"]
+                           and s["dollars_per_hour"] <= budget), default=0.0)  # fmt: skip
+            assert max_throughput_within(problem, b, budget) >= fastest * (1 - 1e-7), (seed, b)
+            checked += fastest > 0
+    assert checked >= 10

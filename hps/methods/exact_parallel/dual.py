@@ -19,8 +19,9 @@ and least-rate program as the cost solver:
 - Where P breaks a pooled cap, the region is halved while wide, then searched plan by plan.
 
 Before its table is built, micro-batch b is bounded by B/T ≤ budget·N / (3600·work(b))
-(`micro_batches.work_floor`: Σ r ≥ R·Σ_l least price·device-seconds per sample), and every plan by
-the reach of the caps (`reach.max_throughput`).
+(`micro_batches.work_floor`: Σ r ≥ R·Σ_l least price·device-seconds per sample), by the linear
+program that holds the caps and that budget row together (`reach.max_throughput_within`), and
+every plan by the reach of the caps (`reach.max_throughput`).
 """
 
 from __future__ import annotations
@@ -36,9 +37,13 @@ from hps.contract.types import Plan, PlanResult, PlanScore
 from hps.costmodel.parallel.problem import FLOOR_TOLERANCE, ParallelProblem
 from hps.costmodel.parallel.score import score_plan
 from hps.methods.exact_parallel.micro_batches import work_floor
-from hps.methods.exact_parallel.reach import max_throughput
+from hps.methods.exact_parallel.reach import max_throughput, max_throughput_within
 from hps.methods.exact_parallel.solver import SPLIT, Deadline, Left, _below, _Micro, regions_open, unsearched
 from hps.methods.exact_parallel.table import SharedTables, TableUnfinished
+
+LP_SLACK = 1e-7
+"""Relative slack on the linear program's optimum (the solver's tolerance), so that its bound
+never cuts a plan it admits."""
 
 
 class _Fastest:
@@ -171,9 +176,11 @@ def solve_max_throughput(
     samples = problem.job.samples
 
     def reach_of(b: int) -> float:
-        """The most samples/s any affordable plan under b can run (budget over its least $ per sample)."""
+        """The most samples/s any affordable plan under b can run: the budget over its least $ per
+        sample, and the linear program of the caps and the budget together (`max_throughput_within`)."""
         work = work_floor(problem, b)
-        return math.inf if work <= 0 else budget * samples / (3600 * work)
+        alone = math.inf if work <= 0 else budget * samples / (3600 * work)
+        return min(alone, max_throughput_within(problem, b, budget) * (1 + LP_SLACK))
 
     floor = problem.job.throughput * (1 - FLOOR_TOLERANCE)
     choices = sorted(((reach_of(b), b) for b in problem.micro_batch_choices()), key=lambda c: -c[0])

@@ -42,8 +42,19 @@ def max_throughput(problem: ParallelProblem) -> float:
     return best
 
 
-def _program(work: np.ndarray, allowed: np.ndarray, problem: ParallelProblem) -> float:
-    """The largest R of the linear program with layers on the `allowed` (L, T) types only."""
+def max_throughput_within(problem: ParallelProblem, b: int, budget: float) -> float:
+    """The most samples/s any plan under micro-batch b whose units rent for at most `budget`
+    $/hour can run: the program above over every type (sites and links relaxed) with the
+    device-seconds of micro-batch b, and one more row, R·Σ_l price_y·w_l,y ≤ budget (a plan's
+    Σ r·T is at least B·Σ_l price·w of its layers, so Σ r ≥ R·Σ_l price·w)."""
+    work = problem.least_unit_seconds(b)
+    allowed = np.isfinite(work) if problem.allowed is None else problem.allowed & np.isfinite(work)
+    return _program(work, allowed, problem, budget)
+
+
+def _program(work: np.ndarray, allowed: np.ndarray, problem: ParallelProblem, budget: float | None = None) -> float:
+    """The largest R of the linear program with layers on the `allowed` (L, T) types only (and,
+    with a budget, their $/hour within it)."""
     layers, types = work.shape
     caps = problem.pooled_caps.astype(np.float64)
     # variables: z[l, y] = R·x[l, y] (allowed pairs only), then R; maximise R
@@ -56,6 +67,10 @@ def _program(work: np.ndarray, allowed: np.ndarray, problem: ParallelProblem) ->
     each_layer[:, -1] = -1.0  # Σ_y z[l, y] = R
     per_type = np.zeros((types, n + 1))
     per_type[pairs[:, 1], np.arange(n)] = work[pairs[:, 0], pairs[:, 1]]  # Σ_l w·z ≤ U_y
+    if budget is not None:  # Σ_{l,y} price_y·w·z ≤ budget
+        spend = np.zeros((1, n + 1))
+        spend[0, :n] = problem.price[pairs[:, 1]] * work[pairs[:, 0], pairs[:, 1]]
+        per_type, caps = np.vstack([per_type, spend]), np.append(caps, budget)
     solved = linprog(
         cost, A_ub=per_type, b_ub=caps, A_eq=each_layer, b_eq=np.zeros(layers), bounds=(0, None), method="highs"
     )
