@@ -73,7 +73,7 @@ def search_region(
     lam_caps = sum(x * c for x, c in zip(lam_list, caps))
     iterations = problem.job.samples / problem.job.batch
     egress_scale = 2 * problem.job.batch * iterations
-    found, left, best = [], math.inf, [micro.best.cost]
+    found, left, best = [], math.inf, [micro.best.value]
     used = [0] * problem.num_types
     priced = [0.0]  # Σ λ_y·units of the stages placed
     path = []

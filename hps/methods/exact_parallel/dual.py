@@ -33,12 +33,12 @@ import time
 import numpy as np
 
 from hps.contract.types import GAP_ROUNDING as ROUNDING
-from hps.contract.types import Plan, PlanResult, PlanScore
+from hps.contract.types import Plan, PlanResult
 from hps.costmodel.parallel.problem import FLOOR_TOLERANCE, ParallelProblem
 from hps.costmodel.parallel.score import score_plan
 from hps.methods.exact_parallel.micro_batches import work_floor
 from hps.methods.exact_parallel.reach import max_throughput, max_throughput_within
-from hps.methods.exact_parallel.solver import SPLIT, Deadline, Left, _below, _Micro, regions_open, unsearched
+from hps.methods.exact_parallel.solver import SPLIT, Deadline, Left, _below, _Best, _Micro, regions_open, unsearched
 from hps.methods.exact_parallel.table import SharedTables, TableUnfinished
 
 LP_SLACK = 1e-7
@@ -46,27 +46,10 @@ LP_SLACK = 1e-7
 never cuts a plan it admits."""
 
 
-class _Fastest:
-    """The incumbent: the least iteration time (s) of an affordable plan above the floor, its plan
-    and micro-batch; and the count of plans scored. `cost` is what `_Micro` prunes by (unused here)."""
-
-    cost = math.inf
-
-    def __init__(self):
-        self.iteration, self.plan, self.b, self.evaluations = math.inf, None, None, 0
-
-    def offer(self, problem: ParallelProblem, plan, b: int) -> PlanScore:
-        self.evaluations += 1
-        score = score_plan(problem, plan, b)
-        if score.feasible and score.iteration_s < self.iteration:
-            self.iteration, self.plan, self.b = score.iteration_s, plan, b
-        return score
-
-
 class _Search:
     """The search under one micro-batch: regions of each stage count, least iteration bound first."""
 
-    def __init__(self, micro: _Micro, best: _Fastest, budget: float):
+    def __init__(self, micro: _Micro, best: _Best, budget: float):
         self.micro, self.best, self.budget = micro, best, budget
         self.batch = micro.problem.job.batch
         self.deferred = []  # (iteration bound, stages, θ_lo, θ̄, φ̄) left to the plan-by-plan search
@@ -80,7 +63,7 @@ class _Search:
 
     def beats(self, iteration: float) -> bool:
         """Whether a plan of this iteration (s) could beat the best and meet the floor."""
-        return iteration < self.best.iteration * (1 - ROUNDING) and iteration <= self.micro.limit
+        return iteration < self.best.value * (1 - ROUNDING) and iteration <= self.micro.limit
 
     def stage_count(self, stages: int, deadline: Deadline) -> float:
         """Close every region of plans of `stages` stages; the least iteration bound (s) left open
@@ -107,7 +90,7 @@ class _Search:
                 break
             score = self.best.offer(micro.problem, micro.to_plan(micro.table.plan_of(stages, solved)), micro.b)
             theta_p, phi_p = score.bottleneck_s, max(s.tail_s for s in score.stages)
-            best = self.best.iteration
+            best = self.best.value
             within = min(theta, (best - phi_lb) / m)  # a plan of larger θ is no faster than the best
             if low > 0 and within > low * (1 + SPLIT):  # wide: halve, each half bounded by its own θ
                 middle = math.sqrt(low * within)
@@ -159,7 +142,7 @@ def solve_max_throughput(
     budget, batch = float(problem.job.budget_per_hour), float(problem.job.batch)
     reach = max_throughput(problem)
 
-    def done(left: Left, best: _Fastest) -> PlanResult:
+    def done(left: Left, best: _Best) -> PlanResult:
         score = score_plan(problem, best.plan, best.b) if best.plan is not None else None
         plan = None if best.plan is None else Plan(tuple(best.plan), best.b)
         found = score.throughput if score is not None and score.feasible else 0.0
@@ -168,7 +151,7 @@ def solve_max_throughput(
         seconds_taken = time.perf_counter() - started
         return PlanResult("exact", plan, score, bound, seconds_taken, best.evaluations, "throughput", held)
 
-    best, left = _Fastest(), Left(least=False)
+    best, left = _Best("iteration_s"), Left(least=False)
     if problem.job.throughput > reach * (1 + FLOOR_TOLERANCE):  # proven: no plan meets the floor
         return done(left, best)
     if incumbent is not None:
@@ -185,9 +168,9 @@ def solve_max_throughput(
     floor = problem.job.throughput * (1 - FLOOR_TOLERANCE)
     choices = sorted(((reach_of(b), b) for b in problem.micro_batch_choices()), key=lambda c: -c[0])
     for index, (most, b) in enumerate(choices):
-        if most < floor or most <= batch / best.iteration * (1 + ROUNDING):
+        if most < floor or most <= batch / best.value * (1 + ROUNDING):
             continue
-        rest = [c for m, c in choices[index:] if m >= floor and m > batch / best.iteration * (1 + ROUNDING)]
+        rest = [c for m, c in choices[index:] if m >= floor and m > batch / best.value * (1 + ROUNDING)]
         if deadline.passed():
             left.add(most, unsearched(rest))
             break

@@ -36,7 +36,7 @@ def search_region(search, stages: int, lo: float, theta: float, phi: float, dead
         by_start.setdefault(int(table.span_first[table.entry_span[entry]]), []).append(int(entry))
     caps = problem.pooled_caps.tolist()
     budget = search.budget * (1 + FLOOR_TOLERANCE)
-    found, left, best = [], math.inf, [min(search.best.iteration, micro.limit * (1 + 1e-12))]
+    found, left, best = [], math.inf, [min(search.best.value, micro.limit * (1 + 1e-12))]
     used = [0] * problem.num_types
     path = []
 

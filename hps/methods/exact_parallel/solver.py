@@ -83,16 +83,18 @@ class Deadline:
 
 
 class _Best:
-    """The incumbent: cost, plan, micro-batch; and the count of plans scored."""
+    """The incumbent: the least `measure` of a feasible plan (a PlanScore field: "cost" in $, or
+    "iteration_s" for the dual), its plan and micro-batch; and the count of plans scored."""
 
-    def __init__(self):
-        self.cost, self.plan, self.b, self.evaluations = math.inf, None, None, 0
+    def __init__(self, measure: str = "cost"):
+        self.measure = measure
+        self.value, self.plan, self.b, self.evaluations = math.inf, None, None, 0
 
     def offer(self, problem: ParallelProblem, plan, b: int) -> PlanScore:
         self.evaluations += 1
         score = score_plan(problem, plan, b)
-        if score.feasible and score.cost < self.cost:
-            self.cost, self.plan, self.b = score.cost, plan, b
+        if score.feasible and getattr(score, self.measure) < self.value:
+            self.value, self.plan, self.b = getattr(score, self.measure), plan, b
         return score
 
 
@@ -102,7 +104,8 @@ def _below(x: float) -> float:
 
 
 class _Micro:
-    """The search under one micro-batch b."""
+    """The search under one micro-batch b. Its region search prunes by a cost incumbent (`best` of
+    measure "cost"); the dual uses only its table and least-rate program, with its own incumbent."""
 
     def __init__(self, problem, b: int, best: _Best, tables: SharedTables | None = None, deadline=None):
         """TableUnfinished where `deadline` passes while its stage table is built."""
@@ -171,7 +174,7 @@ class _Micro:
         """Stage counts whose work bound is below the best cost, by that bound, least first."""
         counts = np.arange(1, self.table.max_stages + 1)
         first = self.work_bound(counts)
-        keep = first < self.best.cost * (1 - ROUNDING)
+        keep = first < self.best.value * (1 - ROUNDING)
         return counts[keep][np.argsort(first[keep], kind="stable")]
 
     def stage_count(self, stages: int, deadline: Deadline) -> float:
@@ -192,7 +195,7 @@ class _Micro:
                 continue
             low = max(lo, theta_lb)
             bound = self.scale * max(rate * (m_bubble * low + phi_lb), m_bubble * self.work[stages] + rate * phi_lb)
-            if bound >= self.best.cost * (1 - ROUNDING):
+            if bound >= self.best.value * (1 - ROUNDING):
                 continue
             if deadline.passed():
                 open_bound = min([open_bound, bound, *(b for b, *_ in heap)])
@@ -203,7 +206,7 @@ class _Micro:
             phi_p = max(s.tail_s for s in score.stages)
             without_egress = self.scale * rate * score.iteration_s
             wide = low > 0 and theta > low * (1 + SPLIT)
-            if score.reason == "pooled_cap" and not math.isfinite(self.best.cost) and stages not in self.repaired:
+            if score.reason == "pooled_cap" and not math.isfinite(self.best.value) and stages not in self.repaired:
                 self.repaired.add(stages)
                 fit = min(theta, (self.limit - phi_lb) / m_bubble)  # the floor, with the least tail
                 self.prices.repaired(self, fit, phi, stages)
@@ -211,11 +214,11 @@ class _Micro:
                 least_lam, lam = self.prices.bound(self, theta, phi, stages)
                 bound = max(bound, self.scale * max(least_lam * (m_bubble * low + phi_lb),
                                                     m_bubble * self.work[stages] + least_lam * phi_lb))  # fmt: skip
-                if bound >= self.best.cost * (1 - ROUNDING):
+                if bound >= self.best.value * (1 - ROUNDING):
                     continue
                 self.region_prices[(stages, lo, theta, phi)] = lam
             if score.reason == "pooled_cap" or (
-                score.egress_dollars > 0 and without_egress < self.best.cost * (1 - ROUNDING)
+                score.egress_dollars > 0 and without_egress < self.best.value * (1 - ROUNDING)
             ):  # P bounds nothing: halve the θ range, else search it plan by plan once the incumbent is good
                 if wide:
                     middle = math.sqrt(low * theta)
@@ -225,7 +228,7 @@ class _Micro:
                     self.deferred.append((bound, stages, lo, theta, phi))
                 continue
             # plans with θ ≥ θ_P and φ ≥ φ_P cost at least P's cost (or exceed the floor as P does)
-            cap = self.best.cost / (self.scale * rate) if math.isfinite(self.best.cost) else math.inf
+            cap = self.best.value / (self.scale * rate) if math.isfinite(self.best.value) else math.inf
             below = min(_below(theta_p), (cap - phi_lb) / m_bubble)
             within = (cap - phi_lb) / m_bubble  # a plan of larger θ costs more than the best
             children = [(max(lo, theta_p), min(theta, within), min(_below(phi_p), cap - m_bubble * low))]
@@ -241,7 +244,7 @@ class _Micro:
     def search_deferred(self, deadline: Deadline, left: Left) -> None:
         """Search the deferred regions plan by plan, least bound first; the bounds left open go to `left`."""
         for bound, stages, lo, theta, phi in sorted(self.deferred):
-            if bound >= self.best.cost * (1 - ROUNDING):
+            if bound >= self.best.value * (1 - ROUNDING):
                 break
             if deadline.passed():
                 left.add(bound, regions_open(stages, self.b, by_plan=True))
@@ -296,9 +299,9 @@ def _search(
                     break
     left, searched = Left(), []
     for index, (work, b) in enumerate(choices):
-        if work >= best.cost * (1 - ROUNDING):  # no plan under b can beat the best
+        if work >= best.value * (1 - ROUNDING):  # no plan under b can beat the best
             continue
-        rest = [c for w, c in sorted(choices[index:]) if w < best.cost * (1 - ROUNDING)]
+        rest = [c for w, c in sorted(choices[index:]) if w < best.value * (1 - ROUNDING)]
         if deadline.passed():  # the micro-batches left unsearched: bound them by their work
             left.add(min(w for w, _ in choices[index:]), unsearched(rest))
             break
@@ -315,7 +318,7 @@ def _search(
             if deadline.passed():  # this and the stage counts left (bounded no lower): their work bound
                 left.add(float(micro.work_bound(stages)), regions_open(int(stages), b))
                 break
-            if not math.isfinite(best.cost):  # no incumbent yet: solve for this stage count alone
+            if not math.isfinite(best.value):  # no incumbent yet: solve for this stage count alone
                 micro.most = int(stages)
                 left.add(micro.stage_count(int(stages), deadline), regions_open(int(stages), b))
                 continue
@@ -327,8 +330,8 @@ def _search(
             left.add(micro.stage_count(int(stages), deadline), regions_open(int(stages), b))
     for micro in searched:
         micro.search_deferred(deadline, left)
-    bound = min(best.cost, left.bound)
+    bound = min(best.value, left.bound)
     score = score_plan(problem, best.plan, best.b) if best.plan is not None else None
     plan = None if best.plan is None else Plan(tuple(best.plan), best.b)
-    held = left.what if left.bound < best.cost * (1 - ROUNDING) else None
+    held = left.what if left.bound < best.value * (1 - ROUNDING) else None
     return PlanResult("exact", plan, score, bound, time.perf_counter() - started, best.evaluations, open=held)
