@@ -59,8 +59,7 @@ def run_budgets(args, base, scaled, total: int, plot) -> int:
     try:
         for scale in args.price_scale:
             for budget in args.budgets:
-                priced = point_problem(base, base.job.throughput, scale, scaled)
-                problem = priced.repriced(priced.catalog, dataclasses.replace(priced.job, budget_per_hour=budget))
+                problem = point_problem(base, base.job.throughput, scale, scaled, budget)
                 result = solve_max_throughput(problem, seconds=args.point_seconds, tables=tables)
                 rows.append(_row(budget, scale, result))
                 bar.update(1)

@@ -170,13 +170,14 @@ def solve_max_throughput(
     for index, (most, b) in enumerate(choices):
         if most < floor or most <= batch / best.value * (1 + ROUNDING):
             continue
-        rest = [c for m, c in choices[index:] if m >= floor and m > batch / best.value * (1 + ROUNDING)]
-        if deadline.passed():
-            left.add(most, unsearched(rest))
-            break
-        try:
-            micro = _Micro(problem, b, best, tables, deadline)
-        except TableUnfinished:
+        micro = None
+        if not deadline.passed():
+            try:
+                micro = _Micro(problem, b, best, tables, deadline)
+            except TableUnfinished:
+                pass
+        if micro is None:  # out of time before or while building its table: this and those left
+            rest = [c for m, c in choices[index:] if m >= floor and m > batch / best.value * (1 + ROUNDING)]
             left.add(most, unsearched(rest))
             break
         search = _Search(micro, best, budget)

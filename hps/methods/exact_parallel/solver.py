@@ -301,13 +301,14 @@ def _search(
     for index, (work, b) in enumerate(choices):
         if work >= best.value * (1 - ROUNDING):  # no plan under b can beat the best
             continue
-        rest = [c for w, c in sorted(choices[index:]) if w < best.value * (1 - ROUNDING)]
-        if deadline.passed():  # the micro-batches left unsearched: bound them by their work
-            left.add(min(w for w, _ in choices[index:]), unsearched(rest))
-            break
-        try:
-            micro = _Micro(problem, b, best, tables, deadline)
-        except TableUnfinished:  # this micro-batch and those left: bounded by their work
+        micro = None
+        if not deadline.passed():
+            try:
+                micro = _Micro(problem, b, best, tables, deadline)
+            except TableUnfinished:
+                pass
+        if micro is None:  # out of time before or while building its table: this and those left, by their work
+            rest = [c for w, c in sorted(choices[index:]) if w < best.value * (1 - ROUNDING)]
             left.add(min(w for w, _ in choices[index:]), unsearched(rest))
             break
         searched.append(micro)

@@ -82,14 +82,19 @@ class SweepPoint:
 
 
 def point_problem(
-    base: ParallelProblem, floor: float, price_scale: float, scaled: tuple[str, ...] | None = None
+    base: ParallelProblem,
+    floor: float,
+    price_scale: float,
+    scaled: tuple[str, ...] | None = None,
+    budget_per_hour: float | None = None,
 ) -> ParallelProblem:
-    """`base` with its floor set to `floor` samples/s and the $/hour of the types named in
-    `scaled` (None: every type) times `price_scale`."""
+    """`base` with its floor set to `floor` samples/s, the $/hour of the types named in `scaled`
+    (None: every type) times `price_scale`, and its job's budget_per_hour set to that given."""
     scale = lambda r: dataclasses.replace(r, price_per_hour=r.price_per_hour * price_scale)  # noqa: E731
     resources = tuple(scale(r) if scaled is None or r.name in scaled else r for r in base.catalog.resources)
     catalog = dataclasses.replace(base.catalog, resources=resources)
-    return base.repriced(catalog, dataclasses.replace(base.job, throughput=float(floor)))
+    job = dataclasses.replace(base.job, throughput=float(floor), budget_per_hour=budget_per_hour)
+    return base.repriced(catalog, job)
 
 
 def two_run_sequences(types: int, count: int) -> np.ndarray:
