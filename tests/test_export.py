@@ -178,7 +178,10 @@ def test_published_runs_export_to_the_layout_their_sources_published(run):
         assert (parallel["tensor_parallel_degree"], parallel["pipeline_parallel_degree"]) == (run.tp, run.pp)
         assert parallel["data_parallel_shard_degree"] == run.dp  # FSDP: ZeRO 3
         assert (training["local_batch_size"], training["global_batch_size"]) == (run.micro_batch, run.batch)
-        assert config["activation_checkpoint"]["mode"] == ("full" if run.recompute == "full" else "none")
+        assert config["activation_checkpoint"]["mode"] == run.recompute
+        assert config["activation_checkpoint"].get("selective_ac_option") == (
+            "op" if run.recompute == "selective" else None
+        )
         assert config["model"]["flavor"] == {"llama3-8b": "8B", "llama3-70b": "70B"}[run.workload]
     else:
         config = result.settings

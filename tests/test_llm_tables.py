@@ -105,6 +105,28 @@ def test_llama_swiglu_and_grouped_query_stash_from_their_shapes_without_dropout_
     assert w["head"].stash_bytes == pytest.approx(2 * s * h * BF16 + 4 * s * 128_256)
 
 
+def test_torchtitans_op_level_selective_policy_recomputes_the_k_output_and_up_projections():
+    # torchtitan's policy counts a block's matmuls Q, K, V, O, gate, up, down and recomputes the even ones
+    s, h, kv, f = 8192, 4096, 8 * 128, 14336
+    plain, titan = rows("llama3-8b"), rows("llama3-8b", selective_alternate_matmuls=True)
+    attention, ffn = titan["layer1.attention"], titan["layer1.ffn"]
+    assert attention.selective_flops == pytest.approx(2 * s * h * kv + 2 * s * h * h)
+    assert ffn.selective_flops == pytest.approx(2 * s * h * f)
+    assert attention.selective_stash_bytes == pytest.approx(BF16 * s * (3 * h + kv))  # input, Q, V, flash output
+    assert ffn.selective_stash_bytes == pytest.approx(BF16 * s * (f + h))  # gate and down outputs
+    assert plain["layer1.attention"].selective_flops == 0 and plain["layer1.ffn"].selective_flops == 0
+    for name in ("layer1.attention", "layer1.ffn", "head"):
+        assert titan[name].flops == plain[name].flops and titan[name].stash_bytes == plain[name].stash_bytes
+
+
+@pytest.mark.parametrize("overrides", [{"flash_attention": False}, {"gated_ffn": False}])
+def test_the_op_level_policy_needs_flash_attention_and_a_swiglu_ffn(overrides):
+    from hps.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="selective_alternate_matmuls"):
+        build_workload("llama3-8b", selective_alternate_matmuls=True, **overrides)
+
+
 @pytest.mark.parametrize("name", LLMS)
 def test_language_model_jobs_train_in_bf16_adam_with_zero_1_and_no_recomputation(name):
     d = build_workload(name).defaults

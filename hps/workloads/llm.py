@@ -53,7 +53,10 @@ class DecoderLM(TransformerShape):
     (default True; False: standard attention, the S x S scores, softmax and dropout through memory
     and kept for the backward pass, as Megatron-LM ran before FlashAttention, e.g. the SC21 and
     Korthikanti et al. 2022 runs; its attention rows carry `selective_stash_bytes` and
-    `selective_flops` for selective recomputation).
+    `selective_flops` for selective recomputation). `selective_alternate_matmuls` (default False;
+    needs FlashAttention and the SwiGLU FFN) makes selective recomputation torchtitan's op-level
+    policy: every second matmul of a block and its non-matmul ops recomputed
+    (`hps.workloads.transformer_layers.Numerics.alternate_matmuls`).
 
     Per layer: attention with `kv_heads` K/V heads (grouped-query when fewer than `heads`), then the
     FFN. The input embedding reads seq_len + 1 token ids per sample (the last one is only a label)
@@ -79,16 +82,26 @@ class DecoderLM(TransformerShape):
     tied_embedding: bool = True
     learned_positions: bool = True
     flash_attention: bool = True
+    selective_alternate_matmuls: bool = False
     numerics = MEGATRON_NUMERICS
 
     def layer_numerics(self) -> Numerics:
-        """The family's `numerics`, with FlashAttention as `flash_attention` sets it."""
-        return dataclasses.replace(self.numerics, flash=self.flash_attention)
+        """The family's `numerics`, with FlashAttention and the selective policy as
+        `flash_attention` and `selective_alternate_matmuls` set them."""
+        return dataclasses.replace(
+            self.numerics, flash=self.flash_attention, alternate_matmuls=self.selective_alternate_matmuls
+        )
 
     def check(self, entry: str) -> None:
         super().check(entry)
         if self.heads % self.kv_heads:
             raise ConfigError("workload", f"{entry}.kv_heads", f"must divide heads ({self.heads}), got {self.kv_heads}")
+        if self.selective_alternate_matmuls and not (self.flash_attention and self.gated_ffn):
+            raise ConfigError(
+                "workload",
+                f"{entry}.selective_alternate_matmuls",
+                "torchtitan's op-level selective policy is modelled for FlashAttention with a SwiGLU FFN only",
+            )
 
     def row_count(self) -> int:
         return 2 * self.layers + 2  # embedding, the layers' rows, LM head

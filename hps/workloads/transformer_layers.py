@@ -46,11 +46,17 @@ class Numerics:
     flash: attention computed as FlashAttention does: no S x S matrix is read, written or kept.
     dropout: the model applies dropout (after the input embedding, the attention and FFN output
     projections, and on the attention probabilities); each mask keeps one byte per element.
+    alternate_matmuls: selective recomputation is torchtitan's op-level policy (its
+    `selective_ac_option = "op"`) instead of Korthikanti et al.'s attention core: a block keeps
+    the outputs of its odd-numbered matmuls and of FlashAttention, and its backward recomputes the
+    even-numbered matmuls (K projection, output projection, FFN up projection) and every
+    non-matmul op (FlashAttention only).
     """
 
     value_bytes: float = FP32_BYTES
     flash: bool = False
     dropout: bool = False
+    alternate_matmuls: bool = False
 
 
 FP32_STANDARD = Numerics()
@@ -133,6 +139,12 @@ def attention_block(
       Korthikanti et al.'s hardware FLOPs count 12 S^2 H a block, three times this (their HFU/MFU,
       43.7/41.5 % at 22B and 52.8/51.4 % at 175B, Table 5, are (1 + s/3h + V/12hl)/(1 + s/6h +
       V/12hl)); the recomputation runs the core's forward once.
+    - `numerics.alternate_matmuls` (FlashAttention): the block's matmuls in forward order are Q,
+      K, V, output projection, FFN gate, up, down; the even-numbered ones are recomputed.
+      selective_flops = 2 S H Hkv + 2 S H^2 (the K and output projections' forward; the
+      recomputed normalisation and rotary-position elementwise ops, under 1 % of it, are left out),
+      selective_stash_bytes = p S (3 H + Hkv): the block input (the checkpoint's), Q, V and the
+      FlashAttention output.
     - cut_after False (the block's FFN follows on the same stage); tp_comm_bytes `block_tp_bytes`,
       tp_collectives 2.
     """
@@ -143,6 +155,11 @@ def attention_block(
     kept = p * s * (4.0 * d + 2.0 * kv) + mask * s * d
     if numerics.flash:
         traffic, stash, standard = 25.0 * s * d + 10.0 * s * kv, kept, {}
+        if numerics.alternate_matmuls:
+            standard = {
+                "selective_stash_bytes": p * s * (3.0 * d + kv),
+                "selective_flops": 2.0 * s * d * kv + 2.0 * s * d * d,
+            }
     else:
         scores = FWD_BWD * 4.0 * heads * s * s  # the S x S values through HBM, forward and backward
         traffic = FWD_BWD * (10.0 * s * d + 2.0 * s * kv) + scores
@@ -189,9 +206,15 @@ def ffn_block(
       outputs, and the down projection's input swish(gate) * up) + [dropout] 1 S H: the fused
       SwiGLU of Megatron-Core (megatron/core/fusions/fused_bias_swiglu.py, on by default through
       bias_activation_fusion) saves only its input and recomputes swish(gate) in the backward.
+    - `numerics.alternate_matmuls` (SwiGLU): the up projection is the block's sixth matmul and is
+      recomputed: selective_flops = 2 S H F, selective_stash_bytes = p S (F + H) (the gate output
+      and the down projection's output, which the policy keeps though no backward op reads it).
     - cut_after True; tp_comm_bytes `block_tp_bytes`, tp_collectives 2.
     """
     s, d, f, p = seq_len, hidden, ffn, numerics.value_bytes
+    alternate = {}
+    if numerics.alternate_matmuls and gated:
+        alternate = {"selective_stash_bytes": p * s * (f + d), "selective_flops": 2.0 * s * d * f}
     matrices, inner = (3, 6.0) if gated else (2, 4.0)
     params = 3 * d * f + 2 * d if gated else 2 * d * f + f + d + 2 * d
     kept_f = 3.0 if gated else 2.0
@@ -208,6 +231,7 @@ def ffn_block(
         - (p - FP8_BYTES) * (s * d + s * f),
         tp_comm_bytes=block_tp_bytes(s, d, numerics),
         tp_collectives=2,
+        **alternate,
     )
 
 

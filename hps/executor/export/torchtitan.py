@@ -92,8 +92,17 @@ def torchtitan_sections(layout: Layout) -> dict[str, dict[str, object]]:
             "steps": layout.steps,
         },
         "parallelism": parallelism(layout),
-        "activation_checkpoint": {"mode": layout.recompute},
+        "activation_checkpoint": activation_checkpoint(layout.recompute),
     }
+
+
+def activation_checkpoint(recompute: str) -> dict[str, str]:
+    """torchtitan's [activation_checkpoint] for the plan's recomputation: selective is its
+    op-level policy (`selective_ac_option = "op"`, every second matmul of a block recomputed), as
+    the zoo's `selective_alternate_matmuls` models it."""
+    if recompute == "selective":
+        return {"mode": "selective", "selective_ac_option": "op"}
+    return {"mode": recompute}
 
 
 def toml_text(sections: dict[str, dict[str, object]]) -> str:
