@@ -1,4 +1,4 @@
-"""Generated hard parallel-plan instances (hps.studies.hard_instances) and the summary
+"""Generated hard parallel-plan instances (hps.placement.env.parallel_generator) and the summary
 of their experiment (hps.studies.parallel_hard)."""
 
 from __future__ import annotations
@@ -11,8 +11,7 @@ import pytest
 
 from hps.api.loading import load_catalog
 from hps.costmodel.parallel.problem import ParallelProblem
-from hps.reference import parallel as reference
-from hps.studies.hard_instances import (
+from hps.placement.env.parallel_generator import (
     HELD_OUT,
     POOL_DISCOUNT,
     PRICE_SPREAD,
@@ -20,6 +19,7 @@ from hps.studies.hard_instances import (
     generate,
     single_type_reach,
 )
+from hps.reference import parallel as reference
 from hps.studies.parallel_hard import planner_table, warm_table
 from tests.parallel_instances import every_plan, random_instance
 

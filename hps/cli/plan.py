@@ -1,5 +1,9 @@
 """`hps plan`: plan a workload on a catalogue with a trained placement policy.
 
+A parallel policy (`hps train --kind parallel`) plans in the parallel-plan model and prints and
+writes (`--out`: a plan file for `hps evaluate --plan` and `hps execute`) as `hps search
+--parallel` does; a placement policy plans the schedule model.
+
 `--samples` is the job's training samples N, as in every command; `--plans` is how many
 distinct plans the policy samples (default 64, drawn without replacement) before the exact model
 keeps the best, greedy plan included;
@@ -43,13 +47,15 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from hps.placement.agent.checkpoint import load_policy
+    from hps.placement.agent.checkpoint import load_planning_policy
     from hps.placement.agent.planner import plan
     from hps.report.placement import format_report, schedule_report
 
     out = output_path(args.out)
     workload, catalog, job = resolve_instance(args)
-    policy, params, spec = load_policy(args.checkpoint)
+    policy, params, spec = load_planning_policy(args.checkpoint)
+    if spec["kind"] == "parallel":
+        return _plan_parallel(args, workload, catalog, job)
     result = plan(policy, params, workload, catalog, job, samples=args.plans, seed=args.seed, polish=args.refine)
     report = schedule_report(workload, catalog, job, result.schedule)
     report.update(
@@ -77,3 +83,19 @@ def run(args) -> int:
     print(format_report(report, workload))
     print(f"planned in {result.plan_seconds * 1e3:.1f} ms (compile {result.compile_seconds:.2f} s, excluded)")
     return 0
+
+
+def _plan_parallel(args, workload, catalog, job) -> int:
+    """A parallel policy's plan of the job in the parallel-plan model (the workload's parallel
+    defaults), printed and written as `hps search --parallel` does (--out: a plan file)."""
+    from hps.api.planning import Problem
+    from hps.cli.parallel import parallel_job
+    from hps.cli.search_parallel import search_parallel
+    from hps.contract.types import Budget
+    from hps.methods.compare import compare
+
+    problem = Problem(workload, catalog, parallel_job(args, workload, job), parallel=True)
+    args.method = "policy"
+    options = {"policy": {"checkpoint": args.checkpoint, "samples": args.plans}}
+    run_compare = lambda problem, names, budget, args, options=None: compare(problem, names, budget, options=options)  # noqa: E731
+    return search_parallel(args, problem, Budget(seed=args.seed), run_compare, planner_options=options)

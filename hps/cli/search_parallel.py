@@ -83,11 +83,12 @@ def recorded(spec: str) -> str:
     return recorded_source(spec, spec)
 
 
-def search_parallel(args, problem, budget, compare) -> int:
+def search_parallel(args, problem, budget, compare, planner_options: dict | None = None) -> int:
     """Plan with --method's planner (exact by default; 'all': every planner beside the exact
     solver) within --seconds each and --evaluations; the best plan written with --out
     (where none is found: nothing written, "written": null, exit status 1). compare: the
-    command's comparison (with its progress bar)."""
+    command's comparison (with its progress bar); planner_options: options of planners that
+    take them (a policy's checkpoint)."""
     from hps.contract.types import gap_of
     from hps.methods.registry import planner_names
     from hps.report.parallel import format_parallel
@@ -102,7 +103,7 @@ def search_parallel(args, problem, budget, compare) -> int:
         raise ConfigError("--warm-start", "warm_start", f"starts the exact solver only, not --method {method}")
     incumbent, warm_report = (None, None) if warm is None else _warm_start(warm, problem, budget)
     names = planner_names("parallel") if method == "all" else [method]
-    options = {"exact": {"incumbent": incumbent}} if incumbent is not None else {}
+    options = dict(planner_options or {}) | ({"exact": {"incumbent": incumbent}} if incumbent is not None else {})
     framework = getattr(args, "framework", None)
     if framework is not None and problem.objective == "throughput":
         raise ConfigError("--framework", "framework", "plans the cheapest uniform plan; not with --maximize throughput")
@@ -176,7 +177,8 @@ def search_parallel(args, problem, budget, compare) -> int:
         if best is not head:
             print(f"{best.planner}: {best.evaluations} type sequences completed in {best.seconds:.2f} s")
     else:
-        print(f"{best.planner}: {best.evaluations} type sequences completed in {best.seconds:.2f} s (no bound)")
+        done = "plans laid out" if best.planner == "policy" else "type sequences completed"
+        print(f"{best.planner}: {best.evaluations} {done} in {best.seconds:.2f} s (no bound)")
     if warm_report is not None:
         w = warm_report
         cost = "none found" if w["incumbent_cost"] is None else dollars(w["incumbent_cost"])

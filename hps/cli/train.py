@@ -1,10 +1,13 @@
 """`hps train [EXPERIMENT.py]`: train a policy in a run folder, resuming if it holds one.
 
 With no experiment, trains the default general placement policy (`default_placement_config`:
-risk-seeking REINFORCE, LSTM, 4,096 environments of the TRAIN split), or with `--kind collective`
-the default collective policy (REINFORCE over random networks). An experiment file is Python defining CONFIG, a
-`hps.placement.agent.train.TrainConfig` or `hps.collective.agent.train.CollectiveTrainConfig` (or a function
-config() returning one). Flags override its fields.
+risk-seeking REINFORCE, LSTM, 4,096 environments of the TRAIN split), with `--kind parallel` the
+default parallel-plan policy (`default_parallel_config`: imitation of the exact solver's plans and
+risk-seeking REINFORCE on generated instances), or with `--kind collective` the default collective
+policy (REINFORCE over random networks). An experiment file is Python defining CONFIG, a
+`hps.placement.agent.train.TrainConfig`, `hps.placement.agent.parallel_train.ParallelTrainConfig` or
+`hps.collective.agent.train.CollectiveTrainConfig` (or a function config() returning one). Flags
+override its fields.
 
 The run folder is locked while training: a second `hps train` into it exits 2 at once naming the
 run that holds it. One line on stderr says when the lock of a run that died was taken over, when
@@ -49,7 +52,7 @@ def register(subparsers) -> None:
     )
     parser.add_argument(
         "--kind",
-        choices=("placement", "collective"),
+        choices=("placement", "parallel", "collective"),
         default="placement",
         help="the default policy to train when no experiment is given (default: %(default)s)",
     )
@@ -102,6 +105,7 @@ def load_experiment(path: str):
             path, "", "an experiment is a Python module (.py) that hps executes; this file is not one and was not run"
         )
     from hps.collective.agent.train import CollectiveTrainConfig
+    from hps.placement.agent.parallel_train import ParallelTrainConfig
     from hps.placement.agent.train import TrainConfig
 
     if not Path(path).is_file():
@@ -115,11 +119,11 @@ def load_experiment(path: str):
     config = namespace.get("CONFIG")
     if config is None and callable(namespace.get("config")):
         config = namespace["config"]()
-    if not isinstance(config, (TrainConfig, CollectiveTrainConfig)):
+    if not isinstance(config, (TrainConfig, ParallelTrainConfig, CollectiveTrainConfig)):
         raise ConfigError(
             path,
             "CONFIG",
-            "must be a hps.placement.agent.train.TrainConfig or CollectiveTrainConfig "
+            "must be a hps.placement.agent.train.TrainConfig, ParallelTrainConfig or CollectiveTrainConfig "
             "(or define config() returning one)",
         )
     return config
@@ -127,12 +131,14 @@ def load_experiment(path: str):
 
 def resolve_config(args):
     from hps.collective.agent.train import CollectiveTrainConfig
+    from hps.placement.agent.parallel_train import default_parallel_config
     from hps.placement.agent.train import default_placement_config
 
     if args.experiment:
         config = load_experiment(args.experiment)
     else:
-        config = default_placement_config() if args.kind == "placement" else CollectiveTrainConfig()
+        defaults = {"placement": default_placement_config, "parallel": default_parallel_config}
+        config = defaults.get(args.kind, CollectiveTrainConfig)()
         if args.kind == "placement" and args.envs is None and args.num_processes == 1:
             from hps.rl.device_scale import device_recipe_scale
 

@@ -31,7 +31,7 @@ class PolicyKind:
 
 _POLICY_KINDS: dict[str, PolicyKind] = {}
 
-SHIPPED_KINDS = ("placement", "collective")
+SHIPPED_KINDS = ("placement", "parallel", "collective")
 """The kinds hps's agents register. A command loads only the agent it needs, so a checkpoint of
 another shipped kind is named as the wrong kind, not as an unknown one."""
 

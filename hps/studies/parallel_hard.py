@@ -1,4 +1,4 @@
-"""Hard generated instances of the parallel-plan model (`hps.studies.hard_instances`):
+"""Hard generated instances of the parallel-plan model (`hps.placement.env.parallel_generator`):
 every planner against the exact solver's proven optimum, or against its certified lower bound
 where it proves none, and the solver warm-started with the sequence search's plan.
 
@@ -54,7 +54,7 @@ class ParallelHardConfig(ExperimentConfig):
     AT_LEAST = {"first_seed": 0, "warm_from": 0.0}
 
     def check(self) -> None:
-        from hps.studies.hard_instances import SPLITS
+        from hps.placement.env.parallel_generator import SPLITS
 
         if self.split not in SPLITS:
             raise ValueError(f"split: must be one of {', '.join(SPLITS)}, got {self.split!r}")
@@ -87,7 +87,7 @@ def run_item(config: ParallelHardConfig, seed: int) -> dict:
     from hps.contract.types import Budget
     from hps.methods.compare import compare
     from hps.methods.problem import Problem
-    from hps.studies.hard_instances import SPLITS, generate
+    from hps.placement.env.parallel_generator import SPLITS, generate
 
     base = load_catalog(resolve_topology(config.catalog, "catalogs", "catalog"))
     instance = generate(SPLITS[config.split], seed, base)
