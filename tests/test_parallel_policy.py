@@ -142,3 +142,20 @@ def test_train_a_parallel_policy_then_plan_with_it_and_evaluate_the_plan_file(tm
     if code == 0:
         code, text, err = run_cli_output(["evaluate", "--plan", str(plan_file), "--json"], capsys)
         assert code == 0, err
+
+
+def test_the_policy_proposes_its_plans_type_sequences_best_first(small):
+    from hps.methods.sequence.completion import segments
+    from hps.placement.agent.parallel_planner import policy_type_sequences
+
+    problem, _, _ = small
+    policy = ParallelPolicyFunctions(ParallelPolicySpec(hidden=8))
+    params = policy.init(jax.random.PRNGKey(2))
+    spans = segments(problem)
+    sequences = policy_type_sequences(policy, params, problem, spans, max_stages=4, samples=16)
+    found = plan_with_policy(policy, params, problem, max_stages=4, samples=16)
+    assert 1 <= len(sequences) <= 17 and len(set(sequences)) == len(sequences)
+    assert all(len(s) == len(spans) for s in sequences)
+    if found.feasible:  # the best plan's sequence comes first
+        by_layer = {i: problem.catalog.index(s.type) for s in found.plan.stages for i in range(s.first, s.last + 1)}
+        assert sequences[0] == tuple(by_layer[first] for first, _ in spans)

@@ -262,13 +262,9 @@ def _warm_start(checkpoint: str, problem, budget) -> tuple:
     proposals, step = [], None
     if checkpoint:
         from hps.methods.sequence.completion import segments
-        from hps.placement.agent.checkpoint import load_policy
-        from hps.placement.agent.planner import policy_sequences
+        from hps.placement.agent.policy_planner import policy_proposals
 
-        policy, params, spec = load_policy(checkpoint)
-        proposals = policy_sequences(policy, params, problem.workload, problem.catalog, problem.job, segments(base),
-                                     seed=budget.seed)  # fmt: skip
-        step = spec["step"]
+        proposals, step = policy_proposals(checkpoint, base, segments(base), seed=budget.seed)
     point = policy_plan(base, proposals, WARM_SHARE * budget.seconds)
     report = {
         "checkpoint_step": step,

@@ -69,7 +69,7 @@ def register(subparsers) -> None:
         help="comma-separated resource types whose prices --price-scale multiplies (default: every type)",
     )
     parser.add_argument(
-        "--checkpoint", help="a trained placement policy (hps train --out): its sequences are tried first"
+        "--checkpoint", help="a trained placement or parallel policy (hps train --out): its sequences are tried first"
     )
     parser.add_argument(
         "--certify",
@@ -98,11 +98,9 @@ def register(subparsers) -> None:
 def _proposals(args, workload, catalog, job, sweep) -> list:
     if args.checkpoint is None:
         return []
-    from hps.placement.agent.checkpoint import load_policy
-    from hps.placement.agent.planner import policy_sequences
+    from hps.placement.agent.policy_planner import policy_proposals
 
-    policy, params, _ = load_policy(args.checkpoint)
-    return policy_sequences(policy, params, workload, catalog, job, sweep.segments, seed=args.seed)
+    return policy_proposals(args.checkpoint, sweep.base, sweep.segments, seed=args.seed)[0]
 
 
 def _stages(point) -> list[dict] | None:

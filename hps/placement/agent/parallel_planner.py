@@ -54,9 +54,9 @@ def _lay_out(policy, env, params, instance, key, samples: int):
 _COMPILED: set = set()
 
 
-def plan_with_policy(functions, params, problem: ParallelProblem, *, max_stages: int, samples: int = 64, seed: int = 0):
-    """`PolicyPlans` of the policy (`ParallelPolicyFunctions` and its parameters) on `problem`.
-    ConfigError where the problem is past the largest size bucket."""
+def _laid_out(functions, params, problem: ParallelProblem, max_stages: int, samples: int, seed: int):
+    """(plans (N,) numpy `Plans`, feasible (N,), cost_ratio (N,), reward (N,), plan_seconds,
+    compile_seconds) of `samples` sampled plans and the greedy one (the last)."""
     try:
         bucket = bucket_for(problem)
         instance = parallel_instance(problem, bucket)
@@ -75,16 +75,41 @@ def plan_with_policy(functions, params, problem: ParallelProblem, *, max_stages:
             _COMPILED.add(shape_key)
         started = time.perf_counter()
         sampled, greedy = jax.device_get(_lay_out(functions, env, params, batch, key, samples))
-    feasible = np.concatenate([sampled.feasible, greedy.feasible])
-    ratio = np.concatenate([sampled.cost_ratio, greedy.cost_ratio])
-    reward = np.concatenate([sampled.episode_reward, greedy.episode_reward])
+    joined = lambda name: np.concatenate([getattr(sampled, name), getattr(greedy, name)])  # noqa: E731
     plans = jax.tree.map(lambda a, b: np.concatenate([a, b]), sampled.plans, greedy.plans)
+    plan_seconds = time.perf_counter() - started
+    compile_seconds = max(compile_seconds - plan_seconds, 0.0) if compile_seconds else 0.0
+    return plans, joined("feasible"), joined("cost_ratio"), joined("episode_reward"), plan_seconds, compile_seconds
+
+
+def plan_with_policy(functions, params, problem: ParallelProblem, *, max_stages: int, samples: int = 64, seed: int = 0):
+    """`PolicyPlans` of the policy (`ParallelPolicyFunctions` and its parameters) on `problem`.
+    ConfigError where the problem is past the largest size bucket."""
+    plans, feasible, ratio, reward, plan_seconds, compile_seconds = _laid_out(
+        functions, params, problem, max_stages, samples, seed
+    )
+    started = time.perf_counter()
     best = int(np.argmin(np.where(feasible, ratio, np.inf))) if feasible.any() else int(np.argmax(reward))
     plan = _plan_of(problem, plans, best)
-    plan_seconds = time.perf_counter() - started
-    if compile_seconds:
-        compile_seconds = max(compile_seconds - plan_seconds, 0.0)
+    plan_seconds += time.perf_counter() - started
     return PolicyPlans(plan, bool(feasible[best]), len(feasible), int(feasible.sum()), plan_seconds, compile_seconds)
+
+
+def policy_type_sequences(functions, params, problem: ParallelProblem, segments: list[tuple[int, int]], *,
+                          max_stages: int, samples: int = 64, seed: int = 0) -> list[tuple[int, ...]]:  # fmt: skip
+    """The distinct type sequences over `segments` (first, last layer) of the policy's sampled
+    and greedy plans, the best first (feasible by cost, then the others by reward): what a
+    sequence search completes exactly (the sweep's proposals, the warm start)."""
+    plans, feasible, ratio, reward, _, _ = _laid_out(functions, params, problem, max_stages, samples, seed)
+    order = np.lexsort((-reward, np.where(feasible, ratio, np.inf)))
+    out = []
+    for i in order:
+        count = int(plans.stage_mask[i].sum())
+        last, types = plans.last[i, :count], plans.types[i, :count]
+        sequence = tuple(int(types[min(int(np.searchsorted(last, first)), count - 1)]) for first, _ in segments)
+        if sequence not in out:
+            out.append(sequence)
+    return out
 
 
 def _plan_of(problem: ParallelProblem, plans, i: int) -> Plan | None:

@@ -63,3 +63,22 @@ def parallel_policy_result(problem, functions, params, document, samples: int, s
     score = None if found.plan is None else score_plan(base, found.plan.stages, found.plan.micro_batch)
     return PlanResult("policy", found.plan if score is not None else None, score, math.nan,
                       time.perf_counter() - started, found.candidates)  # fmt: skip
+
+
+def policy_proposals(checkpoint, base, segments: list[tuple[int, int]], *, seed: int = 0, samples: int = 64):
+    """(type sequences over `segments`, the checkpoint's step): what the trained policy in
+    `checkpoint` proposes for the parallel problem `base`, for a sequence search to complete
+    exactly (the sweep's proposals, `--warm-start`). A parallel policy: its laid-out plans'
+    sequences, the best first (`parallel_planner.policy_type_sequences`); a placement policy:
+    its sampled schedules' (`planner.policy_sequences`)."""
+    functions, params, document = load_planning_policy(checkpoint)
+    if document["kind"] == "parallel":
+        from hps.placement.agent.parallel_planner import policy_type_sequences
+
+        stages = int(document["train"]["max_stages"])
+        found = policy_type_sequences(functions, params, base, segments, max_stages=stages, samples=samples, seed=seed)
+    else:
+        found = policy_sequences(
+            functions, params, base.workload, base.catalog, base.job, segments, samples=samples, seed=seed
+        )
+    return found, document["step"]
