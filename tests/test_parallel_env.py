@@ -16,7 +16,7 @@ from hps.config.types import ParallelStage
 from hps.costmodel.parallel.batched_params import bucket_for
 from hps.costmodel.parallel.problem import ParallelProblem
 from hps.costmodel.parallel.score import score_plan
-from hps.placement.env.parallel_env import END, INFEASIBLE_REWARD, MICRO_BATCH, ParallelPlanEnv
+from hps.placement.env.parallel_env import INFEASIBLE_REWARD, MICRO_BATCH, TYPE, ParallelPlanEnv
 from hps.placement.env.parallel_instance import cost_lower_bound, parallel_instance
 
 EPISODES = 96
@@ -125,7 +125,7 @@ def test_the_reference_cost_is_below_every_feasible_plan(episodes):
         assert (ratio[feasible] >= 1.0).all()
 
 
-def test_the_first_decision_is_the_micro_batch_and_then_a_stage_end():
+def test_the_first_decision_is_the_micro_batch_and_then_a_stage_type():
     env = ParallelPlanEnv(max_stages=4)
     problem = _problems()[2]
     with jax.enable_x64(True):
@@ -135,4 +135,4 @@ def test_the_first_decision_is_the_micro_batch_and_then_a_stage_end():
         divisors = int(np.sum(np.asarray(instance.params.divisors) <= int(problem.job.batch)))
         assert int(obs.mask.sum()) == divisors
         _, state, reward, done, _ = env.step(None, state, jnp.int32(0), instance)
-        assert int(state.phase) == END and float(reward) == 0.0 and not bool(done)
+        assert int(state.phase) == TYPE and float(reward) == 0.0 and not bool(done)

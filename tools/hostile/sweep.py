@@ -50,6 +50,7 @@ from tools.hostile import budgets as hostile_budgets
 from tools.hostile import files as hostile_files
 from tools.hostile import flags as hostile_flags
 from tools.hostile import plans as hostile_plans
+from tools.hostile import policy as hostile_policy
 from tools.hostile import processes as hostile_processes
 from tools.hostile import setup as hostile_setup
 from tools.hostile.cases import all_cases
@@ -61,7 +62,7 @@ NON_FINITE = re.compile(r"(?<![\w.-])(nan|[-+]?inf(inity)?)(?![\w-])", re.IGNORE
 ALLOWED_INF = re.compile(r"micro[-_ ]batches\W+inf|M\s*=\s*inf|\binf\b\)", re.IGNORECASE)
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 BIDI = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-SETS = ("earlier", "new", "plan3", "budgets", "processes", "all")
+SETS = ("earlier", "new", "plan3", "budgets", "processes", "policy", "all")
 PIPE_STATUSES = (0, 141, -13)
 """How a command whose standard output closed may end: done, or 128 + SIGPIPE as shells show it."""
 COLLECTIVE_TRAINING = """
@@ -71,6 +72,13 @@ from hps.collective.agent.train import CollectiveTrainConfig
 CONFIG = CollectiveTrainConfig(policy=CollectivePolicySpec(hidden=16), num_envs=64, samples_per_instance=4,
                                updates_per_chunk=2, num_chunks=1)
 """
+PARALLEL_TRAINING = """
+from hps.placement.agent.parallel_train import ParallelTrainConfig
+
+CONFIG = ParallelTrainConfig(pool_size=2, num_envs=16, samples_per_instance=8, updates_per_chunk=1, num_chunks=1,
+                             eval_instances=1, max_stages=4)
+"""
+TRAINING = {"collective": COLLECTIVE_TRAINING, "parallel": PARALLEL_TRAINING}
 FIXTURES: dict[str, Path] = {}
 """Trained run folders (kind -> folder), trained once per process and copied into cases."""
 
@@ -79,8 +87,8 @@ FIXTURES: dict[str, Path] = {}
 class HostileSweepConfig(ExperimentConfig):
     """The sweep over `hostile_cases.all_cases()` (cases="earlier"), the newer cases of
     `hostile_files` and `hostile_flags` (cases="new"), those of `hostile_plans` (cases="plan3"),
-    those of `hostile_budgets` (cases="budgets"), of `hostile_processes` (cases="processes"), or
-    all of them; `groups`: only these groups."""
+    those of `hostile_budgets` (cases="budgets"), of `hostile_processes` (cases="processes"), of
+    `hostile_policy` (cases="policy"), or all of them; `groups`: only these groups."""
 
     AT_LEAST = {"groups": 0}
     name: str = "hostile_sweep"
@@ -111,6 +119,8 @@ def items(config: HostileSweepConfig) -> list[tuple[str, dict]]:
         keyed += [(f"budget{i:03d}", case) for i, case in enumerate(hostile_budgets.cases())]
     if config.cases in ("processes", "all"):
         keyed += [(f"process{i:03d}", case) for i, case in enumerate(hostile_processes.cases())]
+    if config.cases in ("policy", "all"):
+        keyed += [(f"policy{i:03d}", case) for i, case in enumerate(hostile_policy.cases())]
     known = {case["group"] for _, case in keyed}
     unknown = [group for group in config.groups if group not in known]
     if unknown:
@@ -314,7 +324,7 @@ def _fixture(kind: str, cwd: Path, config: HostileSweepConfig) -> dict | None:
     training's run when it could not be trained."""
     if kind not in FIXTURES:
         folder = Path(tempfile.mkdtemp(prefix=f"hps-hostile-{kind}-"))
-        atomic_write_text(folder / "t.py", TINY_TRAINING if kind == "placement" else COLLECTIVE_TRAINING)
+        atomic_write_text(folder / "t.py", TRAINING.get(kind, TINY_TRAINING))
         run = run_hps(["train", "t.py", "--out", "run", "--eval-every", "0"], folder, config.train_timeout_s)
         if run["rc"] != 0:
             return run

@@ -2,7 +2,7 @@
 time limit per instance) as the env's action sequences, and the imitation loss on them.
 
 A plan (b, stages) becomes the actions the env would take to lay it out
-(`plan_actions`): the divisor slot of b, then per stage its unit count's END slot, its type, its
+(`plan_actions`): the divisor slot of b, then per stage its type, its unit count's END slot, its
 tensor-parallel level and the divisor slot of d. A plan the action space cannot express (a stage
 other than the last of END_SLOTS or more units, more than max_stages stages) is left out.
 """
@@ -46,7 +46,7 @@ def plan_actions(problem, plan, env: ParallelPlanEnv, divisors: np.ndarray) -> n
             return None
         end = min(count, END_SLOTS) - 1 if last else count - 1
         y = problem.catalog.index(stage.type)
-        actions += [end, y, int(stage.tp).bit_length() - 1, slot[int(stage.dp)]]
+        actions += [y, end, int(stage.tp).bit_length() - 1, slot[int(stage.dp)]]
     out = np.zeros(env.max_steps, np.int32)
     out[: len(actions)] = actions
     return out

@@ -4,8 +4,8 @@
     obs, state, reward, done, info = env.step(key, state, action, instance)
 
 The first decision is the micro-batch b (an index into the batch's divisors); then each pipeline
-stage takes four: how many pipeline units (blocks) it holds (slot k: k + 1 of them; the last
-slot: every unit left), its type, its tensor-parallel level (t = 2^level) and
+stage takes four: its type, how many pipeline units (blocks) it holds (slot k: k + 1 of them; the
+last slot: every unit left), its tensor-parallel level (t = 2^level) and
 its data-parallel degree d (an index into the divisors, dividing b). The episode ends with the
 stage that reaches the last layer; a plan has at most `max_stages` stages (the last one is made
 to reach the end). The reward is 0 until then, and then the whole plan's score from the batched
@@ -14,16 +14,16 @@ scorer (`hps.costmodel.parallel.batched.score_plan_one`): −cost / reference wh
 the worst stage's memory over its limit, and 1 for any other failure).
 
 Every decision has one action space of A = max(END_SLOTS, T, P, D) slots with a mask:
-micro-batches that divide the batch; unit counts within the model (only the rest for the last
-allowed stage);
-types the span may run on, with units left under their pooled cap and a link from the previous
-stage's site; levels the type takes within its units left; and d dividing b within the units
-left, the network's reach and the memory (one micro-batch in flight). Where a mask would allow
-nothing, it allows the least harmful choice (b = 1, every unit left, any type the span may run
-on, t = 1, d = 1), whose plan the reward then grades. What the masks cannot see (memory with
-more micro-batches in flight, the floor) the reward grades. The observation gives
-each slot a row of N_FEATURES candidate features and a context row (`ParallelObs`). State and
-instance are pytrees of fixed shapes, so one compile serves every instance of a size bucket
+micro-batches that divide the batch; types the stage's first layer may run on, with units left
+under their pooled cap and a link from the previous stage's site; unit counts within the model
+whose layers all run on the type (only the rest for the last allowed stage); levels the type
+takes within its units left; and d dividing b within the units left, the network's reach and the
+memory (one micro-batch in flight). Where a mask would allow nothing, it allows the least
+harmful choice (b = 1, any type the first layer may run on, every unit left, t = 1, d = 1),
+whose plan the reward then grades, as it grades what the masks cannot see (memory with more
+micro-batches in flight, the floor). The observation gives each slot a row of N_FEATURES
+candidate features and a context row (`ParallelObs`). State and instance are pytrees of fixed
+shapes, so one compile serves every instance of a size bucket
 under `vmap`; figures are float64 (run under `jax.enable_x64`), observations float32.
 """
 
@@ -38,7 +38,7 @@ from hps.costmodel.parallel.batched_params import Plans
 from hps.placement.env.parallel_instance import ParallelInstance
 from hps.rl.env import Environment
 
-MICRO_BATCH, END, TYPE, TP, DP = range(5)
+MICRO_BATCH, TYPE, END, TP, DP = range(5)
 PHASES = 5
 N_FEATURES = 8
 N_CONTEXT = PHASES + 5
@@ -191,34 +191,36 @@ class ParallelPlanEnv(Environment):
         mb = jnp.stack([jnp.log2(divisors) / 12, jnp.log2(params.batch / divisors) / 12], 1)
         mb = jnp.where(real_divisor[:, None], mb, 0.0)
 
-        # end of the open stage
+        # type of the open stage, from the layers left (its span is chosen next)
+        types = jnp.arange(params.type_mask.shape[0])
+        banned_first = params.banned_prefix[state.first + 1] != params.banned_prefix[state.first]
+        previous = state.plan_type[jnp.maximum(state.stage - 1, 0)]
+        linked = (packed.links[previous, :, 0] > 0) | (packed.links[previous, :, 3] == 0) | (state.stage == 0)
+        type_mask = params.type_mask & ~banned_first & (cap >= 1) & linked
+        mi_b = jnp.clip(jnp.searchsorted(divisors, b), 0, divisors.shape[0] - 1)
+        left = (packed.times[:, 0, mi_b, n] - packed.times[:, 0, mi_b, state.first]) / b  # s per sample, t = 1
+        dollars = left * packed.types[:, 2]
+        usable = type_mask & (left > 0)
+        least = lambda x: jnp.min(jnp.where(usable, x, jnp.inf))  # noqa: E731
+        floor = params.throughput_floor
+        type_features = jnp.stack([
+            _log(dollars / least(dollars)), _log(left / least(left)), _log(floor * left / jnp.maximum(cap, 1)) / 4,
+            jnp.log1p(jnp.maximum(cap, 0)) / 10, (types == previous) & (state.stage > 0),
+        ], 1)  # fmt: skip
+
+        # end of the open stage, on its type
         layer, in_model = self.slot_ends(state, instance)
+        y_open = state.type
         last_stage = state.stage >= self.max_stages - 1
         rest = layer == n - 1
         first_rest = rest & (jnp.cumsum(rest) == 1)  # one slot for "every unit left"
-        end_mask = in_model & (~rest | first_rest) & (~last_stage | rest)
+        runs = params.banned_prefix[layer + 1, y_open] == params.banned_prefix[state.first, y_open]
+        end_mask = in_model & (~rest | first_rest) & (~last_stage | rest) & runs
         span_work = instance.work[layer + 1] - instance.work[state.first]
+        span_seconds = (packed.times[y_open, 0, mi_b, layer + 1] - packed.times[y_open, 0, mi_b, state.first]) / b
         end_features = jnp.stack([
             span_work, 1 - instance.work[layer + 1], (layer - state.first + 1) / n, rest.astype(jnp.float64),
-            jnp.log1p(jnp.arange(END_SLOTS)) / 5,
-        ], 1)  # fmt: skip
-
-        # type of the open stage
-        types = jnp.arange(params.type_mask.shape[0])
-        banned = params.banned_prefix[state.end + 1] != params.banned_prefix[state.first]
-        previous = state.plan_type[jnp.maximum(state.stage - 1, 0)]
-        linked = (packed.links[previous, :, 0] > 0) | (packed.links[previous, :, 3] == 0) | (state.stage == 0)
-        type_mask = params.type_mask & ~banned & (cap >= 1) & linked
-        mi_b = jnp.clip(jnp.searchsorted(divisors, b), 0, divisors.shape[0] - 1)
-        per_sample = (packed.times[:, 0, mi_b, state.end + 1] - packed.times[:, 0, mi_b, state.first]) / b
-        dollars = per_sample * packed.types[:, 2]
-        usable = type_mask & (per_sample > 0)
-        least = lambda x: jnp.min(jnp.where(usable, x, jnp.inf))  # noqa: E731
-        memory_t1 = jax.vmap(lambda y: self._memory_ratio(instance, y, 0, 1.0, b, state.first, state.end))(types)
-        type_features = jnp.stack([
-            _log(dollars / least(dollars)), _log(per_sample / least(per_sample)), _log(memory_t1) / 4,
-            jnp.log1p(jnp.maximum(cap, 0)) / 10, (types == previous) & (state.stage > 0),
-            _log(per_sample * b / tau_star) / 4,
+            jnp.log1p(jnp.arange(END_SLOTS)) / 5, _log(floor * span_seconds / jnp.maximum(cap[y_open], 1)) / 4,
         ], 1)  # fmt: skip
 
         # tensor-parallel level of the open stage
@@ -250,11 +252,11 @@ class ParallelPlanEnv(Environment):
             _log(stage_dollars / per_iteration) / 4,
         ], 1)  # fmt: skip
 
-        rows = [mb, end_features, type_features, tp_features, dp_features]
+        rows = [mb, type_features, end_features, tp_features, dp_features]
         # where nothing is allowed, the least harmful choice is: the plan is then infeasible
-        fallbacks = [divisors == 1, rest & first_rest, params.type_mask & ~banned, levels == 0, divisors == 1]
+        fallbacks = [divisors == 1, params.type_mask & ~banned_first, rest & first_rest, levels == 0, divisors == 1]
         masks = [
-            jnp.where(jnp.any(m), m, f) for m, f in zip([mb_mask, end_mask, type_mask, tp_mask, dp_mask], fallbacks)
+            jnp.where(jnp.any(m), m, f) for m, f in zip([mb_mask, type_mask, end_mask, tp_mask, dp_mask], fallbacks)
         ]
         candidates = jnp.zeros((slots, N_FEATURES), jnp.float64)
         mask = jnp.zeros((slots,), bool)
@@ -308,7 +310,7 @@ class ParallelPlanEnv(Environment):
             slowest=jnp.where(closing, jnp.maximum(state.slowest, tau), state.slowest),
             stage=jnp.where(closing, state.stage + 1, state.stage),
             first=jnp.where(closing, state.end + 1, state.first),
-            phase=jnp.where(closing, END, phase + 1),
+            phase=jnp.where(closing, TYPE, phase + 1),
         )
         done = closing & ((state.end >= n - 1) | (state.stage >= self.max_stages - 1))
         plan = self.plan_of(new, instance)
