@@ -2,7 +2,10 @@
 over envs; N = I × samples envs, `samples` consecutive envs playing one instance.
 
 Every env plays one episode. The scan runs the env's `max_steps` decisions; an env whose plan
-closes earlier auto-resets (the env's select) and its later decisions are marked invalid. The
+closes earlier auto-resets (the env's select) and its later decisions are marked invalid. Every
+env starts together and every stage takes four decisions, so at each step every valid env is at
+the same phase: the scan gives it to the env (`observation_at`, `step_at`), which then computes
+that phase's features only, and scores plans only where a stage closes. The
 trajectory keeps the actions, not the observations: `replay` plays the same actions through
 the (deterministic) env again to re-score them under new parameters, which costs a second pass
 of the env but no (N, steps, slots, features) array. Run under `jax.enable_x64` (the env's
@@ -15,7 +18,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from hps.placement.env.parallel_env import ParallelPlanEnv
+from hps.placement.env.parallel_env import MICRO_BATCH, TYPE, ParallelPlanEnv
 from hps.rl.batching import over_envs
 
 
@@ -50,8 +53,9 @@ def _play(
     _, first_state = jax.vmap(env.reset, in_axes=(None, 0))(None, instances)
     state = jax.tree.map(lambda x: jnp.repeat(x, samples, axis=0), first_state)
     n_envs = state.phase.shape[0]
-    observe = over_envs(env.observation, ("env", "instance"), samples)
-    env_step = over_envs(env.step, (None, "env", "env", "instance"), samples)
+    observe = over_envs(env.observation_at, (None, "env", "instance"), samples)
+    env_step = over_envs(env.step_at, (None, "env", "env", "instance"), samples)
+    reset = over_envs(env.auto_reset, (None, "env", "env", "instance"), samples)
     apply = jax.vmap(policy.apply, in_axes=(None, 0))
     steps = env.max_steps
     plan0 = jax.vmap(env.plan_of, in_axes=(0, None))(state, jax.tree.map(lambda x: x[0], instances))
@@ -59,7 +63,8 @@ def _play(
     def one_step(carry, inputs):
         state, finished, reward_acc, ratio_acc, feasible_acc, plans = carry
         step_key, step = inputs
-        obs = observe(state, instances)
+        phase = jnp.where(step == 0, MICRO_BATCH, TYPE + (step - 1) % 4)  # every env's, while valid
+        obs = observe(phase, state, instances)
         logits, value = apply(params, obs)
         log_p = jax.nn.log_softmax(logits, axis=-1)
         if forced is not None:
@@ -71,7 +76,8 @@ def _play(
         log_prob = jnp.take_along_axis(log_p, action[:, None], axis=-1)[:, 0]
         entropy = -jnp.sum(jnp.where(obs.mask, jnp.exp(log_p) * log_p, 0.0), axis=-1)
         agree = (jnp.argmax(logits, axis=-1) == action).astype(jnp.float32)
-        _, state, reward, done, info = env_step(None, state, action, instances)
+        state, reward, done, info = env_step(phase, state, action, instances)
+        state = reset(None, done, state, instances)
         valid = ~finished
         record = done & valid
         reward_acc = jnp.where(record, reward.astype(jnp.float32), reward_acc)

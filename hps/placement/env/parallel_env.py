@@ -176,117 +176,145 @@ class ParallelPlanEnv(Environment):
 
     # -- observation ---------------------------------------------------------------------------
 
-    def observation(self, state: ParallelState, instance: ParallelInstance) -> ParallelObs:
+    def _common(self, state: ParallelState, instance: ParallelInstance) -> dict:
+        """What every phase's rows read: b, the micro-batch count, the time budget, the units
+        left per type, the divisors and whether they are real, the micro-batch's divisor slot."""
         params, packed = instance.params, instance.packed
-        slots = self.action_slots(instance)
         b, count, tau_star = self._budget(state, instance)
         divisors = packed.divisors
-        real_divisor = divisors <= params.batch
-        n = params.num_layers
-        cap = params.max_units.astype(jnp.float64) - state.used
-        f32 = lambda x: x.astype(jnp.float32)  # noqa: E731
+        return {
+            "b": b, "count": count, "tau_star": tau_star, "divisors": divisors,
+            "real": divisors <= params.batch, "n": params.num_layers,
+            "cap": params.max_units.astype(jnp.float64) - state.used,
+            "mi_b": jnp.clip(jnp.searchsorted(divisors, b), 0, divisors.shape[0] - 1),
+        }  # fmt: skip
 
-        # micro-batch
-        mb_mask = real_divisor
-        mb = jnp.stack([jnp.log2(divisors) / 12, jnp.log2(params.batch / divisors) / 12], 1)
-        mb = jnp.where(real_divisor[:, None], mb, 0.0)
+    def _micro_batch_rows(self, state, instance):
+        c = self._common(state, instance)
+        divisors, real = c["divisors"], c["real"]
+        rows = jnp.stack([jnp.log2(divisors) / 12, jnp.log2(instance.params.batch / divisors) / 12], 1)
+        return jnp.where(real[:, None], rows, 0.0), real, divisors == 1
 
-        # type of the open stage, from the layers left (its span is chosen next)
+    def _type_rows(self, state, instance):
+        """Each type from the layers left (its span is chosen next)."""
+        c = self._common(state, instance)
+        params, packed, cap, n = instance.params, instance.packed, c["cap"], c["n"]
         types = jnp.arange(params.type_mask.shape[0])
         banned_first = params.banned_prefix[state.first + 1] != params.banned_prefix[state.first]
         previous = state.plan_type[jnp.maximum(state.stage - 1, 0)]
         linked = (packed.links[previous, :, 0] > 0) | (packed.links[previous, :, 3] == 0) | (state.stage == 0)
-        type_mask = params.type_mask & ~banned_first & (cap >= 1) & linked
-        mi_b = jnp.clip(jnp.searchsorted(divisors, b), 0, divisors.shape[0] - 1)
-        left = (packed.times[:, 0, mi_b, n] - packed.times[:, 0, mi_b, state.first]) / b  # s per sample, t = 1
+        mask = params.type_mask & ~banned_first & (cap >= 1) & linked
+        left = (packed.times[:, 0, c["mi_b"], n] - packed.times[:, 0, c["mi_b"], state.first]) / c["b"]  # s a sample
         dollars = left * packed.types[:, 2]
-        usable = type_mask & (left > 0)
+        usable = mask & (left > 0)
         least = lambda x: jnp.min(jnp.where(usable, x, jnp.inf))  # noqa: E731
         floor = params.throughput_floor
-        type_features = jnp.stack([
+        rows = jnp.stack([
             _log(dollars / least(dollars)), _log(left / least(left)), _log(floor * left / jnp.maximum(cap, 1)) / 4,
             jnp.log1p(jnp.maximum(cap, 0)) / 10, (types == previous) & (state.stage > 0),
         ], 1)  # fmt: skip
+        return rows, mask, params.type_mask & ~banned_first
 
-        # end of the open stage, on its type
+    def _end_rows(self, state, instance):
+        """Each unit count of the open stage, on its type."""
+        c = self._common(state, instance)
+        params, packed, n, y = instance.params, instance.packed, c["n"], state.type
         layer, in_model = self.slot_ends(state, instance)
-        y_open = state.type
         last_stage = state.stage >= self.max_stages - 1
         rest = layer == n - 1
         first_rest = rest & (jnp.cumsum(rest) == 1)  # one slot for "every unit left"
-        runs = params.banned_prefix[layer + 1, y_open] == params.banned_prefix[state.first, y_open]
-        end_mask = in_model & (~rest | first_rest) & (~last_stage | rest) & runs
+        runs = params.banned_prefix[layer + 1, y] == params.banned_prefix[state.first, y]
+        mask = in_model & (~rest | first_rest) & (~last_stage | rest) & runs
         span_work = instance.work[layer + 1] - instance.work[state.first]
-        span_seconds = (packed.times[y_open, 0, mi_b, layer + 1] - packed.times[y_open, 0, mi_b, state.first]) / b
-        end_features = jnp.stack([
+        seconds = (packed.times[y, 0, c["mi_b"], layer + 1] - packed.times[y, 0, c["mi_b"], state.first]) / c["b"]
+        rows = jnp.stack([
             span_work, 1 - instance.work[layer + 1], (layer - state.first + 1) / n, rest.astype(jnp.float64),
-            jnp.log1p(jnp.arange(END_SLOTS)) / 5, _log(floor * span_seconds / jnp.maximum(cap[y_open], 1)) / 4,
+            jnp.log1p(jnp.arange(END_SLOTS)) / 5,
+            _log(params.throughput_floor * seconds / jnp.maximum(c["cap"][y], 1)) / 4,
         ], 1)  # fmt: skip
+        return rows, mask, rest & first_rest
 
-        # tensor-parallel level of the open stage
-        levels = jnp.arange(params.compute_slope.shape[1])
+    def _tp_rows(self, state, instance):
+        """Each tensor-parallel level of the open stage."""
+        c = self._common(state, instance)
+        b, cap, y = c["b"], c["cap"], state.type
+        levels = jnp.arange(instance.params.compute_slope.shape[1])
         t = 2.0**levels
-        tp_mask = instance.tp_ok[state.type] & (t <= cap[state.type])
-        tau_t = jax.vmap(lambda p: self._stage_time(instance, state.type, p, b, state.first, state.end))(levels)
-        mem_t = jax.vmap(lambda p: self._memory_ratio(instance, state.type, p, 1.0, b, state.first, state.end))(levels)
-        tp_features = jnp.stack(
-            [levels / 6, _log(tau_t / tau_star) / 4, _log(mem_t) / 4, t / jnp.maximum(cap[state.type], 1)], 1
-        )
+        mask = instance.tp_ok[y] & (t <= cap[y])
+        tau = jax.vmap(lambda p: self._stage_time(instance, y, p, b, state.first, state.end))(levels)
+        memory = jax.vmap(lambda p: self._memory_ratio(instance, y, p, 1.0, b, state.first, state.end))(levels)
+        rows = jnp.stack([levels / 6, _log(tau / c["tau_star"]) / 4, _log(memory) / 4, t / jnp.maximum(cap[y], 1)], 1)
+        return rows, mask, levels == 0
 
-        # data-parallel degree of the open stage
-        d = jnp.where(real_divisor, divisors, 1).astype(jnp.float64)
+    def _dp_rows(self, state, instance):
+        """Each data-parallel degree of the open stage."""
+        c = self._common(state, instance)
+        params, packed, b, cap, y, level = instance.params, instance.packed, c["b"], c["cap"], state.type, state.level
+        divisors, real = c["divisors"], c["real"]
+        d = jnp.where(real, divisors, 1).astype(jnp.float64)
         m = b / d
-        t_open = 2.0**state.level
-        divides = real_divisor & (jnp.mod(b, d) == 0)
-        reach = jnp.isfinite(packed.allreduce[state.type, state.level, :, 0])
-        tau_d = jax.vmap(lambda mk: self._stage_time(instance, state.type, state.level, mk, state.first, state.end))(m)
-        mem_d = jax.vmap(
-            lambda dk, mk: self._memory_ratio(instance, state.type, state.level, dk, mk, state.first, state.end)
-        )(d, m)
-        units = t_open * d
-        dp_mask = divides & reach & (units <= cap[state.type]) & (mem_d <= 1.0)
+        divides = real & (jnp.mod(b, d) == 0)
+        reach = jnp.isfinite(packed.allreduce[y, level, :, 0])
+        tau = jax.vmap(lambda mk: self._stage_time(instance, y, level, mk, state.first, state.end))(m)
+        memory = jax.vmap(lambda dk, mk: self._memory_ratio(instance, y, level, dk, mk, state.first, state.end))(d, m)
+        units = 2.0**level * d
+        mask = divides & reach & (units <= cap[y]) & (memory <= 1.0)
         per_iteration = instance.reference * params.batch / params.samples  # the reference's $ an iteration
-        stage_dollars = units * packed.types[state.type, 2] * tau_d * count / 3600.0  # this stage's, at its own pace
-        dp_features = jnp.stack([
-            _log(tau_d / tau_star) / 4, _log(mem_d) / 4, jnp.log2(units) / 12, units / jnp.maximum(cap[state.type], 1),
+        stage_dollars = units * packed.types[y, 2] * tau * c["count"] / 3600.0  # this stage's, at its own pace
+        rows = jnp.stack([
+            _log(tau / c["tau_star"]) / 4, _log(memory) / 4, jnp.log2(units) / 12, units / jnp.maximum(cap[y], 1),
             _log(stage_dollars / per_iteration) / 4,
         ], 1)  # fmt: skip
+        return rows, mask, divisors == 1
 
-        rows = [mb, type_features, end_features, tp_features, dp_features]
-        # where nothing is allowed, the least harmful choice is: the plan is then infeasible
-        fallbacks = [divisors == 1, params.type_mask & ~banned_first, rest & first_rest, levels == 0, divisors == 1]
-        masks = [
-            jnp.where(jnp.any(m), m, f) for m, f in zip([mb_mask, type_mask, end_mask, tp_mask, dp_mask], fallbacks)
-        ]
-        candidates = jnp.zeros((slots, N_FEATURES), jnp.float64)
-        mask = jnp.zeros((slots,), bool)
-        for phase, (row, allowed) in enumerate(zip(rows, masks)):
-            row = jnp.pad(row, ((0, 0), (0, N_FEATURES - row.shape[1])))
-            candidates = jnp.where(state.phase == phase, _pad(row, slots), candidates)
-            mask = jnp.where(state.phase == phase, _pad(allowed, slots, False), mask)
+    def observation(self, state: ParallelState, instance: ParallelInstance) -> ParallelObs:
+        """The observation of `state`'s own phase."""
+        return self.observation_at(state.phase, state, instance)
+
+    def observation_at(self, phase, state: ParallelState, instance: ParallelInstance) -> ParallelObs:
+        """The observation of the decision `phase` (a scalar; where every env of a batch is at
+        the same phase, as in a rollout whose envs started together, an unbatched `phase` makes
+        this one branch, not all five). A mask that would allow nothing allows its fallback."""
+        slots = self.action_slots(instance)
+        branches = [self._micro_batch_rows, self._type_rows, self._end_rows, self._tp_rows, self._dp_rows]
+
+        def padded(branch):
+            def rows_of(state, instance):
+                rows, mask, fallback = branch(state, instance)
+                mask = jnp.where(jnp.any(mask), mask, fallback)  # the least harmful choice: the plan then fails
+                rows = jnp.pad(rows, ((0, 0), (0, N_FEATURES - rows.shape[1])))
+                return _pad(rows, slots), _pad(mask, slots, False)
+
+            return rows_of
+
+        candidates, mask = jax.lax.switch(phase, [padded(branch) for branch in branches], state, instance)
         candidates = jnp.clip(jnp.nan_to_num(candidates, nan=0.0, posinf=10.0, neginf=-10.0), -10.0, 10.0)
+        b, count, tau_star = self._budget(state, instance)
         context = jnp.concatenate([
-            (jnp.arange(PHASES) == state.phase).astype(jnp.float64),
+            (jnp.arange(PHASES) == phase).astype(jnp.float64),
             jnp.stack([
                 state.stage / self.max_stages, instance.work[state.first],
                 jnp.clip(_log(jnp.maximum(state.slowest, 1e-30) / tau_star) / 4, -10, 10) * (state.stage > 0),
                 jnp.log2(b) / 12, jnp.log2(count) / 12,
             ]),
         ])  # fmt: skip
-        return ParallelObs(f32(candidates), mask, f32(context))
+        return ParallelObs(candidates.astype(jnp.float32), mask, context.astype(jnp.float32))
 
     # -- transitions ---------------------------------------------------------------------------
 
     def step_env(self, key, state: ParallelState, action, instance: ParallelInstance):
-        """Take `action` in the current phase; returns (state, reward, done, info). info: the
-        finished plan's "feasible", "cost_ratio" (cost / reference, inf when infeasible),
-        "reason" (a code of `batched.REASONS`) and "plan" (`Plans` of one plan), meaningful
-        where done."""
+        """Take `action` in the current phase; returns (state, reward, done, info)."""
         del key
+        return self.step_at(state.phase, state, action, instance)
+
+    def step_at(self, phase, state: ParallelState, action, instance: ParallelInstance):
+        """`step_env` for an env at decision `phase` (a scalar; unbatched, the plan is scored only
+        at the DP decisions, where a stage closes). info: the finished plan's "feasible",
+        "cost_ratio" (cost / reference, inf when infeasible), "reason" (a code of
+        `batched.REASONS`) and "plan" (`Plans` of one plan), meaningful where done."""
         a = jnp.asarray(action, jnp.int32)
         params, packed = instance.params, instance.packed
         n = params.num_layers
-        phase = state.phase
         b, _, _ = self._budget(state, instance)
         t = 2**state.level
         d = packed.divisors[jnp.clip(a, 0, packed.divisors.shape[0] - 1)]
@@ -314,15 +342,19 @@ class ParallelPlanEnv(Environment):
         )
         done = closing & ((state.end >= n - 1) | (state.stage >= self.max_stages - 1))
         plan = self.plan_of(new, instance)
-        score = score_plan_one(params, packed, plan)
-        reward = jnp.where(done, self.reward_of(score, instance), 0.0)
-        info = {
-            "feasible": score["feasible"] & score["well_formed"],
-            "cost_ratio": score["cost"] / instance.reference,
-            "reason": score["reason"],
-            "plan": plan,
-        }
-        return new, reward, done, info
+
+        def scored(plan):
+            score = score_plan_one(params, packed, plan)
+            feasible = score["feasible"] & score["well_formed"]
+            return self.reward_of(score, instance), feasible, score["cost"] / instance.reference, score["reason"]
+
+        def unscored(plan):
+            del plan
+            return jnp.float64(0.0), jnp.bool_(False), jnp.float64(jnp.inf), jnp.int32(0)
+
+        reward, feasible, ratio, reason = jax.lax.cond(phase == DP, scored, unscored, plan)
+        info = {"feasible": feasible, "cost_ratio": ratio, "reason": reason, "plan": plan}
+        return new, jnp.where(done, reward, 0.0), done, info
 
     def plan_of(self, state: ParallelState, instance: ParallelInstance) -> Plans:
         """The closed stages of `state` as one plan (`Plans` (S,), micro_batch ())."""
