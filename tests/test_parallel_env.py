@@ -1,7 +1,7 @@
 """The parallel-plan environment (hps.placement.env.parallel_env): random episodes under its masks
 end in plans that the numpy reference scorer (`score_plan`) scores exactly as the env's reward
-says, the masks keep every plan within its pooled caps and whole, and the reward is −cost over
-the reference for feasible plans and below −2 for the others."""
+says, the masks keep every plan within its pooled caps and whole, and the reward is −log(cost /
+reference) for feasible plans and below INFEASIBLE_REWARD for the others."""
 
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ def test_the_env_scores_its_plans_as_the_reference_scorer(episodes):
             if reference.feasible:
                 feasible_seen += 1
                 assert ratio[i] * float(instance.reference) == pytest.approx(reference.cost, rel=1e-9)
-                assert reward[i] == pytest.approx(-reference.cost / float(instance.reference), rel=1e-9)
+                assert reward[i] == pytest.approx(-np.log(reference.cost / float(instance.reference)), rel=1e-9)
             else:
                 assert reward[i] <= INFEASIBLE_REWARD
     assert feasible_seen >= 12  # the low floors make some random plans feasible (most run out of memory)

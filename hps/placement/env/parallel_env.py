@@ -9,9 +9,10 @@ last slot: every unit left), its tensor-parallel level (t = 2^level) and
 its data-parallel degree d (an index into the divisors, dividing b). The episode ends with the
 stage that reaches the last layer; a plan has at most `max_stages` stages (the last one is made
 to reach the end). The reward is 0 until then, and then the whole plan's score from the batched
-scorer (`hps.costmodel.parallel.batched.score_plan_one`): −cost / reference when feasible, else
-−2 less a graded penalty (the log of how far the throughput falls short of the floor, the log of
-the worst stage's memory over its limit, and 1 for any other failure).
+scorer (`hps.costmodel.parallel.batched.score_plan_one`): −log(cost / reference) when feasible
+(the reference a lower bound, so at most 0), else INFEASIBLE_REWARD less a graded penalty (the
+log of how far the throughput falls short of the floor, the log of the worst stage's memory over
+its limit, and 1 for any other failure).
 
 Every decision has one action space of A = max(END_SLOTS, T, P, D) slots with a mask:
 micro-batches that divide the batch; types the stage's first layer may run on, with units left
@@ -45,9 +46,10 @@ N_CONTEXT = PHASES + 5
 END_SLOTS = 64
 """Slots of the END decision: slot k < END_SLOTS − 1 ends the stage after its (k + 1)-th pipeline
 unit (block), the last slot at the last layer."""
-INFEASIBLE_REWARD = -2.0
+INFEASIBLE_REWARD = -8.0
 """The reward of an infeasible plan before its graded penalty: below any feasible plan that
-costs under twice the reference."""
+costs under e^8 ≈ 3,000 times the reference (a lower bound a plan may lie far above), so a
+feasible plan outranks every infeasible one on any instance a plan can be planned for."""
 PENALTY_CAP = 5.0
 
 
@@ -365,7 +367,7 @@ class ParallelPlanEnv(Environment):
 
     @staticmethod
     def reward_of(score: dict, instance: ParallelInstance):
-        """−cost / reference of a feasible plan; INFEASIBLE_REWARD less the graded penalty."""
+        """−log(cost / reference) of a feasible plan; INFEASIBLE_REWARD less the graded penalty."""
         params = instance.params
         short = jnp.clip(_log(params.throughput_floor / jnp.nan_to_num(score["throughput"], nan=0.0)), 0, PENALTY_CAP)
         ratio = score["stage_memory_bytes"] / jnp.maximum(score["stage_memory_limit_bytes"], 1.0)
@@ -373,4 +375,5 @@ class ParallelPlanEnv(Environment):
         other = ~jnp.isin(score["reason"], jnp.array([0, 4, 7])) | ~score["well_formed"]  # not memory, not the floor
         penalty = short + over + other.astype(jnp.float64)
         feasible = score["feasible"] & score["well_formed"]
-        return jnp.where(feasible, -score["cost"] / instance.reference, INFEASIBLE_REWARD - penalty)
+        ratio = jnp.where(feasible, score["cost"] / instance.reference, 1.0)
+        return jnp.where(feasible, -jnp.log(ratio), INFEASIBLE_REWARD - penalty)
