@@ -44,6 +44,10 @@ KIND_DESCRIPTIONS = {
         "hps.studies.parallel_hard",
         "generated parallel-plan instances: every planner vs the proven optimum or bound, and the warm start",
     ),
+    "ParallelPolicyConfig": (
+        "hps.studies.parallel_policy",
+        "a parallel-plan policy zero-shot on certified held-out instances: cost over the proven optimum",
+    ),
     "ProfileCheckConfig": (
         "hps.studies.profile_check",
         "a transformer stage predicted with and without a measured profile, then executed",

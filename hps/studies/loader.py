@@ -18,6 +18,7 @@ KIND_MODULES = (
     "hps.studies.heterps_zoo",
     "hps.studies.llm_plans",
     "hps.studies.parallel_hard",
+    "hps.studies.parallel_policy",
     "hps.studies.placement_at_scale",
     "hps.studies.placement_policy",
     "hps.studies.profile_check",

@@ -103,7 +103,8 @@ def stack_instances(instances: list[ParallelInstance]) -> ParallelInstance:
 
 
 @functools.cache
-def _base_catalog():
+def base_catalog():
+    """The catalogue generated instances draw their types from (POOL_CATALOG), loaded once."""
     from hps.config.loaders import load_catalog
     from hps.config.paths import resolve_topology
 
@@ -117,7 +118,7 @@ def instance_pool(split: str, first_seed: int, count: int):
     from hps.placement.env.parallel_generator import SPLITS, generate
 
     problems = tuple(
-        generate(SPLITS[split], seed, _base_catalog()).problem for seed in range(first_seed, first_seed + count)
+        generate(SPLITS[split], seed, base_catalog()).problem for seed in range(first_seed, first_seed + count)
     )
     bucket = bucket_for(*problems)
     return problems, stack_instances([parallel_instance(p, bucket) for p in problems])
