@@ -211,3 +211,32 @@ def test_the_device_bench_experiment_reports_each_batch_size_with_its_device(tmp
     assert [r["networks"] for r in runs.values()] == [6] and "| 6 |" in (tmp_path / "out" / "report.md").read_text()
     for r in runs.values():
         assert r["max_rel_diff"] < 1e-4 and r["jax_per_s"] > 0 and r["device"] and r["chunks"] == 4
+
+
+def test_bench_parallel_certify_times_both_revisions_cold_and_compares_their_costs(capsys):
+    """`hps bench parallel-certify --json`: each seed solved once by HEAD (archived) and once by
+    this checkout, each in its own process, with the same status and cost."""
+    import json
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    import pytest
+
+    from tests.helpers import run_cli_output
+
+    repo = Path(__file__).resolve().parents[1]
+    if (
+        shutil.which("git") is None
+        or subprocess.run(["git", "-C", str(repo), "rev-parse"], capture_output=True).returncode
+    ):
+        pytest.skip("not a git checkout")
+    argv = ["bench", "parallel-certify", "--seeds", "24", "--ref", "HEAD", "--limit", "120", "--json"]
+    code, text, _ = run_cli_output(argv, capsys)
+    assert code == 0
+    result = json.loads(text)
+    (row,) = result["rows"]
+    assert row["seed"] == 24 and row["same"] and result["equal_costs"]
+    for side in ("ref", "this"):
+        assert row[side]["status"] == "optimal" and row[side]["wall_s"] > 0 and row[side]["cpu_s"] > 0
+    assert result["median_cpu_ratio"] == row["ref"]["cpu_s"] / row["this"]["cpu_s"]

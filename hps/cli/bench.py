@@ -1,7 +1,9 @@
-"""`hps bench placement|collective|rl|parallel|parallel-score`: jitted batched models vs their Python
-references, side by side; `rl`: env steps per second of the RL loop (env alone, policy rollouts,
-training updates); `parallel`: the parallel-plan exact solver on synthetic layers x types;
-`parallel-score`: parallel-plan scores per second, the batched JAX scorer vs numpy's score_plan."""
+"""`hps bench placement|collective|rl|parallel|parallel-score|parallel-certify`: jitted batched
+models vs their Python references, side by side; `rl`: env steps per second of the RL loop (env
+alone, policy rollouts, training updates); `parallel`: the parallel-plan exact solver on synthetic
+layers x types; `parallel-score`: parallel-plan scores per second, the batched JAX scorer vs
+numpy's score_plan; `parallel-certify`: the exact solver's cold time to certificate on generated
+held-out instances, this checkout against a git revision."""
 
 from __future__ import annotations
 
@@ -17,7 +19,9 @@ from hps.report.tables import format_table
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("bench", help="benchmark a model against its Python reference")
-    parser.add_argument("target", choices=("placement", "collective", "rl", "parallel", "parallel-score"))
+    parser.add_argument(
+        "target", choices=("placement", "collective", "rl", "parallel", "parallel-score", "parallel-certify")
+    )
     parser.add_argument("--json", action="store_true")
     parser.add_argument(
         "--seconds",
@@ -55,6 +59,14 @@ def register(subparsers) -> None:
         type=float_range(0.01, MAX_BENCH_SECONDS, "the solver runs this long per point"),
         default=60.0,
         help="parallel: the solver's limit per point, s (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--seeds",
+        default="1,6,11,14,21,26,27,28,30,33,36",
+        help="parallel-certify: held-out seeds, each solved cold on both sides (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--ref", default="HEAD", help="parallel-certify: the git revision this checkout is timed against"
     )
     parser.set_defaults(run=run)
 
@@ -108,6 +120,40 @@ def run_parallel_score(args) -> int:
     return 0
 
 
+def run_parallel_certify(args) -> int:
+    """The exact parallel-plan solver's cold time to certificate, this checkout against --ref."""
+    import sys
+
+    from hps.bench.certify import run as measure
+
+    seeds = _grid(args.seeds, "--seeds", 1_000_000)
+    if not (math.isfinite(args.limit) and args.limit > 0):
+        raise ConfigError("--limit", "limit", f"must be a positive number of seconds, got {args.limit}")
+    result = measure(
+        list(seeds), args.ref, seconds=args.limit, on_solve=lambda row: print(".", end="", file=sys.stderr)
+    )
+    if args.json:
+        print_json(result)
+        return 0
+    rows = []
+    for r in result["rows"]:
+        ref, this = r["ref"], r["this"]
+        wall, cpu = ref["wall_s"] / this["wall_s"], ref["cpu_s"] / this["cpu_s"]
+        same = "yes" if r["same"] else "NO"
+        rows.append(
+            [r["seed"], ref["status"], ref["wall_s"], this["wall_s"], wall, ref["cpu_s"], this["cpu_s"], cpu, same]
+        )
+    print(f"\nexact parallel solver, cold, held-out seeds, limit {args.limit:g} s: {args.ref} vs this checkout")
+    header = ["seed", "status", "ref_s", "this_s", "ratio", "ref_cpu_s", "this_cpu_s", "cpu_ratio", "same_cost"]
+    print(format_table(header, rows))
+    wall, cpu = result["median_wall_ratio"], result["median_cpu_ratio"]
+    print(
+        f"median ratio (seeds both certified): wall {wall or float('nan'):.2f}x, CPU {cpu or float('nan'):.2f}x; "
+        f"load average {result['load_before']:.2f} before, {result['load_after']:.2f} after; nothing compiled"
+    )
+    return 0
+
+
 def _sides(result: dict, jax_label: str, unit: str) -> str:
     rows = [[jax_label, result["jax_per_s"]], ["python reference", result["reference_per_s"]]]
     table = format_table(["side", f"{unit}_per_s"], rows)
@@ -123,6 +169,8 @@ def run(args) -> int:
         return run_parallel(args)
     if args.target == "parallel-score":
         return run_parallel_score(args)
+    if args.target == "parallel-certify":
+        return run_parallel_certify(args)
     from hps.bench import collective, placement
 
     grids = _exact_grids(args) if args.target == "placement" else None  # checked before any work

@@ -68,18 +68,6 @@ def measured_moves(layers, type_name: str, tp: int, m: int) -> tuple[np.ndarray,
     return inward, gradient
 
 
-def measured_boundary(inward: np.ndarray, gradient: np.ndarray, first, last, row=0) -> np.ndarray:
-    """Seconds per micro-batch a stage first..last receives (its input where first > 0, its
-    output's gradient where last is not the final layer), from measured moves: inward and gradient
-    (K, L) or (L,), `measured_moves` of K (type, tp, m) keys, `row` the stage's key (first, last
-    and row broadcast); NaN where a move it needs is unmeasured."""
-    inward, gradient = np.atleast_2d(inward), np.atleast_2d(gradient)
-    first, last = np.asarray(first), np.asarray(last)
-    n_layers = inward.shape[-1]
-    receive = np.where(first > 0, inward[row, first], 0.0)
-    return receive + np.where(last < n_layers - 1, gradient[row, np.minimum(last + 1, n_layers - 1)], 0.0)
-
-
 def divisors(n: int) -> list[int]:
     """The positive divisors of n, ascending."""
     small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
@@ -132,6 +120,7 @@ class ParallelProblem:
         self.sparse_bytes = arr(lambda l: l.sparse_param_bytes)
         self.sparse_kind = np.array([l.kind == "sparse" for l in layers])
         self.cut_after = np.array([l.cut_after for l in layers])
+        self.measured_pairs = frozenset((e.type, e.tp) for l in layers for e in l.measured)  # (type name, tp)
         self.cut_after[-1] = True
         self.input_act = np.concatenate([[0.0], self.act_bytes[:-1]])
         zero = lambda x: np.concatenate([[0.0], np.cumsum(x)])  # noqa: E731
@@ -289,6 +278,8 @@ class ParallelProblem:
         between the layer's nearest measured sizes below and above m for (type, tp)) or
         the clock's name (no measured size on both sides: the clock's time)."""
         name = self.catalog.resources[type_index].name
+        if (name, tp) not in self.measured_pairs:  # no layer measured on (type, tp): the clock's
+            return np.full(self.num_layers, np.nan), (self.clock.name,) * self.num_layers
         seconds, sources = np.full(self.num_layers, np.nan), []
         for i, layer in enumerate(self.workload.layers):
             sizes = sorted(
@@ -311,6 +302,8 @@ class ParallelProblem:
     def time_sources(self, type_index: int, tp: int, m: int, first: int, last: int) -> str:
         """What layers first..last's times on (type, tp, m) come from, e.g. "measured" or
         "2 measured, 1 interpolated, 3 roofline" (the clock's name for the clock's times)."""
+        if (self.catalog.resources[type_index].name, tp) not in self.measured_pairs:
+            return self.clock.name
         sources = self.measured_times(type_index, tp, m)[1][first : last + 1]
         counts = {s: sources.count(s) for s in ("measured", "interpolated", self.clock.name) if s in sources}
         return next(iter(counts)) if len(counts) == 1 else ", ".join(f"{n} {s}" for s, n in counts.items())
@@ -384,6 +377,7 @@ class ParallelProblem:
         alpha, beta, _ = allreduce_coefficients(network, most, self.job.chunks, self.job.collective == "themis")
         return alpha, beta
 
+    @_memo
     def link_matrix(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(bandwidth B/s, latency s, dollars per byte), each (sites, sites): 0 bandwidth where
         two sites have no link; a site with itself has no link cost (bandwidth inf)."""

@@ -20,7 +20,8 @@ def score_plan(problem: ParallelProblem, stages: tuple[ParallelStage, ...], b: i
     job's when None)."""
     job, catalog = problem.job, problem.catalog
     b = int(job.micro_batch if b is None else b)
-    types = [catalog.index(s.type) for s in stages]
+    index = {name: i for i, name in enumerate(catalog.names)}
+    types = [index[s.type] if s.type in index else catalog.index(s.type) for s in stages]
     arrays = stage_arrays(
         problem, b, [s.first for s in stages], [s.last for s in stages], types, [s.tp for s in stages],
         [s.dp for s in stages],

@@ -17,7 +17,6 @@ from hps.costmodel.parallel.problem import (
     ZERO3_GATHER,
     ZERO3_REDUCE,
     ParallelProblem,
-    measured_boundary,
 )
 
 
@@ -45,8 +44,23 @@ class StageArrays:
         return self.static_memory + in_flight * self.activation_memory
 
 
+def measured_boundary(inward: np.ndarray, gradient: np.ndarray, first, last, row=0) -> np.ndarray:
+    """Seconds per micro-batch a stage first..last receives (its input where first > 0, its
+    output's gradient where last is not the final layer), from measured moves: inward and gradient
+    (K, L) or (L,), `measured_moves` of K (type, tp, m) keys, `row` the stage's key (first, last
+    and row broadcast); NaN where a move it needs is unmeasured."""
+    inward, gradient = np.atleast_2d(inward), np.atleast_2d(gradient)
+    first, last = np.asarray(first), np.asarray(last)
+    n_layers = inward.shape[-1]
+    receive = np.where(first > 0, inward[row, first], 0.0)
+    return receive + np.where(last < n_layers - 1, gradient[row, np.minimum(last + 1, n_layers - 1)], 0.0)
+
+
 def range_max(values: np.ndarray, first: np.ndarray, last: np.ndarray) -> np.ndarray:
-    """max(values[first..last]) per stage, by a sparse table over the layers."""
+    """max(values[first..last]) per stage (first and last broadcast together), by a sparse table
+    over the layers."""
+    shape = np.broadcast_shapes(np.shape(first), np.shape(last))
+    first, last = (np.ravel(x) for x in np.broadcast_arrays(first, last))
     table = [values]
     width = 1
     while 2 * width <= len(values):
@@ -59,11 +73,18 @@ def range_max(values: np.ndarray, first: np.ndarray, last: np.ndarray) -> np.nda
     for k in np.unique(level):
         sel = level == k
         out[sel] = np.maximum(table[k][first[sel]], table[k][last[sel] - (1 << k) + 1])
-    return out
+    return out.reshape(shape)
 
 
 def _keys(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct rows of the (N,) integer columns, (K, C), and each row's index into them, (N,)."""
+    """The distinct rows of the (N,) integer columns, (K, C), ascending, and each row's index into
+    them, (N,)."""
+    if len(columns[0]) <= 64:  # a plan's stages: fewer steps in Python than in numpy
+        rows = list(zip(*(c.tolist() for c in columns)))
+        distinct = sorted(set(rows))
+        place = {row: k for k, row in enumerate(distinct)}
+        keys = np.array(distinct, np.int64).reshape(len(distinct), len(columns))
+        return keys, np.array([place[row] for row in rows], np.int64)
     stacked = np.stack(columns, axis=1) if len(columns[0]) else np.zeros((0, len(columns)), np.int64)
     code, space = np.zeros(len(stacked), np.int64), 1
     for j in range(stacked.shape[1]):
@@ -76,14 +97,15 @@ def _keys(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     present[code] = True
     index = np.cumsum(present) - 1
     codes = np.flatnonzero(present)
-    first = np.full(space, len(code))
-    np.minimum.at(first, code, np.arange(len(code)))
-    return stacked[first[codes]], index[code]
+    some = np.zeros(space, np.int64)  # a row of each code (rows of one code are equal)
+    some[code] = np.arange(len(code))
+    return stacked[some[codes]], index[code]
 
 
 def stage_memory(problem: ParallelProblem, b: int, first, last, tp, dp) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per stage (N,): (static bytes per device, activation bytes per device per micro-batch in
-    flight, bytes of parameter states per device); first, last, tp and dp are (N,) ints. Under
+    flight, bytes of parameter states per device); first, last, tp and dp are (N,) ints (or any
+    shapes that broadcast together, e.g. spans (N, 1) against options (1, K)). Under
     FP8 a stage keeps its layers' FP8 stashes and FP8 weight copies; under full recomputation
     each pipeline unit's input and, while one layer's backward runs, that layer's whole stash."""
     first, last, tp, dp = (np.asarray(x, np.int64) for x in (first, last, tp, dp))

@@ -33,12 +33,12 @@ class CapPrices:
     def weight(self, table, lam: np.ndarray | None = None) -> np.ndarray:
         """(entries,) r + λ_y·units, at the current prices unless `lam` is given."""
         lam = self.lam if lam is None else lam
-        return table.rate + lam[table.options[table.entry_opt, 0]] * table.units
+        return table.rate + lam[table.entry_type] * table.units
 
     def units_by_type(self, table, entries) -> np.ndarray:
         """(T,) units a plan of table entries uses per type."""
         used = np.zeros(len(self.caps))
-        np.add.at(used, table.options[table.entry_opt[entries], 0], table.units[entries])
+        np.add.at(used, table.entry_type[entries], table.units[entries])
         return used
 
     def move(self, used: np.ndarray) -> None:
@@ -78,8 +78,9 @@ class CapPrices:
         """{boundary layer: (stages left + 1,) least Σ w of the plans from it} at prices `lam`."""
         table = micro.table
         weight = self.weight(table, lam)
-        value = table.least_rate(theta, phi, weight=weight, most=max(micro.most, stages), stages=stages)[1][0]
-        return {start: v.min(axis=1) for start, v in value.items()}
+        return table.least_from(
+            table.least_rate(theta, phi, weight=weight, most=max(micro.most, stages), stages=stages)[1]
+        )
 
     def repaired(self, micro, theta: float, phi: float, stages: int) -> None:
         """Offer plans of `stages` stages that meet the caps, by banning over-cap types layer by
@@ -87,7 +88,7 @@ class CapPrices:
         first, while they fit; the type is banned from the layers of the others, and the program
         is solved again (at most once per type)."""
         table, problem = micro.table, micro.problem
-        types = table.options[table.entry_opt, 0]
+        types = table.entry_type
         first, last = table.span_first[table.entry_span], table.span_last[table.entry_span]
         ban = np.zeros((problem.num_layers + 1, problem.num_types), np.int64)  # prefix counts of banned layers
         banned = np.zeros((problem.num_layers, problem.num_types), bool)

@@ -52,13 +52,12 @@ def search_region(
     lam: prices (T,) on the pooled caps; the suffix's least Σ r is then also at least its least
     Σ (r + λ·units) less λ times the units still free (`caps.CapPrices`)."""
     table, problem = micro.table, micro.problem
-    least, (value, _), (theta_lb, phi_lb) = micro.solve(theta, phi, stages)
+    least, solved, (theta_lb, phi_lb) = micro.solve(theta, phi, stages)
     theta_lb = max(theta_lb, lo)
-    rest = {start: v.min(axis=1) for start, v in value.items()}  # least Σ r from a boundary with q stages
-    work_value = table.least_rate(
-        theta, phi, weight=table.rate * table.time, most=max(micro.most, stages), stages=stages
-    )[1][0]
-    work_rest = {start: v.min(axis=1) for start, v in work_value.items()}  # least Σ r·τ likewise
+    rest = table.least_from(solved)  # least Σ r from a boundary with q stages
+    work_rest = table.least_from(  # least Σ r·τ likewise
+        table.least_rate(theta, phi, weight=table.rate * table.time, most=max(micro.most, stages), stages=stages)[1]
+    )
     allowed = (table.time <= theta) & (table.tail <= phi)
     n, m_bubble = problem.num_layers, problem.bubble_slots_of(table.micro_batches, stages)
     need = table.needs(stages, stages)

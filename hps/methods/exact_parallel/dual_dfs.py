@@ -25,9 +25,9 @@ def search_region(search, stages: int, lo: float, theta: float, phi: float, dead
     (inf when the region was searched through)."""
     micro = search.micro
     table, problem = micro.table, micro.problem
-    least, (value, _), (theta_lb, phi_lb) = micro.solve(theta, phi, stages)
+    least, solved, (theta_lb, phi_lb) = micro.solve(theta, phi, stages)
     theta_lb = max(theta_lb, lo, float(micro.work[stages]) / search.budget)
-    rest = {start: v.min(axis=1) for start, v in value.items()}  # least Σ r from a boundary with q stages
+    rest = table.least_from(solved)  # least Σ r from a boundary with q stages
     allowed = (table.time <= theta) & (table.tail <= phi)
     n, m = problem.num_layers, float(search.slots(stages))
     need = table.needs(stages, stages)

@@ -18,6 +18,7 @@ pays egress that keeps it open is searched plan by plan (`dfs.search_region`), e
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 import time
@@ -107,10 +108,17 @@ class _Micro:
     """The search under one micro-batch b. Its region search prunes by a cost incumbent (`best` of
     measure "cost"); the dual uses only its table and least-rate program, with its own incumbent."""
 
-    def __init__(self, problem, b: int, best: _Best, tables: SharedTables | None = None, deadline=None):
-        """TableUnfinished where `deadline` passes while its stage table is built."""
+    def __init__(
+        self, problem, b: int, best: _Best, tables: SharedTables | None = None, deadline=None, prune=True, figures=None
+    ):
+        """TableUnfinished where `deadline` passes while its stage table is built. prune: False
+        leaves the table's dominated entries until `prune()` (the work bound needs no pruning).
+        figures: how the table's figures are computed (`StageTable`)."""
         self.problem, self.b, self.best = problem, b, best
-        self.table = StageTable(problem, b, deadline) if tables is None else tables.get(problem, b, deadline)
+        if tables is None:
+            self.table = StageTable(problem, b, deadline, prune, figures)
+        else:
+            self.table = tables.get(problem, b, deadline)
         t = self.table
         self.scale = problem.job.samples / problem.job.batch / 3600  # $ per (Σ r · seconds)
         self.limit = problem.job.batch / problem.job.throughput * (1 + FLOOR_TOLERANCE)  # longest iteration
@@ -125,7 +133,14 @@ class _Micro:
         self.region_prices = {}  # (stages, θ_lo, θ̄, φ̄) -> the cap prices of the region's best bound
         # Σ r·max τ ≥ Σ_j r_j·τ_j: the least Σ r·τ of S stages bounds every plan of S stages
         top = self.limit / t.micro_batches
-        self.work = t.least_rate(top, self.limit, weight=t.rate * t.time)[0]
+        self.work = t.least_work(top, self.limit)
+
+    def prune(self) -> None:
+        """Drop the table's dominated entries (before its regions are searched)."""
+        if not self.table.pruned:
+            self.table.prune()
+            self.cache.clear()
+            self.refresh()
 
     def refresh(self) -> None:
         """Index the table's entries by span (after the table changed)."""
@@ -262,17 +277,21 @@ def solve_parallel(
     seconds: float = math.inf,
     incumbent: Plan | None = None,
     tables: SharedTables | None = None,
+    jax_tables: bool = False,
 ) -> PlanResult:
     """The cheapest parallel plan of `problem` and its certificate (the result's bound), within
     `seconds` of search (then gap > 0 where regions were left open). incumbent: a plan to prune against
     from the start; the result does not depend on it, only the time to reach it. tables: stage
     tables shared with other solves of problems that differ only in floor, samples and prices.
     Types that are copies of one another are searched as one (`copies.solve_merged`), except
-    with shared tables (which serve one catalogue)."""
+    with shared tables (which serve one catalogue). jax_tables: the stage tables' figures by the
+    batched JAX scorer's code (`batched_stages.StageFigures`; equal to rounding, so ties among
+    entries may fall otherwise; slower cold on a CPU, importing and compiling JAX) instead of numpy's."""
     classes = copy_classes(problem) if tables is None else None
     if classes is not None:
-        return solve_merged(problem, classes, _search, seconds=seconds, incumbent=incumbent)
-    return _search(problem, seconds=seconds, incumbent=incumbent, tables=tables)
+        search = functools.partial(_search, jax_tables=jax_tables)
+        return solve_merged(problem, classes, search, seconds=seconds, incumbent=incumbent)
+    return _search(problem, seconds=seconds, incumbent=incumbent, tables=tables, jax_tables=jax_tables)
 
 
 def _search(
@@ -281,9 +300,15 @@ def _search(
     seconds: float = math.inf,
     incumbent: Plan | None = None,
     tables: SharedTables | None = None,
+    jax_tables: bool = False,
 ) -> PlanResult:
     """`solve_parallel` over the problem's types as they are."""
     started = time.perf_counter()
+    figures = None
+    if jax_tables and tables is None:
+        from hps.costmodel.parallel.batched_stages import StageFigures
+
+        figures = StageFigures(problem)
     deadline = Deadline(started + seconds)
     if problem.job.throughput > max_throughput(problem) * (1 + FLOOR_TOLERANCE):  # proven: no plan
         return PlanResult("exact", None, None, math.inf, time.perf_counter() - started, 0)
@@ -304,7 +329,7 @@ def _search(
         micro = None
         if not deadline.passed():
             try:
-                micro = _Micro(problem, b, best, tables, deadline)
+                micro = _Micro(problem, b, best, tables, deadline, prune=False, figures=figures)  # pruned once searched
             except TableUnfinished:
                 pass
         if micro is None:  # out of time before or while building its table: this and those left, by their work
@@ -312,6 +337,8 @@ def _search(
             left.add(min(w for w, _ in choices[index:]), unsearched(rest))
             break
         searched.append(micro)
+        if len(micro.open_counts()):
+            micro.prune()
         # stage counts by their work bound, least first: good plans come early and prune the rest
         for stages in micro.open_counts():
             if stages not in micro.open_counts():

@@ -19,48 +19,13 @@ import numpy as np
 from hps.contract.memory import refuse_past_memory
 from hps.costmodel.parallel.pipeline import in_flight_chunks
 from hps.costmodel.parallel.problem import ParallelProblem, divisors
-from hps.costmodel.parallel.stages import stage_arrays, stage_memory
+from hps.costmodel.parallel.stages import StageArrays, stage_arrays, stage_memory
+from hps.methods.exact_parallel.dominance import undominated
+from hps.methods.exact_parallel.program import boundary_program, least_sums
 
 CANDIDATE_BYTES = 240
 """Peak bytes per (span, option) candidate while the table is built (about thirty float64 and
 int64 arrays over the candidates)."""
-
-
-def _prefix_argmin(values: np.ndarray, group: np.ndarray) -> np.ndarray:
-    """Within each run of equal `group` (sorted), the position of the least of `values` strictly
-    before each position (−1 at a run's start); exact, on integer codes."""
-    n = len(values)
-    rank = np.unique(values, return_inverse=True)[1].astype(np.int64)
-    code = rank * (n + 1) + np.arange(n)  # least value first, then earliest position
-    top = int(code.max()) + 2 if n else 2
-    shifted = code - group * top  # later runs sit below earlier ones, so a running min restarts
-    running = np.minimum.accumulate(np.concatenate([[np.iinfo(np.int64).max], shifted[:-1]]))
-    start = np.concatenate([[True], group[1:] != group[:-1]]) if n else np.zeros(0, bool)
-    before = running + group * top
-    return np.where(start | (before >= top), -1, before % (n + 1))
-
-
-def _undominated(group, fits, rate, time, tail) -> np.ndarray:
-    """Indices of the entries that no single cheaper-or-equal entry of the same (span, type)
-    group and in-flight count (so no more units of that type, the same site) beats on both τ
-    and φ (tested against the earlier entry of least τ and the one of least φ): the least-rate
-    program never needs the others."""
-    key = np.unique(group * (fits.max() + 1 if len(fits) else 1) + fits, return_inverse=True)[1].astype(np.int64)
-    order = np.lexsort((tail, time, rate, key))
-    k, t, p = key[order], time[order], tail[order]
-    dominated = np.zeros(len(order), bool)
-    for best in (_prefix_argmin(t, k), _prefix_argmin(p, k)):
-        has = best >= 0
-        j = np.maximum(best, 0)
-        dominated |= has & (t[j] <= t) & (p[j] <= p)
-    return np.sort(order[~dominated])
-
-
-def _lex_argmin(primary: np.ndarray, secondary: np.ndarray, axis: int) -> np.ndarray:
-    """argmin of `primary` along `axis`, ties (to 1e-12 relative) broken by the least `secondary`."""
-    least = primary.min(axis=axis, keepdims=True)
-    tied = primary <= least + 1e-12 * np.abs(np.where(np.isfinite(least), least, 0))
-    return np.where(tied, secondary, np.inf).argmin(axis=axis)
 
 
 class TableUnfinished(Exception):
@@ -70,9 +35,12 @@ class TableUnfinished(Exception):
 class StageTable:
     """The stages of `problem` under micro-batch b, and the least-rate dynamic program."""
 
-    def __init__(self, problem: ParallelProblem, b: int, deadline=None):
-        """`deadline`: anything with `passed()`, checked between types (TableUnfinished)."""
-        self.problem, self.b = problem, b
+    def __init__(self, problem: ParallelProblem, b: int, deadline=None, prune: bool = True, figures=None):
+        """`deadline`: anything with `passed()`, checked between types (TableUnfinished). prune:
+        drop the dominated entries now (else `prune()` later; `least_work` needs no pruning).
+        figures: None (numpy's `stage_arrays`) or a `batched_stages.StageFigures` of `problem`
+        (the batched JAX scorer's code, every type's candidates in one call)."""
+        self.problem, self.b, self.figures = problem, b, figures
         n = problem.num_layers
         self.micro_batches = int(problem.job.batch) // b
         cuts = np.flatnonzero(problem.cut_after[:-1])
@@ -97,10 +65,14 @@ class StageTable:
         )
         # spans are first-major: those starting at boundary k are a contiguous range, ending at
         # ends[k:], so the boundaries after them are k + 1 … len(starts)
-        low = np.searchsorted(self.span_first, self.starts)
-        self._spans_at = [slice(int(a), int(z)) for a, z in zip(low, [*low[1:], len(self.span_first)])]
-        self._after_at = [slice(k + 1, len(self.starts) + 1) for k in range(len(self.starts))]
+        self._splits = problem.splits(self.span_first, self.span_last)  # spans of at least v units
+        self.span_from = np.searchsorted(self.starts, self.span_first)  # boundary index of each span's start
+        self.span_after = np.searchsorted(self.starts, self.span_last + 1)  # and of the one after (K: the end)
+        self._hop = None
         self._build(deadline)
+        self.pruned = False
+        if prune:
+            self.prune()
 
     def most_chunks(self, stages: int) -> int:
         """The most activation chunks a stage of a plan of at most `stages` stages holds (the
@@ -118,39 +90,67 @@ class StageTable:
         return np.where(q > 0, in_flight_chunks(count - q, count, self.micro_batches, self.v), 0)
 
     def _build(self, deadline) -> None:
-        """The entries, type by type (dominance is within a type), in (span, option) order;
-        TableUnfinished where `deadline` (anything with `passed()`) passes between types."""
-        parts = []
-        for y in range(self.problem.num_types):
+        """The entries, type by type, in (span, option) order; TableUnfinished where `deadline`
+        (anything with `passed()`) passes between types."""
+        parts, types = [], [np.flatnonzero(self.options[:, 0] == y) for y in range(self.problem.num_types)]
+        grids = [self._grid(options) for options in types]
+        figures = self._figures(grids) if self.figures is not None else [None] * len(grids)
+        for options, grid, arrays in zip(types, grids, figures):
             if deadline is not None and deadline.passed():
                 raise TableUnfinished(f"the stage table of micro-batch {self.b} was left unfinished at its deadline")
-            parts.append(self._entries(np.flatnonzero(self.options[:, 0] == y)))
+            parts.append(self._entries(options, grid, arrays))
         span, opt, f, time, tail, rate, units = (np.concatenate(column) for column in zip(*parts))
-        order = np.lexsort((opt, span))
+        order = np.argsort(span, kind="stable")  # each type's part is in (span, option) order
         self.entry_span, self.entry_opt = span[order], opt[order]
         self.time, self.tail, self.rate = time[order], tail[order], rate[order]
         self.fits = f[order].astype(np.int64)
-        self.site = self.problem.type_site[self.options[self.entry_opt, 0]]
+        self.entry_type = self.options[self.entry_opt, 0]
+        self.site = self.problem.type_site[self.entry_type]
         self.units = units[order]
         self._group_cache = {}
         self.compacted_to = self.depth
 
-    def _entries(self, options: np.ndarray):
-        """(span, option, in-flight count, τ, φ, $/hour, units) of the undominated entries of
-        `options` (indices into self.options, one type), in (span, option) order."""
-        problem, b = self.problem, self.b
-        n_spans, n_opt = len(self.span_first), len(options)
-        span = np.repeat(np.arange(n_spans), n_opt)
-        opt = np.tile(options, n_spans)
-        ok = problem.span_allowed(self.span_first[span], self.span_last[span], self.options[opt, 0])
-        ok &= problem.splits(self.span_first[span], self.span_last[span])
-        span, opt = span[ok], opt[ok]
-        y, t, d = (self.options[opt, i] for i in range(3))
-        v = self.v
-        static, activation, _ = stage_memory(problem, b, self.span_first[span], self.span_last[span], t, d)
-        ok = static + activation / v <= problem.memory_limit[y]  # one chunk in flight fits
-        span, opt, y, t, d = span[ok], opt[ok], y[ok], t[ok], d[ok]
-        arrays = stage_arrays(problem, b, self.span_first[span], self.span_last[span], y, t, d)
+    def _grid(self, options: np.ndarray) -> np.ndarray:
+        """The spans (rows) that `options` (one type's) may take: every layer allowed, v units."""
+        y = self.options[options[:1], 0]
+        return np.flatnonzero(self._splits & self.problem.span_allowed(self.span_first, self.span_last, y))
+
+    def _figures(self, grids: list[np.ndarray]) -> list:
+        """Per type, the StageArrays of its (span, option) grid, (rows, options) each, from one
+        call of `self.figures` over every type's grid."""
+        cells = []
+        for y, rows in enumerate(grids):
+            options = np.flatnonzero(self.options[:, 0] == y)
+            span, option = np.repeat(rows, len(options)), np.tile(options, len(rows))
+            cells.append((span, option))
+        span, option = (np.concatenate(column) for column in zip(*cells))
+        y, t, d = (self.options[option, i] for i in range(3))
+        arrays = self.figures(self.b, self.span_first[span], self.span_last[span], y, t, d)
+        bounds = np.cumsum([0, *(len(s) for s, _ in cells)])
+        out = []
+        for rows, low, high in zip(grids, bounds[:-1], bounds[1:]):
+            shape = (len(rows), (high - low) // max(len(rows), 1))
+            part = {k: getattr(arrays, k)[low:high].reshape(shape) for k in StageArrays.__dataclass_fields__}
+            out.append(StageArrays(**part))
+        return out
+
+    def _entries(self, options: np.ndarray, rows: np.ndarray, grid=None):
+        """(span, option, in-flight count, τ, φ, $/hour, units) of the entries of `options`
+        (indices into self.options, one type) on spans `rows` that hold a chunk in flight, in
+        (span, option) order; grid: their StageArrays (rows, options), or None (numpy's)."""
+        problem, b, v = self.problem, self.b, self.v
+        y, t, d = (self.options[options, i] for i in range(3))  # (options,), one type
+        first, last = self.span_first[rows, None], self.span_last[rows, None]
+        if grid is None:
+            static, activation, _ = stage_memory(problem, b, first, last, t[None], d[None])  # (spans, options)
+        else:
+            static, activation = grid.static_memory, grid.activation_memory
+        at, column = np.nonzero(static + activation / v <= problem.memory_limit[y[0]])  # one chunk in flight fits
+        span, opt, y, t, d = rows[at], options[column], y[column], t[column], d[column]
+        if grid is None:
+            arrays = stage_arrays(problem, b, self.span_first[span], self.span_last[span], y, t, d)
+        else:
+            arrays = StageArrays(**{k: getattr(grid, k)[at, column] for k in StageArrays.__dataclass_fields__})
         memory = problem.memory_limit[y]
         room = memory - arrays.static_memory
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -161,22 +161,37 @@ class StageTable:
         over = arrays.memory(f / v) > memory
         f = np.where(over & (f >= 1), f - 1, f)
         keep = np.flatnonzero(f >= 1)
-        keep = keep[_undominated(span[keep] * problem.num_types + y[keep], f[keep],
-                                 arrays.rate[keep], arrays.time[keep], arrays.tail[keep])]  # fmt: skip
         columns = (span, opt, f, arrays.time, arrays.tail, arrays.rate, arrays.units)
         return tuple(column[keep] for column in columns)
+
+    def prune(self) -> None:
+        """Drop the entries that a cheaper-or-equal entry of the same span, type and in-flight
+        count beats on both τ and φ (`dominance.undominated`): the least-rate program never
+        needs them. Entry indices change: solutions cached before are void."""
+        if not self.pruned:
+            self._keep_undominated(self.fits)
+            self.pruned = True
 
     def compact(self, most: int) -> None:
         """Drop the entries no plan of at most `most` stages needs (in-flight counts above what
         such plans hold no longer tell entries apart). Entry indices change: solutions cached
         before are void."""
-        f = np.minimum(self.fits, self.most_chunks(most))
-        y = self.options[self.entry_opt, 0]
-        keep = _undominated(self.entry_span * self.problem.num_types + y, f, self.rate, self.time, self.tail)
-        for name in ("entry_span", "entry_opt", "time", "tail", "rate", "fits", "site", "units"):
+        self._keep_undominated(np.minimum(self.fits, self.most_chunks(most)))
+        self.pruned = True
+        self.compacted_to = most
+
+    def _keep_undominated(self, f: np.ndarray) -> None:
+        """Keep the entries undominated within their (span, type, in-flight count `f`)."""
+        keep = np.zeros(len(f), bool)
+        bounds = np.searchsorted(self.options[:, 0], np.arange(self.problem.num_types + 1))  # options are type-major
+        for low, high in zip(bounds[:-1], bounds[1:]):  # dominance is within a type
+            at = np.flatnonzero((self.entry_opt >= low) & (self.entry_opt < high))
+            kept = undominated(self.entry_span[at], self.entry_opt[at] - low, f[at],
+                               self.rate[at], self.time[at], self.tail[at])  # fmt: skip
+            keep[at[kept]] = True
+        for name in ("entry_span", "entry_opt", "entry_type", "time", "tail", "rate", "fits", "site", "units"):
             setattr(self, name, getattr(self, name)[keep])
         self._group_cache = {}
-        self.compacted_to = most
 
     def priced_for(self, problem: ParallelProblem) -> StageTable:
         """This table for `problem`, which differs from the one it was built for at most in the
@@ -185,7 +200,7 @@ class StageTable:
         type, whose price scales every rate alike); only the rates are priced anew."""
         out = copy.copy(self)
         out.problem = problem
-        out.rate = self.units * problem.price[self.options[self.entry_opt, 0]]
+        out.rate = self.units * problem.price[self.entry_type]
         out._group_cache = {}
         return out
 
@@ -196,123 +211,129 @@ class StageTable:
         return int(self.span_first[s]), int(self.span_last[s]), int(y), int(t), int(d)
 
     def _groups(self, most: int):
-        """(order, group starts, group keys, τ, φ) of the entries sorted by (in-flight count
-        clipped to `most`, span, site, rate, τ), with τ and φ in that order; a group's key is its
-        flat index in a (most + 1, spans, sites) array; cached."""
+        """(order, group starts, group of each place, group keys, τ, φ, levels) of the entries
+        sorted by (in-flight count clipped to `most`, span, site, rate, τ), with τ and φ in that
+        order; a group's key is its flat index in a (most + 1, spans, sites) array; levels: the
+        clipped in-flight counts present, ascending; cached."""
         if most in self._group_cache:
             return self._group_cache[most]
         n_spans, n_sites = len(self.span_first), len(self.problem.sites)
         key = (np.minimum(self.fits, most) * n_spans + self.entry_span) * n_sites + self.site
         order = np.lexsort((self.time, self.rate, key))
-        starts = np.flatnonzero(np.concatenate([[len(key) > 0], key[order][1:] != key[order][:-1]]))
-        self._group_cache[most] = (order, starts, key[order][starts], self.time[order], self.tail[order])
-        return self._group_cache[most]
+        new = np.concatenate([[len(key) > 0], key[order][1:] != key[order][:-1]])
+        starts, keys = np.flatnonzero(new), key[order][new]
+        levels = np.unique(keys // (n_spans * n_sites))
+        cached = (order, starts, np.cumsum(new) - 1, keys, self.time[order], self.tail[order], levels)
+        self._group_cache[most] = cached
+        return cached
 
-    def cheapest(
-        self, theta: float, phi: float, weight: np.ndarray | None = None, most: int | None = None
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(weight, τ, entry), each (f_max + 1, spans, sites) with f_max = min(depth, most): the
-        least weight ($/hour unless given) of an entry with τ ≤ theta and φ ≤ phi of each span
-        and site that holds at least f chunks in flight, its τ (s) and index (−1, weight
-        and τ inf: none); ties: the least τ (with a weight, the least rate, then τ), then the
-        fewest in flight."""
+    def cheapest(self, theta: float, phi: float, weight: np.ndarray | None = None, most: int | None = None):
+        """(weight, τ, entry, row): weight, τ and entry (levels + 1, spans, sites) and row
+        (f_max + 1,) with f_max = min(depth, most), so that [row[f], span, site] is the least
+        weight ($/hour unless given) of an entry with τ ≤ theta and φ ≤ phi of the span and site
+        that holds at least f chunks in flight (f ≥ 1), its τ (s) and index (−1, weight and τ
+        inf: none); ties: the least τ (with a weight, the least rate, then τ), then the fewest in
+        flight. Levels are the in-flight counts some entry holds; row 0 has no entry."""
         n_spans, n_sites = len(self.span_first), len(self.problem.sites)
         f_max = min(self.depth, most or self.depth)
-        order, starts, keys, time_sorted, tail_sorted = self._groups(f_max)
+        order, starts, group_of, keys, time_sorted, tail_sorted, levels = self._groups(f_max)
         values = self.rate if weight is None else weight
-        allowed = (time_sorted <= theta) & (tail_sorted <= phi)  # in group order
-        position = np.where(allowed, np.arange(len(order)), len(order))
-        if weight is not None and len(starts):  # the least weight of each group, the first of it in rate order
-            w = np.where(allowed, weight[order], np.inf)
-            least = np.minimum.reduceat(w, starts)
-            member = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(order))))
-            position = np.where((w <= least[member]) & np.isfinite(w), position, len(order))
-        first = np.minimum.reduceat(position, starts) if len(starts) else position[:0]
-        found = first < len(order)
-        chosen, at = order[first[found]], keys[found]
-        shape = (f_max + 1, n_spans * n_sites)
+        place = np.flatnonzero((time_sorted <= theta) & (tail_sorted <= phi))  # allowed, in group order
+        if weight is not None:  # the least weight of each group, the first of it in rate order
+            w = weight[order[place]]
+            place, w = place[np.isfinite(w)], w[np.isfinite(w)]
+            if len(place):
+                group = group_of[place]
+                new = np.concatenate([[True], group[1:] != group[:-1]])
+                place = place[w <= np.minimum.reduceat(w, np.flatnonzero(new))[np.cumsum(new) - 1]]
+        group = group_of[place]
+        first = place[np.concatenate([[True], group[1:] != group[:-1]])] if len(place) else place
+        chosen, at = order[first], keys[group_of[first]]
+        size = n_spans * n_sites
+        shape = (len(levels) + 1, size)  # row 0: no entry
         entry, rate, time = np.full(shape, -1, np.int64), np.full(shape, np.inf), np.full(shape, np.inf)
+        at = (np.searchsorted(levels, at // size) + 1) * size + at % size
         entry.reshape(-1)[at], rate.reshape(-1)[at], time.reshape(-1)[at] = chosen, values[chosen], self.time[chosen]
-        for f in range(f_max - 1, 0, -1):  # an entry holding f + 1 in flight holds f
-            better = (rate[f + 1] < rate[f]) | ((rate[f + 1] == rate[f]) & (time[f + 1] < time[f]))
+        for k in range(len(levels) - 1, 0, -1):  # an entry holding more in flight holds fewer
+            better = (rate[k + 1] < rate[k]) | ((rate[k + 1] == rate[k]) & (time[k + 1] < time[k]))
             for array in (rate, time, entry):
-                np.copyto(array[f], array[f + 1], where=better)
-        shape = (f_max + 1, n_spans, n_sites)
-        return rate.reshape(shape), time.reshape(shape), entry.reshape(shape)
+                np.copyto(array[k], array[k + 1], where=better)
+        count = np.arange(f_max + 1)
+        row = np.where(count > levels.max(initial=0), 0, np.searchsorted(levels, count) + 1)
+        row[0] = 0
+        shape = (len(levels) + 1, n_spans, n_sites)
+        return rate.reshape(shape), time.reshape(shape), entry.reshape(shape), row
 
     def link_ok(self, theta: float) -> np.ndarray:
-        """(L, sites, sites) bool: a stage ending at layer k on one site may hand over to a stage on
-        another (same site, or a link whose time per micro-batch is within theta)."""
-        bandwidth, latency, _ = self.problem.link_matrix()
-        with np.errstate(divide="ignore"):
-            hop = self.b * self.problem.act_bytes[:, None, None] / bandwidth[None] + latency[None]
-        return (bandwidth[None] > 0) & (hop <= theta)
+        """(K − 1, sites, sites) bool: a stage ending just before boundary k = 1 … K − 1 on one
+        site may hand over to a stage on another (same site, or a link whose time per
+        micro-batch is within theta)."""
+        if self._hop is None:  # (K − 1, sites, sites) s per micro-batch, inf where no link
+            bandwidth, latency, _ = self.problem.link_matrix()
+            nbytes = self.b * self.problem.act_bytes[self.starts[1:] - 1]
+            with np.errstate(divide="ignore"):
+                hop = nbytes[:, None, None] / bandwidth[None] + latency[None]
+            self._hop = np.where(bandwidth[None] > 0, hop, np.inf)
+        return self._hop <= theta
 
     def least_rate(
         self, theta: float, phi: float, weight: np.ndarray | None = None, most: int | None = None,
         stages: int | None = None,
     ):  # fmt: skip
-        """The dynamic program over stage boundaries: for every stage count S up to `most` (all
-        when None), the least Σ r of plans whose every τ ≤ theta and φ ≤ phi (links within
-        theta), each stage holding its in-flight chunks (with `weight`, the least Σ of that
-        per-entry weight); among plans of equal Σ r, one of least largest τ. Interleaved (v > 1)
-        what a stage holds depends on the stage count: `stages` names the one count whose
-        answer is exact (None: a lower bound for every count, one chunk a stage).
-        Returns (least (Q + 1,) with least[S], back) for `plan_of`."""
+        """The dynamic program over stage boundaries (`program.boundary_program`): for every
+        stage count S up to `most` (all when None), the least Σ r of plans whose every τ ≤ theta
+        and φ ≤ phi (links within theta), each stage holding its in-flight chunks (with
+        `weight`, the least Σ of that per-entry weight); among plans of equal Σ r, one of least
+        largest τ. Interleaved (v > 1) what a stage holds depends on the stage count: `stages`
+        names the one count whose answer is exact (None: a lower bound for every count, one
+        chunk a stage). Returns (least (Q + 1,) with least[S], solved) for `plan_of` and
+        `least_from`."""
         if self.v > 1 and stages is not None:
             most = stages
-        q_max, n_sites = min(self.max_stages, most or self.max_stages), len(self.problem.sites)
+        q_max = min(self.max_stages, most or self.max_stages)
         in_flight = self.needs(q_max, stages)
-        rate, time, entry = self.cheapest(theta, phi, weight, max(int(in_flight.max()), 1))
-        n = self.problem.num_layers
-        by_q = rate[in_flight].transpose(1, 0, 2)  # (spans, Q + 1, sites)
-        time_q = time[in_flight].transpose(1, 0, 2)
-        ok = self.link_ok(theta)
-        boundaries = len(self.starts) + 1  # index k: layer starts[k], the last one: n (the end)
-        sh_value = np.full((boundaries, q_max + 1, n_sites), np.inf)
-        sh_slow = np.full((boundaries, q_max + 1, n_sites), np.inf)
-        value, slow, choice, nxt_site = {}, {}, {}, {}
-        q_index, s_index = np.arange(q_max + 1)[:, None], np.arange(n_sites)[None, :]
+        rate, time, entry, row = self.cheapest(theta, phi, weight, max(int(in_flight.max()), 1))
+        rows = row[in_flight]  # the row of each q
+        value, _, choice, next_site = boundary_program(
+            rate, time, rows, self.span_from, self.span_after, self.link_ok(theta)
+        )
+        return value[0].min(axis=1), (value, choice, next_site, entry, rows)
 
-        def shift(k: int, layer: int, v: np.ndarray, u: np.ndarray) -> None:
-            """The least value (and its τ) after a stage ending before boundary k, one stage fewer."""
-            if layer == n:
-                w, tw, arg = v[:, :1], u[:, :1], None
-            else:  # w[q, s] = min over s' reachable from s of v[q, s']
-                masked = np.where(ok[layer - 1][None], v[:, None, :], np.inf)
-                arg = _lex_argmin(masked, u[:, None, :], axis=2)
-                w, tw = masked[q_index, s_index, arg], u[q_index, arg]
-            sh_value[k, 1:], sh_slow[k, 1:] = w[:-1], tw[:-1]
-            nxt_site[layer] = np.zeros(v.shape, np.int64) if arg is None else np.vstack([arg[:1] * 0, arg[:-1]])
+    def least_work(self, theta: float, phi: float) -> np.ndarray:
+        """(Q + 1,) Q = max_stages: for every stage count, the least Σ r·τ ($/hour · s) of the
+        plans whose every τ ≤ theta and φ ≤ phi (links within theta), each stage holding what
+        `least_rate` has it hold without a stage count (`needs`): least_rate's answer with
+        weight r·τ, taken as plain minima (`program.least_sums`), so without the entries'
+        order (the table's entries may be left undominated)."""
+        q_max = self.max_stages
+        in_flight = self.needs(q_max)
+        f_max = min(self.depth, max(int(in_flight.max()), 1))
+        n_spans, n_sites = len(self.span_first), len(self.problem.sites)
+        work = np.full((f_max + 1, n_spans, n_sites), np.inf)
+        at = np.flatnonzero((self.time <= theta) & (self.tail <= phi))
+        cell = (np.minimum(self.fits[at], f_max), self.entry_span[at], self.site[at])
+        np.minimum.at(work, cell, self.rate[at] * self.time[at])
+        work[1:] = np.minimum.accumulate(work[1:][::-1], axis=0)[::-1]  # holding f + 1 in flight holds f
+        return least_sums(work, in_flight, self.span_from, self.span_after, self.link_ok(theta))
 
-        end = np.full((q_max + 1, n_sites), np.inf)
-        end[0] = 0.0
-        shift(boundaries - 1, n, end, np.zeros_like(end))
-        value[n] = end
-        for k in range(len(self.starts) - 1, -1, -1):
-            spans, after = self._spans_at[k], self._after_at[k]
-            cand = by_q[spans] + sh_value[after]
-            cand_slow = np.maximum(time_q[spans], sh_slow[after])
-            best = _lex_argmin(cand, cand_slow, axis=0)
-            start = int(self.starts[k])
-            value[start], slow[start] = cand[best, q_index, s_index], cand_slow[best, q_index, s_index]
-            choice[start] = best + spans.start
-            if k > 0:
-                shift(k, start, value[start], slow[start])
-        back = (choice, nxt_site, entry, in_flight)
-        return value[0].min(axis=1), (value, back)
+    def least_from(self, solved) -> dict[int, np.ndarray]:
+        """{boundary layer: (Q + 1,) the least Σ of the plans from it with q stages} of a
+        `least_rate` answer (the end of the model, layer L, included)."""
+        least = solved[0].min(axis=2)
+        layers = [*self.starts.tolist(), self.problem.num_layers]
+        return dict(zip(layers, least))
 
     def plan_of(self, stages: int, solved) -> list[int]:
         """The entries, in pipeline order, of the least-rate plan of `stages` stages."""
-        value, (choice, nxt_site, entry, in_flight) = solved
+        value, choice, next_site, entry, rows = solved
         site = int(value[0][stages].argmin())
-        start, q, out = 0, stages, []
+        k, q, out = 0, stages, []
         while q > 0:
-            span = choice[start][q, site]
-            out.append(int(entry[in_flight[q], span, site]))
-            after = int(self.span_last[span]) + 1
-            site = int(nxt_site[after][q, site]) if after < self.problem.num_layers else site
-            start, q = after, q - 1
+            span = int(choice[k, q, site])
+            out.append(int(entry[rows[q], span, site]))
+            k = int(self.span_after[span])
+            site = int(next_site[k, q, site]) if k < len(self.starts) else site
+            q -= 1
         return out
 
 
