@@ -1,8 +1,8 @@
 """The parallel-plan policy (hps.placement.agent.parallel_*): a teacher's plan replayed through the
 env as its action sequence lays out that very plan; imitation on it drives the policy's argmax
 to it; the planner returns a plan `score_plan` scores as the env did; `hps train --kind
-parallel` and `hps plan --checkpoint` run end to end and write a plan file `hps evaluate`
-reads."""
+parallel` and `hps plan --checkpoint` run end to end and write a plan file that `hps evaluate`
+scores and `hps execute --check` runs as single-device training does."""
 
 from __future__ import annotations
 
@@ -139,9 +139,11 @@ def test_train_a_parallel_policy_then_plan_with_it_and_evaluate_the_plan_file(tm
     code, text, err = run_cli_output([*argv, "--out", str(plan_file)], capsys)
     assert code in (0, 1), err  # 1: no feasible plan among an untrained policy's, nothing written
     assert "policy" in text
-    if code == 0:
+    if code == 0:  # the plan file the policy wrote is scored and runs as written, as single-device training does
         code, text, err = run_cli_output(["evaluate", "--plan", str(plan_file), "--json"], capsys)
         assert code == 0, err
+        code, text, err = run_cli_output(["execute", str(plan_file), "--check", "--steps", "2"], capsys)
+        assert code == 0 and "parameters equal" in text, err
 
 
 def test_the_policy_proposes_its_plans_type_sequences_best_first(small):
