@@ -40,6 +40,10 @@ KIND_DESCRIPTIONS = {
         "hps.studies.llm_plans",
         "large language models on a catalogue at several floors: the exact optimum and its Pareto front",
     ),
+    "MixingOptimaConfig": (
+        "hps.studies.mixing_optima",
+        "generated instances where mixing hardware pays: the exact solver's certified optima and how many mix",
+    ),
     "ParallelHardConfig": (
         "hps.studies.parallel_hard",
         "generated parallel-plan instances: every planner vs the proven optimum or bound, and the warm start",

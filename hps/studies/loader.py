@@ -17,6 +17,7 @@ KIND_MODULES = (
     "hps.studies.generalization",
     "hps.studies.heterps_zoo",
     "hps.studies.llm_plans",
+    "hps.studies.mixing_optima",
     "hps.studies.parallel_hard",
     "hps.studies.parallel_policy",
     "hps.studies.placement_at_scale",

@@ -4,8 +4,9 @@ experiment), each planned by the policy (`hps.placement.agent.parallel_planner`:
 `samples` sampled plans and the greedy one), its plan's cost over the proven optimum and its
 planning time (compile excluded), beside the best single-type plan where the file gives one.
 
-One item per certified instance. The certified file holds {"instances": [{"split", "seed",
-"status", "cost", …}]}; only instances of status "optimal" are planned.
+One item per certified instance. The certified file (`hps.studies.mixing_optima.certified_set`)
+holds {"split", "instances": [{"seed", "status", "cost", …}]}; only instances of status
+"optimal" are planned.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ class ParallelPolicyConfig(ExperimentConfig):
 def certified_instances(path: str) -> list[dict]:
     """The instances of the certified file at `path` whose optimum is proven."""
     document = json.loads(Path(path).read_text())
-    return [i for i in document["instances"] if i.get("status") == "optimal"]
+    return [dict(i, split=document["split"]) for i in document["instances"] if i.get("status") == "optimal"]
 
 
 def items(config: ParallelPolicyConfig) -> list[tuple[str, dict]]:

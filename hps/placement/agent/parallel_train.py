@@ -24,7 +24,7 @@ from hps.placement.agent.parallel_demonstrations import imitation_loss, make_dem
 from hps.placement.agent.parallel_policy import ParallelPolicyFunctions, ParallelPolicySpec
 from hps.placement.agent.parallel_rollout import replay, rollout
 from hps.placement.env.parallel_env import ParallelPlanEnv
-from hps.placement.env.parallel_generator import HELD_OUT, SPLITS
+from hps.placement.env.parallel_generator import SPLITS
 from hps.placement.env.parallel_instance import instance_pool
 from hps.rl import driver
 from hps.rl.agent import Agent
@@ -39,14 +39,15 @@ class ParallelTrainConfig(BaseTrainConfig):
     """A parallel-policy training run (hashable; JSON-able via `dataclasses.asdict`); the common
     fields come from `BaseTrainConfig`. split: a `hps.placement.env.parallel_generator` split name;
     pool_size: instances of it (seeds 0 .. pool_size − 1) the run trains on; max_stages: the
-    most stages a plan may have; eval_instances: held-out instances the learning curve's
+    most stages a plan may have; eval_instances: instances of eval_split the learning curve's
     evaluation plays (greedy). Imitation: demonstrations > 0 labels that many pool instances
     with the exact solver's best plan within teacher_seconds each before training
     (`parallel_demonstrations`); each update then adds imitation_coef × the cross-entropy of
     demo_batch of them, and policy_gradient_coef weighs the REINFORCE loss."""
 
     policy: ParallelPolicySpec = field(default_factory=ParallelPolicySpec)
-    split: str = "train"
+    split: str = "mixing-train"
+    eval_split: str = "mixing-held-out"
     pool_size: int = 64
     max_stages: int = 16
     eval_instances: int = 8
@@ -63,8 +64,10 @@ class ParallelTrainConfig(BaseTrainConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.split not in SPLITS:
-            raise ConfigError("ParallelTrainConfig", "split", f"must be one of {', '.join(SPLITS)}, got {self.split!r}")
+        for name in ("split", "eval_split"):
+            if getattr(self, name) not in SPLITS:
+                problem = f"must be one of {', '.join(SPLITS)}, got {getattr(self, name)!r}"
+                raise ConfigError("ParallelTrainConfig", name, problem)
         if self.algorithm != "reinforce":
             raise ConfigError("ParallelTrainConfig", "algorithm", "the parallel policy trains with reinforce")
         if self.demonstrations > self.pool_size:
@@ -83,9 +86,10 @@ class ParallelTrainConfig(BaseTrainConfig):
 
 
 def default_parallel_config() -> ParallelTrainConfig:
-    """The recipe `hps train --kind parallel` uses: 64 generated training instances, each
-    labelled by the exact solver's best plan within 3 s (about 3 minutes before training on 2
-    CPU cores), imitation weighted 5 against risk-seeking REINFORCE on 16 samples an instance."""
+    """The recipe `hps train --kind parallel` uses: 64 generated instances of the split where
+    mixing hardware pays, each labelled by the exact solver's best plan within 3 s (a few minutes
+    before training on 2 CPU cores), imitation weighted 5 against risk-seeking REINFORCE on 16
+    samples an instance."""
     return ParallelTrainConfig(pool_size=64, demonstrations=64, teacher_seconds=3.0, imitation_coef=5.0)
 
 
@@ -179,7 +183,7 @@ def heldout_metrics(config: ParallelTrainConfig):
     """params -> {"eval_feasible", "eval_cost_ratio"}: greedy plans of the first eval_instances
     held-out instances, their feasible share and the mean cost of the feasible ones over their
     instance's lower bound (left out where none is feasible)."""
-    _, instances = instance_pool(HELD_OUT.name, 0, config.eval_instances)
+    _, instances = instance_pool(config.eval_split, 0, config.eval_instances)
     policy = ParallelPolicyFunctions(config.policy)
     env = ParallelPlanEnv(config.max_stages)
 
