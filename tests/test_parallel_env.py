@@ -136,3 +136,14 @@ def test_the_first_decision_is_the_micro_batch_and_then_a_stage_type():
         assert int(obs.mask.sum()) == divisors
         _, state, reward, done, _ = env.step(None, state, jnp.int32(0), instance)
         assert int(state.phase) == TYPE and float(reward) == 0.0 and not bool(done)
+
+
+def test_a_job_that_fixes_the_micro_batch_lets_the_env_take_only_it():
+    env = ParallelPlanEnv(max_stages=4)
+    problem = _problems()[2]
+    fixed = ParallelProblem(problem.workload, problem.catalog, dataclasses.replace(problem.job, micro_batch=8.0))
+    with jax.enable_x64(True):
+        instance = jax.tree.map(jnp.asarray, parallel_instance(fixed, bucket_for(fixed)))
+        obs, _ = env.reset(None, instance)
+    allowed = np.flatnonzero(np.asarray(obs.mask))
+    assert [int(instance.params.divisors[k]) for k in allowed] == [8]

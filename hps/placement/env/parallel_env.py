@@ -15,11 +15,11 @@ log of how far the throughput falls short of the floor, the log of the worst sta
 its limit, and 1 for any other failure).
 
 Every decision has one action space of A = max(END_SLOTS, T, P, D) slots with a mask:
-micro-batches that divide the batch; types the stage's first layer may run on, with units left
-under their pooled cap and a link from the previous stage's site; unit counts within the model
-whose layers all run on the type (only the rest for the last allowed stage); levels the type
-takes within its units left; and d dividing b within the units left, the network's reach and the
-memory (one micro-batch in flight). Where a mask would allow nothing, it allows the least
+micro-batches that divide the batch (only the job's where it fixes one); types the stage's first
+layer may run on, with units left under their pooled cap and a link from the previous stage's
+site; unit counts within the model whose layers all run on the type (only the rest for the last
+allowed stage); levels the type takes within its units left; and d dividing b within the units
+left, the network's reach and the memory (one micro-batch in flight). Where a mask would allow nothing, it allows the least
 harmful choice (b = 1, any type the first layer may run on, every unit left, t = 1, d = 1),
 whose plan the reward then grades, as it grades what the masks cannot see (memory with more
 micro-batches in flight, the floor). The observation gives each slot a row of N_FEATURES
@@ -195,7 +195,7 @@ class ParallelPlanEnv(Environment):
         c = self._common(state, instance)
         divisors, real = c["divisors"], c["real"]
         rows = jnp.stack([jnp.log2(divisors) / 12, jnp.log2(instance.params.batch / divisors) / 12], 1)
-        return jnp.where(real[:, None], rows, 0.0), real, divisors == 1
+        return jnp.where(real[:, None], rows, 0.0), real & instance.micro_batch_ok, divisors == 1
 
     def _type_rows(self, state, instance):
         """Each type from the layers left (its span is chosen next)."""

@@ -30,10 +30,13 @@ class ParallelInstance:
     end after layer i (a cut is allowed there, or i is the last real layer); tp_ok (T, P) bool:
     type y takes t = 2^level; work (L + 1,) the prefix of each layer's share of the model's
     compute (0 .. 1; mean over the real types of its seconds per sample at t = 1); reference ()
-    $: the cost a plan's reward is measured against (`cost_lower_bound`, or a known optimum)."""
+    $: the cost a plan's reward is measured against (`cost_lower_bound`, or a known optimum);
+    micro_batch_ok (D,) bool: the divisor slots a plan's micro-batch may take (only the job's
+    where the job fixes it)."""
 
     params: PlanParams
     packed: Packed
+    micro_batch_ok: np.ndarray
     cut_ok: np.ndarray
     tp_ok: np.ndarray
     work: np.ndarray
@@ -71,9 +74,13 @@ def parallel_instance(problem: ParallelProblem, bucket: Bucket, reference: float
     value = cost_lower_bound(problem) if reference is None else float(reference)
     if not (np.isfinite(value) and value > 0):
         raise ValueError(f"reference cost must be positive and finite, got {value!r}")
+    divisors = np.asarray(params.divisors)
+    fixed = problem.job.micro_batch
+    micro_batch_ok = divisors <= problem.job.batch if fixed is None else divisors == int(fixed)
     return ParallelInstance(
         params=params,
         packed=_packed(params),
+        micro_batch_ok=micro_batch_ok,
         cut_ok=cut_ok,
         tp_ok=tp_ok,
         work=work,
@@ -95,6 +102,7 @@ def stack_instances(instances: list[ParallelInstance]) -> ParallelInstance:
         packed=Packed(
             **{name: np.stack([getattr(i.packed, name) for i in instances]) for name in Packed.__dataclass_fields__}
         ),
+        micro_batch_ok=np.stack([i.micro_batch_ok for i in instances]),
         cut_ok=np.stack([i.cut_ok for i in instances]),
         tp_ok=np.stack([i.tp_ok for i in instances]),
         work=np.stack([i.work for i in instances]),
