@@ -19,9 +19,9 @@ micro-batches that divide the batch (only the job's where it fixes one); types t
 layer may run on, with units left under their pooled cap and a link from the previous stage's
 site; unit counts within the model whose layers all run on the type (only the rest for the last
 allowed stage); levels the type takes within its units left; and d dividing b within the units
-left, the network's reach and the memory (one micro-batch in flight). Where a mask would allow nothing, it allows the least
-harmful choice (b = 1, any type the first layer may run on, every unit left, t = 1, d = 1),
-whose plan the reward then grades, as it grades what the masks cannot see (memory with more
+left, the network's reach and the memory (one micro-batch in flight). Where a mask would allow
+nothing, it allows the least harmful choice (b = 1, any type the first layer may run on, every
+unit left, t = 1, d = 1), whose plan the reward then grades, as it grades what the masks cannot see (memory with more
 micro-batches in flight, the floor). The observation gives each slot a row of N_FEATURES
 candidate features and a context row (`ParallelObs`). State and instance are pytrees of fixed
 shapes, so one compile serves every instance of a size bucket
