@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from hps.errors import ConfigError
 from hps.placement.agent.parallel_demonstrations import imitation_loss, make_demonstrations, teacher_plans
 from hps.placement.agent.parallel_policy import ParallelPolicyFunctions, ParallelPolicySpec
 from hps.placement.agent.parallel_rollout import replay, rollout
+from hps.placement.agent.train import episode_metrics
 from hps.placement.env.parallel_env import ParallelPlanEnv
 from hps.placement.env.parallel_generator import SPLITS
 from hps.placement.env.parallel_instance import instance_pool
@@ -93,16 +93,6 @@ def default_parallel_config() -> ParallelTrainConfig:
     return ParallelTrainConfig(pool_size=64, demonstrations=64, teacher_seconds=3.0, imitation_coef=5.0)
 
 
-def _episode_metrics(trajectory) -> dict:
-    feasible = trajectory.feasible
-    ratio = jnp.where(feasible, trajectory.cost_ratio, 0.0)
-    return {
-        "reward": jnp.mean(trajectory.episode_reward),
-        "feasible": jnp.mean(feasible.astype(jnp.float32)),
-        "cost_ratio": jnp.sum(ratio) / jnp.maximum(jnp.sum(feasible), 1),
-    }
-
-
 def parallel_agent(config: ParallelTrainConfig, policy, env, mesh, pool, demos=None) -> Agent:
     """The `hps.rl.agent` contract: each update draws config.draws instances of the pool at
     random, each played by samples_per_instance envs; with `demos` (`Demonstrations` on `pool`),
@@ -125,7 +115,7 @@ def parallel_agent(config: ParallelTrainConfig, policy, env, mesh, pool, demos=N
         rollout=play,
         replay=lambda params, trajectory: replay(policy, params, env, trajectory),
         extra_loss=None if demos is None else imitation,
-        episode_metrics=_episode_metrics,
+        episode_metrics=episode_metrics,
         shard=lambda tree: shard_envs(tree, mesh),
         critic=False,
     )

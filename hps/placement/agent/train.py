@@ -123,7 +123,9 @@ def init_train_state(config: TrainConfig, *, devices=None) -> TrainState:
     return driver.fresh_state(config, PolicyFunctions(config.policy), devices=devices)
 
 
-def _episode_metrics(trajectory) -> dict:
+def episode_metrics(trajectory) -> dict:
+    """The episode metrics of a placement trajectory (either model's: `feasible`, `cost_ratio`
+    and `episode_reward` (N,)): mean reward, feasible share, mean cost ratio of the feasible."""
     feasible = trajectory.feasible
     ratio = jnp.where(feasible, trajectory.cost_ratio, 0.0)
     return {
@@ -165,7 +167,7 @@ def placement_agent(config: TrainConfig, policy, env, mesh, num_steps: int, demo
         rollout=play,
         replay=lambda params, trajectory: replay(policy, params, trajectory),
         extra_loss=None if demos is None else imitation,
-        episode_metrics=_episode_metrics,
+        episode_metrics=episode_metrics,
         shard=lambda tree: shard_envs(tree, mesh),
     )
 
