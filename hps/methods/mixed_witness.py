@@ -8,7 +8,8 @@ min(K − j, M) micro-batches in flight, K the order's length and j the stage's 
 stage holds no more in any plan of at most K stages); a type that can take no layer there is
 passed over. A bisection on θ finds the least θ at which the order covers every layer; every plan
 it lays is scored exactly (`score_plan`) and the one of most throughput kept. It is a witness that
-a floor is reachable, not an optimum: the exact solver's plans cost 0.4–0.9 of its plan's.
+a floor is reachable, not an optimum: on 25 certified mixing instances the optimum cost 0.01–1.0
+of it (median 0.65).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Certified optima of generated instances where mixing hardware pays (`hard_instances`' mixing
+"""Certified optima of generated instances where mixing hardware pays (`parallel_generator`'s mixing
 splits): the exact cost solver on each instance within `seconds`, and whether its plan mixes.
 
 One item per instance. Per instance: the draw (rows, types, hardware, batch, micro-batch, floor)
@@ -24,7 +24,7 @@ from hps.studies.files import json_ready
 
 @dataclass(frozen=True, kw_only=True)
 class MixingOptimaConfig(ExperimentConfig):
-    """split: a mixing split of `hard_instances.SPLITS`; seeds `first_seed` .. `first_seed +
+    """split: a mixing split of `parallel_generator.SPLITS`; seeds `first_seed` .. `first_seed +
     count − 1`; catalog: the catalogue the types are drawn from; seconds: the exact solver's limit
     per instance; warm: start the solver from the generator's witness (its answer does not
     depend on it, only its time)."""

@@ -8,8 +8,9 @@ U_i units and whose stages together hold at most U = Σ U_i (a relaxation where 
 the merged type may not fit a pool). The merged type is priced 1 $/hour a unit and the budget is
 U $/hour, so the dual's budget row is the pooled cap itself: every least-rate plan within the
 budget meets the cap, no region is left to the plan-by-plan search, and the dual certifies its
-answer within seconds where the capped search takes minutes. Its bound (samples/s) is then an
-upper bound on every plan of the hardware alone; its plan, one such plan's throughput.
+answer within seconds where, with the cap left to the search, it had not within 60 s. Its bound
+(samples/s) is then an upper bound on every plan of the hardware alone; its plan, one such plan's
+throughput.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from hps.costmodel.parallel.problem import ParallelProblem
 from hps.methods.exact_parallel.dual import solve_max_throughput
 
 POOL_MARK = "-pool"
-"""A second pool of a type is named `<type>-pool<k>` (`hard_instances.random_catalog`)."""
+"""A second pool of a type is named `<type>-pool<k>` (`parallel_generator.random_catalog`)."""
 ANY_FLOOR = 1e-9
 """The floor (samples/s) of the restricted problems: every plan meets it."""
 
