@@ -235,6 +235,12 @@ def pipe_cases() -> list[dict]:
     return [{"group": "broken pipe", "argv": argv, "files": {}, "pipe": n} for argv in PIPED for n in (1, 0)]
 
 
+LEARNED_COLLECTIVE = [
+    "collective", "--network", "2d-nvlink-ethernet-8x4", "--size", "1MiB", "--policy", "learned", "--checkpoint", "ck"
+]  # fmt: skip
+"""`hps collective` with the learned policy of the checkpoint copied to ck/."""
+
+
 def fixture_cases() -> list[dict]:
     """A checkpoint of one kind given where the other is needed."""
     return [
@@ -249,17 +255,7 @@ def fixture_cases() -> list[dict]:
         },
         {
             "group": "checkpoint kind",
-            "argv": [
-                "collective",
-                "--network",
-                "2d-nvlink-ethernet-8x4",
-                "--size",
-                "1MiB",
-                "--policy",
-                "learned",
-                "--checkpoint",
-                "ck",
-            ],
+            "argv": LEARNED_COLLECTIVE,
             "files": {},
             "fixture": "placement",
             "timeout": 45.0,

@@ -8,6 +8,7 @@ round). A trained parallel run folder is the fixture "parallel" (copied to `ck/`
 
 from __future__ import annotations
 
+from tools.hostile.flags import LEARNED_COLLECTIVE
 from tools.hostile.plans import _case
 
 PLAN = ["plan", "--checkpoint", "ck"]
@@ -94,17 +95,7 @@ def kind_cases() -> list[dict]:
         _with(
             _case(
                 "policy checkpoint kind",
-                [
-                    "collective",
-                    "--network",
-                    "2d-nvlink-ethernet-8x4",
-                    "--size",
-                    "1MiB",
-                    "--policy",
-                    "learned",
-                    "--checkpoint",
-                    "ck",
-                ],
+                LEARNED_COLLECTIVE,
                 {},
                 True,
                 "parallel|kind",
